@@ -1,0 +1,32 @@
+# drover's build and test entry points. `make test` is what CI runs.
+GO ?= go
+
+.PHONY: test unit testbin sim bench fmt vet
+
+# The whole test suite: vet, unit and simulator tests, and the Kubernetes
+# end-to-end tests against a real kube-apiserver and etcd that
+# hack/testbin/build.sh builds from Go modules (cached after the first run).
+test: vet
+	@if [ -x hack/testbin/build.sh ]; then \
+		assets=$$(hack/testbin/build.sh | tail -n 1) && \
+		KUBEBUILDER_ASSETS=$$assets $(GO) test -timeout 45m ./... ; \
+	else \
+		$(GO) test -timeout 45m ./... ; \
+	fi
+
+# Unit and simulator tests only (no API server).
+unit:
+	$(GO) test -short ./...
+
+testbin:
+	hack/testbin/build.sh
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+sim:
+	$(GO) run ./cmd/drover sim
+
+bench:
+	$(GO) test -run XXX -bench . -benchtime 3x ./...

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/drover-sched/drover/internal/exp/baselines"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/experiment"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/registry"
+	"github.com/drover-sched/drover/pkg/sim"
+	"github.com/drover-sched/drover/pkg/workload"
+)
+
+type simFlags struct {
+	experiment string
+	list       bool
+	trace      string
+	format     string
+	traceFmt   string
+	policies   string
+	cluster    string
+	seed       uint64
+	seeds      int
+	out        string
+	tick       float64
+	philly     string
+	quick      bool
+	check      bool
+}
+
+func newSimCmd() *cobra.Command {
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run a simulator experiment or replay a trace",
+		Long: `Run a named experiment (default: overview) or replay a trace under chosen policies.
+
+Examples:
+  drover sim                                   # the default experiment
+  drover sim --list                            # experiments and policies
+  drover sim --experiment philly --format json
+  drover sim --trace jobs.csv --policy fifo,drf --cluster '8:gpu=8,cpu=48,mem_gib=384'
+  drover sim --experiment overview --out results/   # per-job CSVs and SVG charts
+
+Policy parameters follow a colon, separated by semicolons:
+  --policy 'fifo:placement=spread,k8s-default'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.experiment, "experiment", "e", "", "named experiment to run (default overview)")
+	fl.BoolVar(&f.list, "list", false, "list experiments and policies")
+	fl.StringVar(&f.trace, "trace", "", "replay this trace file instead of an experiment")
+	fl.StringVar(&f.traceFmt, "trace-format", "", "trace format: generic or philly (default: by file name)")
+	fl.StringVarP(&f.policies, "policy", "p", "", "comma-separated policies for --trace (default: the overview set)")
+	fl.StringVar(&f.cluster, "cluster", "", "cluster for --trace, e.g. '64:gpu=8,cpu=48,mem_gib=384' (see docs)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed (first seed of multi-seed experiments)")
+	fl.IntVar(&f.seeds, "seeds", 0, "number of seeds (default: the experiment's)")
+	fl.StringVarP(&f.format, "format", "o", "table", "output format: table or json")
+	fl.StringVar(&f.out, "out", "", "directory for per-job CSVs, charts (SVG) and report.json")
+	fl.Float64Var(&f.tick, "tick", 60, "scheduling interval in seconds for --trace (0: after every event)")
+	fl.StringVar(&f.philly, "philly", "", "Philly trace file (default: the embedded copy)")
+	fl.BoolVar(&f.quick, "quick", false, "reduced scale (smoke runs)")
+	fl.BoolVar(&f.check, "check", false, "verify simulator invariants after every event (slow) for --trace")
+	return cmd
+}
+
+func runSim(cmd *cobra.Command, f simFlags) error {
+	if f.format != "table" && f.format != "json" {
+		return fmt.Errorf("--format %q: want table or json", f.format)
+	}
+	pols, err := registry.Policies()
+	if err != nil {
+		return err
+	}
+	exps, err := registry.Experiments()
+	if err != nil {
+		return err
+	}
+	stdout := cmd.OutOrStdout()
+	if f.list {
+		return list(stdout, exps, pols)
+	}
+	env := &experiment.Env{Seed: f.seed, Seeds: f.seeds, Policies: pols, PhillyPath: f.philly, Quick: f.quick}
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		env.Progress = newProgressBar(os.Stderr).update
+	}
+	var rep *experiment.Report
+	if f.trace != "" {
+		if f.experiment != "" {
+			return fmt.Errorf("--trace and --experiment are exclusive")
+		}
+		rep, err = runTrace(cmd, f, env)
+	} else {
+		if f.policies != "" || f.cluster != "" {
+			return fmt.Errorf("--policy and --cluster go with --trace; experiments fix their own")
+		}
+		name := f.experiment
+		if name == "" {
+			name = "overview"
+		}
+		var e experiment.Experiment
+		if e, err = exps.Get(name); err != nil {
+			return err
+		}
+		rep, err = e.Run(cmd.Context(), env)
+	}
+	if env.Progress != nil {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if f.out != "" {
+		files, err := rep.WriteOut(f.out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %d files to %s\n", len(files), f.out)
+	}
+	if f.format == "json" {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteTable(stdout)
+}
+
+func runTrace(cmd *cobra.Command, f simFlags, env *experiment.Env) (*experiment.Report, error) {
+	if f.cluster == "" {
+		return nil, fmt.Errorf("--trace needs --cluster, e.g. --cluster '64:gpu=8,cpu=48,mem_gib=384'")
+	}
+	nodes, err := cluster.ParseSpec(f.cluster)
+	if err != nil {
+		return nil, err
+	}
+	format := f.traceFmt
+	if format == "" {
+		format = "generic"
+		if strings.Contains(strings.ToLower(f.trace), "philly") {
+			format = "philly"
+		}
+	}
+	var jobs []*cluster.Job
+	switch format {
+	case "generic":
+		jobs, err = workload.LoadCSVFile(f.trace)
+	case "philly":
+		jobs, err = workload.LoadPhilly(f.trace, workload.DefaultPhillyOptions())
+	default:
+		return nil, fmt.Errorf("--trace-format %q: want generic or philly", format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	specs := baselines.OverviewPolicies
+	if f.policies != "" {
+		specs = splitPolicies(f.policies)
+	}
+	for _, s := range specs {
+		if _, err := env.Policies.New(s); err != nil {
+			return nil, err
+		}
+	}
+	setup := experiment.Setup{
+		Nodes:  func(uint64) []cluster.Node { return nodes },
+		Jobs:   func(uint64) ([]*cluster.Job, error) { return jobs, nil },
+		Config: sim.Config{Tick: f.tick, Check: f.check},
+	}
+	rows, runs, err := experiment.RunPolicies(cmd.Context(), env, "trace", setup, specs, env.SeedCount(1))
+	if err != nil {
+		return nil, err
+	}
+	return &experiment.Report{Experiment: "trace:" + f.trace, Seed: f.seed, Results: rows, Jobs: experiment.JobTables(runs),
+		Charts: []experiment.ChartFile{experiment.JCTCDF("JCT CDF", runs), experiment.UtilChart("GPU allocation", runs)}}, nil
+}
+
+func splitPolicies(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func list(w io.Writer, exps *experiment.Registry, pols *policy.Registry) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXPERIMENT\tDESCRIPTION")
+	for _, e := range exps.All() {
+		fmt.Fprintf(tw, "%s\t%s\n", e.Name, e.Description)
+	}
+	fmt.Fprintln(tw, "\t")
+	fmt.Fprintln(tw, "POLICY\tDESCRIPTION")
+	for _, e := range pols.Entries() {
+		fmt.Fprintf(tw, "%s\t%s\n", e.Name, e.Description)
+	}
+	return tw.Flush()
+}
+
+type progressBar struct {
+	w     io.Writer
+	last  time.Time
+	start time.Time
+}
+
+func newProgressBar(w io.Writer) *progressBar {
+	return &progressBar{w: w, start: time.Now()}
+}
+
+func (p *progressBar) update(label string, done, total int) {
+	if time.Since(p.last) < 100*time.Millisecond && done < total {
+		return
+	}
+	p.last = time.Now()
+	const width = 30
+	frac := 0.0
+	if total > 0 {
+		frac = float64(done) / float64(total)
+	}
+	n := int(frac * width)
+	fmt.Fprintf(p.w, "\r\033[K%s [%s%s] %3.0f%% %s", label, strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100,
+		time.Since(p.start).Truncate(time.Second))
+}

@@ -1,0 +1,365 @@
+package cluster
+
+import (
+	"fmt"
+	"iter"
+	"math"
+
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// Node is the static description of a machine.
+type Node struct {
+	Name           string
+	InstanceType   string
+	Zone           string
+	PlacementGroup string
+	// Role restricts what may run on the node: "" for anything, or a group
+	// name such as "worker" or "ps" (OASiS runs workers and parameter
+	// servers on separate server pools). Executors enforce it.
+	Role         string
+	Capacity     resource.Vector
+	PricePerHour float64
+}
+
+// InstanceType is an entry of a cloud catalogue that nodes can be
+// provisioned from.
+type InstanceType struct {
+	Name         string
+	Capacity     resource.Vector
+	PricePerHour float64
+}
+
+// NodeState is a node as a snapshot shows it.
+type NodeState struct {
+	Node
+	// Index is the node's position in Snapshot.Nodes; placements refer to
+	// nodes by it.
+	Index int
+	// Ready is false while the node is launching; nothing can be placed on
+	// it yet. Gone is set once a node is released; it stays in the slice so
+	// that indices remain stable.
+	Ready, Gone bool
+	// Allocated is the summed demand of replicas placed on the node,
+	// including jobs in their grace period and placeholders.
+	Allocated resource.Vector
+	// Usage is the summed usage of replicas (see ReplicaGroup.Usage).
+	Usage resource.Vector
+	// Releasing is the part of Allocated held by jobs in their grace period:
+	// it will be free when their grace expires.
+	Releasing resource.Vector
+	// Placeholder is the part of Allocated held by overprovisioning
+	// placeholders, which any real job may take.
+	Placeholder resource.Vector
+	// Jobs are the jobs with at least one replica on the node.
+	Jobs []*JobState
+}
+
+// Free is what can be placed on the node now.
+func (n *NodeState) Free() resource.Vector { return n.Capacity.Sub(n.Allocated) }
+
+// Contention is the factor (at most 1) by which jobs on the node are slowed
+// because their summed usage exceeds the capacity, taken over the kinds
+// where usage is over.
+func (n *NodeState) Contention() float64 {
+	f := 1.0
+	for k := range n.Usage {
+		if n.Usage[k] > n.Capacity[k] && n.Usage[k] > 0 {
+			f = math.Min(f, float64(n.Capacity[k])/float64(n.Usage[k]))
+		}
+	}
+	return f
+}
+
+// Assignment puts one replica of a group on a node.
+type Assignment struct {
+	Group int // index into Job.Groups
+	Node  int // index into Snapshot.Nodes
+}
+
+// Placement lists where each replica of a job runs. Its length per group is
+// the group's replica count.
+type Placement []Assignment
+
+// Counts returns the replica count per group.
+func (p Placement) Counts(groups int) []int {
+	c := make([]int, groups)
+	for _, a := range p {
+		if a.Group >= 0 && a.Group < groups {
+			c[a.Group]++
+		}
+	}
+	return c
+}
+
+// Nodes returns the distinct nodes, in first-use order.
+func (p Placement) Nodes() []int {
+	var out []int
+	for _, a := range p {
+		seen := false
+		for _, n := range out {
+			if n == a.Node {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			out = append(out, a.Node)
+		}
+	}
+	return out
+}
+
+// DemandOn returns the demand the placement puts on each node it uses.
+func (p Placement) DemandOn(j *Job) map[int]resource.Vector {
+	m := make(map[int]resource.Vector, 2)
+	for _, a := range p {
+		m[a.Node] = m[a.Node].Add(j.Groups[a.Group].Demand)
+	}
+	return m
+}
+
+// Phase is where a job is in its lifecycle.
+type Phase uint8
+
+// Job phases.
+const (
+	Pending    Phase = iota
+	Running          // placed and (unless partial) making progress
+	Suspending       // preempted, still running through its grace period
+	Migrating        // checkpointing and restoring; holds its new placement, makes no progress
+	Done
+	Rejected
+)
+
+func (p Phase) String() string {
+	return [...]string{"Pending", "Running", "Suspending", "Migrating", "Done", "Rejected"}[p]
+}
+
+// EvalSample is one reading of a job's evaluation function.
+type EvalSample struct {
+	T     float64 // time of the reading
+	Value float64
+}
+
+// JobState is a job as the executor tracks it. Policies read it through a
+// Snapshot and must not modify it.
+type JobState struct {
+	Job   *Job
+	Phase Phase
+	// Placement is where the job's replicas are, when Running, Suspending
+	// or Migrating.
+	Placement Placement
+	// FirstStart is the first time the job started, -1 before.
+	FirstStart float64
+	// LastStart is when the job last started or resumed.
+	LastStart float64
+	// Enqueued is when the job last entered the pending queue.
+	Enqueued float64
+	// WorkLeft is the work in seconds left at time Updated, and Rate the
+	// speed since then. Use Remaining and Progress, which account for the
+	// time since Updated.
+	WorkLeft, Rate, Updated float64
+	// Counts of what has been done to the job.
+	Preemptions, Migrations, Resizes int
+	// GraceEnds is when a Suspending job stops; PauseEnds when a Migrating
+	// job resumes.
+	GraceEnds, PauseEnds float64
+	// Evals are the readings of the job's evaluation function, oldest first.
+	Evals []EvalSample
+	// Labels persist small pieces of policy state with the job (SetLabel).
+	Labels map[string]string
+	// Reason is the last reason a policy gave for not starting the job.
+	Reason string
+}
+
+// NewJobState returns the state of a job that has not arrived yet.
+func NewJobState(j *Job) *JobState {
+	return &JobState{Job: j, FirstStart: -1, WorkLeft: j.Work, Updated: j.Submit}
+}
+
+// Remaining returns the work left at time now, in seconds at speed 1.
+func (s *JobState) Remaining(now float64) float64 {
+	r := s.WorkLeft - s.Rate*(now-s.Updated)
+	if r < 0 {
+		return 0
+	}
+	return r
+}
+
+// Progress returns the completed fraction of the job's work at time now.
+func (s *JobState) Progress(now float64) float64 {
+	return 1 - s.Remaining(now)/s.Job.Work
+}
+
+// TimeLeft estimates the seconds until the job finishes at its current
+// speed; +Inf when it is not progressing.
+func (s *JobState) TimeLeft(now float64) float64 {
+	if s.Rate <= 0 {
+		return math.Inf(1)
+	}
+	return s.Remaining(now) / s.Rate
+}
+
+// Counts returns the job's current replica count per group.
+func (s *JobState) Counts() []int { return s.Placement.Counts(len(s.Job.Groups)) }
+
+func (s *JobState) String() string {
+	return fmt.Sprintf("%s(%s)", s.Job.ID, s.Phase)
+}
+
+// Queue is the pending queue: head first. Removing a job from anywhere and
+// pushing at either end are O(1) amortised, so a cluster with tens of
+// thousands of waiting jobs does not make every scheduling cycle O(queue).
+type Queue struct {
+	items []*JobState
+	head  int
+	live  int
+	pos   map[*JobState]int
+}
+
+// NewQueue returns an empty queue.
+func NewQueue() *Queue { return &Queue{pos: map[*JobState]int{}} }
+
+// Len returns the number of queued jobs.
+func (q *Queue) Len() int { return q.live }
+
+// PushBack appends a job.
+func (q *Queue) PushBack(s *JobState) {
+	q.pos[s] = len(q.items)
+	q.items = append(q.items, s)
+	q.live++
+}
+
+// PushFront puts a job at the head (a preempted job goes back first).
+func (q *Queue) PushFront(s *JobState) {
+	if q.head == 0 {
+		gap := len(q.items)/2 + 8
+		n := make([]*JobState, gap+len(q.items), gap+cap(q.items))
+		copy(n[gap:], q.items)
+		q.items, q.head = n, gap
+		for i := gap; i < len(n); i++ {
+			if n[i] != nil {
+				q.pos[n[i]] = i
+			}
+		}
+	}
+	q.head--
+	q.items[q.head] = s
+	q.pos[s] = q.head
+	q.live++
+}
+
+// Remove takes a job out of the queue; it reports whether it was there.
+func (q *Queue) Remove(s *JobState) bool {
+	i, ok := q.pos[s]
+	if !ok {
+		return false
+	}
+	delete(q.pos, s)
+	q.items[i] = nil
+	q.live--
+	for q.head < len(q.items) && q.items[q.head] == nil {
+		q.head++
+	}
+	if dead := len(q.items) - q.head - q.live; dead > 64 && dead > q.live {
+		q.compact()
+	}
+	return true
+}
+
+// Contains reports whether the job is queued.
+func (q *Queue) Contains(s *JobState) bool { _, ok := q.pos[s]; return ok }
+
+func (q *Queue) compact() {
+	n := make([]*JobState, 0, q.live+q.live/2+8)
+	for _, s := range q.items[q.head:] {
+		if s != nil {
+			q.pos[s] = len(n)
+			n = append(n, s)
+		}
+	}
+	q.items, q.head = n, 0
+}
+
+// All yields the queued jobs, head first.
+func (q *Queue) All() iter.Seq[*JobState] {
+	return func(yield func(*JobState) bool) {
+		for i := q.head; i < len(q.items); i++ {
+			if s := q.items[i]; s != nil && !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// Head returns the first job, or nil.
+func (q *Queue) Head() *JobState {
+	for i := q.head; i < len(q.items); i++ {
+		if q.items[i] != nil {
+			return q.items[i]
+		}
+	}
+	return nil
+}
+
+// Snapshot is the read-only view of the cluster that a policy decides from.
+// Executors may share its memory with their own state between cycles
+// (building a copy on every cycle would make large replays quadratic), so a
+// policy must never modify anything reachable from it.
+type Snapshot struct {
+	// Now is the current time in seconds.
+	Now float64
+	// Cycle counts scheduling cycles; with Seed it seeds a policy's random
+	// choices: rand.New(rand.NewPCG(Seed, Cycle)).
+	Cycle, Seed uint64
+	// Nodes are all nodes, including ones still launching. A node's index
+	// never changes during a run; a released node stays with Gone set.
+	Nodes []*NodeState
+	// Running holds the jobs that hold resources: Running, Suspending and
+	// Migrating, in no particular order.
+	Running []*JobState
+	// Pending is the queue of jobs waiting to start, head first.
+	Pending *Queue
+	// Catalog lists instance types that may be provisioned; empty when the
+	// cluster is fixed.
+	Catalog []InstanceType
+	// Placeholders is the overprovisioning currently held.
+	Placeholders []Placeholder
+}
+
+// Placeholder is lowest-priority capacity held so that an autoscaler adds
+// nodes ahead of demand: one pod of the given shape per count.
+type Placeholder struct {
+	Name           string
+	Demand         resource.Vector
+	Count          int
+	PlacementGroup string
+}
+
+// Job finds a job by ID among running and pending jobs; it is linear and
+// meant for tests and rare lookups.
+func (s *Snapshot) Job(id string) *JobState {
+	for _, j := range s.Running {
+		if j.Job.ID == id {
+			return j
+		}
+	}
+	for j := range s.Pending.All() {
+		if j.Job.ID == id {
+			return j
+		}
+	}
+	return nil
+}
+
+// ReadyCapacity sums the capacity of ready nodes.
+func (s *Snapshot) ReadyCapacity() resource.Vector {
+	var c resource.Vector
+	for _, n := range s.Nodes {
+		if n.Ready {
+			c = c.Add(n.Capacity)
+		}
+	}
+	return c
+}

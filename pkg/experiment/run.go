@@ -1,0 +1,166 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/drover-sched/drover/pkg/chart"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/sim"
+)
+
+// Setup describes one simulated scenario for RunPolicies.
+type Setup struct {
+	// Nodes of the cluster for a seed.
+	Nodes func(seed uint64) []cluster.Node
+	// Jobs of the workload for a seed. Called once per policy and seed so
+	// that no run sees another's job objects.
+	Jobs func(seed uint64) ([]*cluster.Job, error)
+	// Config of the simulator; Seed is filled in per run.
+	Config sim.Config
+}
+
+// Run is the result of one policy on one seed.
+type Run struct {
+	Policy string
+	Seed   uint64
+	Result *sim.Result
+}
+
+// RunPolicies runs every policy spec on every seed and returns one row per
+// policy with metrics averaged over seeds, plus all individual runs.
+func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs []string, seeds int) ([]Row, []Run, error) {
+	var rows []Row
+	var runs []Run
+	total := len(specs) * seeds
+	done := 0
+	for _, spec := range specs {
+		var ms []map[string]float64
+		name := spec
+		for k := 0; k < seeds; k++ {
+			seed := env.Seed + uint64(k)
+			p, err := env.Policies.New(spec)
+			if err != nil {
+				return nil, nil, err
+			}
+			name = p.Name()
+			jobs, err := setup.Jobs(seed)
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg := setup.Config
+			cfg.Seed = seed
+			if env.Progress != nil && seeds*len(specs) == 1 || env.Progress != nil && len(jobs) > 20000 {
+				lbl := fmt.Sprintf("%s %s seed %d", label, name, seed)
+				cfg.OnProgress = func(d, t int) { env.Progress(lbl, d, t) }
+			}
+			s, err := sim.New(cfg, setup.Nodes(seed), jobs, p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", spec, err)
+			}
+			res, err := s.Run(ctx)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s seed %d: %w", spec, seed, err)
+			}
+			ms = append(ms, res.Metrics())
+			runs = append(runs, Run{Policy: name, Seed: seed, Result: res})
+			done++
+			if env.Progress != nil && cfg.OnProgress == nil {
+				env.Progress(label, done, total)
+			}
+		}
+		row := Row{Policy: name, Metrics: MeanMetrics(ms)}
+		if spec != name {
+			_, params, _ := splitSpec(spec)
+			row.Params = params
+		}
+		rows = append(rows, row)
+	}
+	return rows, runs, nil
+}
+
+func splitSpec(spec string) (string, map[string]string, error) {
+	for i := 0; i < len(spec); i++ {
+		if spec[i] == ':' {
+			m := map[string]string{}
+			for _, kv := range splitSemi(spec[i+1:]) {
+				for j := 0; j < len(kv); j++ {
+					if kv[j] == '=' {
+						m[kv[:j]] = kv[j+1:]
+					}
+				}
+			}
+			return spec[:i], m, nil
+		}
+	}
+	return spec, nil, nil
+}
+
+func splitSemi(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ';' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// JCTCDF builds a chart of the JCT CDF of the first seed of each policy.
+func JCTCDF(title string, runs []Run) ChartFile {
+	c := &chart.Line{Title: title, XLabel: "job completion time (s, log scale)", YLabel: "fraction of jobs", LogX: true}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if seen[r.Policy] {
+			continue
+		}
+		seen[r.Policy] = true
+		var jct []float64
+		for _, rec := range r.Result.Records {
+			if rec.Finished() {
+				jct = append(jct, rec.JCT())
+			}
+		}
+		x, y := chart.CDF(metrics.Sorted(jct))
+		c.Series = append(c.Series, chart.Series{Name: r.Policy, X: x, Y: y})
+	}
+	return ChartFile{File: "jct-cdf.svg", Line: c}
+}
+
+// UtilChart plots GPU utilisation over time of the first seed of each
+// policy.
+func UtilChart(title string, runs []Run) ChartFile {
+	c := &chart.Line{Title: title, XLabel: "time (h)", YLabel: "GPU allocation", Step: true}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if seen[r.Policy] {
+			continue
+		}
+		seen[r.Policy] = true
+		s := chart.Series{Name: r.Policy}
+		for _, p := range r.Result.Stats.GPUUtilSeries {
+			s.X = append(s.X, p.T/3600)
+			s.Y = append(s.Y, p.Value)
+		}
+		c.Series = append(c.Series, s)
+	}
+	return ChartFile{File: "gpu-util.svg", Line: c}
+}
+
+// JobTables returns the per-job records of the first seed of each policy.
+func JobTables(runs []Run) []JobTable {
+	var out []JobTable
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if seen[r.Policy] {
+			continue
+		}
+		seen[r.Policy] = true
+		out = append(out, JobTable{Name: "jobs-" + r.Policy + "-seed" + strconv.FormatUint(r.Seed, 10), Records: r.Result.Records})
+	}
+	return out
+}

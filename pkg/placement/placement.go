@@ -1,0 +1,262 @@
+// Package placement finds nodes for a job's replicas. Policies use it to try
+// placements on a Ledger, a copy of the snapshot's free resources that they
+// can change within one cycle and roll back (the cluster-autoscaler's
+// fork/revert idea), so that several decisions in one cycle account for
+// each other and a gang is placed all or nothing.
+package placement
+
+import (
+	"fmt"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// Ledger tracks free resources per node during one scheduling cycle.
+type Ledger struct {
+	snap  *cluster.Snapshot
+	free  []resource.Vector
+	undo  []undoEntry
+	marks []int
+}
+
+type undoEntry struct {
+	node int
+	prev resource.Vector
+}
+
+// NewLedger starts from the snapshot's free resources. Nodes that are not
+// ready or are gone have nothing free. Placeholder capacity counts as free
+// when takePlaceholders is set, as it does for every real job.
+func NewLedger(s *cluster.Snapshot, takePlaceholders bool) *Ledger {
+	l := &Ledger{snap: s, free: make([]resource.Vector, len(s.Nodes))}
+	for i, n := range s.Nodes {
+		if !n.Ready || n.Gone {
+			continue
+		}
+		l.free[i] = n.Free()
+		if takePlaceholders {
+			l.free[i] = l.free[i].Add(n.Placeholder)
+		}
+	}
+	return l
+}
+
+// Snapshot returns the snapshot the ledger was built from.
+func (l *Ledger) Snapshot() *cluster.Snapshot { return l.snap }
+
+// Free returns what is free on node i.
+func (l *Ledger) Free(i int) resource.Vector { return l.free[i] }
+
+func (l *Ledger) set(i int, v resource.Vector) {
+	if len(l.marks) > 0 {
+		l.undo = append(l.undo, undoEntry{i, l.free[i]})
+	}
+	l.free[i] = v
+}
+
+// Take subtracts demand from node i; it fails without change when the
+// demand does not fit.
+func (l *Ledger) Take(i int, d resource.Vector) bool {
+	if !d.Fits(l.free[i]) {
+		return false
+	}
+	l.set(i, l.free[i].Sub(d))
+	return true
+}
+
+// Give adds resources back to node i (a victim's, or a job's own before it
+// moves).
+func (l *Ledger) Give(i int, d resource.Vector) { l.set(i, l.free[i].Add(d)) }
+
+// Fork starts a what-if: changes after it can be undone by Revert or kept
+// by Commit. Forks nest.
+func (l *Ledger) Fork() { l.marks = append(l.marks, len(l.undo)) }
+
+// Revert undoes everything since the matching Fork.
+func (l *Ledger) Revert() {
+	m := l.marks[len(l.marks)-1]
+	l.marks = l.marks[:len(l.marks)-1]
+	for i := len(l.undo) - 1; i >= m; i-- {
+		l.free[l.undo[i].node] = l.undo[i].prev
+	}
+	l.undo = l.undo[:m]
+}
+
+// Commit keeps everything since the matching Fork.
+func (l *Ledger) Commit() {
+	l.marks = l.marks[:len(l.marks)-1]
+	if len(l.marks) == 0 {
+		l.undo = l.undo[:0]
+	}
+}
+
+// GiveJob returns a running job's resources to the ledger.
+func (l *Ledger) GiveJob(js *cluster.JobState) {
+	for _, a := range js.Placement {
+		l.Give(a.Node, js.Job.Groups[a.Group].Demand)
+	}
+}
+
+// TakePlacement takes a whole placement, all or nothing.
+func (l *Ledger) TakePlacement(j *cluster.Job, p cluster.Placement) bool {
+	l.Fork()
+	for _, a := range p {
+		if !l.Take(a.Node, j.Groups[a.Group].Demand) {
+			l.Revert()
+			return false
+		}
+	}
+	l.Commit()
+	return true
+}
+
+// Strategy chooses among the nodes where a replica fits.
+type Strategy int
+
+// Strategies.
+const (
+	// Spread prefers the node with the most free resources after placing,
+	// like kube-scheduler's LeastAllocated scoring.
+	Spread Strategy = iota
+	// Pack prefers the node with the least free resources after placing
+	// (best fit), like MostAllocated.
+	Pack
+	// FirstFit takes the lowest-indexed node that fits.
+	FirstFit
+)
+
+// ParseStrategy maps "spread", "pack" or "first-fit" to a Strategy.
+func ParseStrategy(s string) (Strategy, error) {
+	switch s {
+	case "spread":
+		return Spread, nil
+	case "pack", "binpack":
+		return Pack, nil
+	case "first-fit":
+		return FirstFit, nil
+	}
+	return 0, fmt.Errorf("unknown placement strategy %q (want spread, pack or first-fit)", s)
+}
+
+func (s Strategy) String() string { return [...]string{"spread", "pack", "first-fit"}[s] }
+
+// Options shape a placement.
+type Options struct {
+	Strategy Strategy
+	// OneNodeFirst tries to put all replicas on one node before spreading
+	// them (gang placement on a single node, which avoids cross-node
+	// communication).
+	OneNodeFirst bool
+}
+
+// Eligible reports whether group g of job j may run on node n (role match).
+func Eligible(n *cluster.NodeState, j *cluster.Job, g int) bool {
+	return n.Role == "" || n.Role == j.Groups[g].Name
+}
+
+// Place finds nodes for the given replica counts of job j and takes them
+// from the ledger. It is all or nothing: on failure the ledger is
+// unchanged, and the error says which group did not fit.
+func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, error) {
+	if o.OneNodeFirst {
+		if p, ok := placeOnOne(l, j, counts, o.Strategy); ok {
+			return p, nil
+		}
+	}
+	l.Fork()
+	p := make(cluster.Placement, 0, sum(counts))
+	for g, c := range counts {
+		d := j.Groups[g].Demand
+		for r := 0; r < c; r++ {
+			n := pick(l, j, g, d, o.Strategy)
+			if n < 0 {
+				l.Revert()
+				return nil, fmt.Errorf("no node has %v free for replica %d of group %s", d, r+1, j.Groups[g].Name)
+			}
+			l.Take(n, d)
+			p = append(p, cluster.Assignment{Group: g, Node: n})
+		}
+	}
+	l.Commit()
+	return p, nil
+}
+
+func placeOnOne(l *Ledger, j *cluster.Job, counts []int, s Strategy) (cluster.Placement, bool) {
+	total := j.Demand(counts)
+	best, bestScore := -1, 0.0
+	for i, n := range l.snap.Nodes {
+		ok := total.Fits(l.free[i])
+		for g := range counts {
+			if counts[g] > 0 && !Eligible(n, j, g) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		sc := score(l.free[i].Sub(total), n.Capacity, s)
+		if best < 0 || sc > bestScore {
+			best, bestScore = i, sc
+		}
+		if s == FirstFit {
+			break
+		}
+	}
+	if best < 0 {
+		return nil, false
+	}
+	l.Take(best, total)
+	p := make(cluster.Placement, 0, sum(counts))
+	for g, c := range counts {
+		for r := 0; r < c; r++ {
+			p = append(p, cluster.Assignment{Group: g, Node: best})
+		}
+	}
+	return p, true
+}
+
+// pick returns the best node for one replica, or -1.
+func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, s Strategy) int {
+	best, bestScore := -1, 0.0
+	for i, n := range l.snap.Nodes {
+		if !d.Fits(l.free[i]) || !Eligible(n, j, g) {
+			continue
+		}
+		if s == FirstFit {
+			return i
+		}
+		sc := score(l.free[i].Sub(d), n.Capacity, s)
+		if best < 0 || sc > bestScore {
+			best, bestScore = i, sc
+		}
+	}
+	return best
+}
+
+// score is higher for the better node: the mean free fraction after
+// placement over kinds the node has (Spread), or its negation (Pack).
+func score(after, capacity resource.Vector, s Strategy) float64 {
+	sum, n := 0.0, 0
+	for k := range after {
+		if capacity[k] > 0 {
+			sum += float64(after[k]) / float64(capacity[k])
+			n++
+		}
+	}
+	if n > 0 {
+		sum /= float64(n)
+	}
+	if s == Pack {
+		return -sum
+	}
+	return sum
+}
+
+func sum(xs []int) int {
+	t := 0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}

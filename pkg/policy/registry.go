@@ -1,0 +1,145 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Params are a policy's settings as key=value strings, parsed by the
+// policy's constructor so that each policy owns its validation.
+type Params map[string]string
+
+// Float returns the named parameter, or def when absent.
+func (p Params) Float(key string, def float64) (float64, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parameter %s=%q: not a number", key, s)
+	}
+	return v, nil
+}
+
+// Int returns the named parameter, or def when absent.
+func (p Params) Int(key string, def int) (int, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("parameter %s=%q: not an integer", key, s)
+	}
+	return v, nil
+}
+
+// String returns the named parameter, or def when absent.
+func (p Params) String(key, def string) string {
+	if s, ok := p[key]; ok {
+		return s
+	}
+	return def
+}
+
+// Check fails when p holds a key not in known, so that a typo in a
+// parameter is an error rather than a silently ignored setting.
+func (p Params) Check(policy string, known ...string) error {
+	for k := range p {
+		found := false
+		for _, n := range known {
+			if n == k {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("policy %s: unknown parameter %q (known: %s)", policy, k, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// Factory builds a fresh policy instance. Every run gets its own instance,
+// so a policy may keep state between cycles.
+type Factory func(Params) (Policy, error)
+
+// Entry describes a registered policy.
+type Entry struct {
+	Name        string
+	Description string
+	New         Factory
+}
+
+// Registry maps policy names to factories. It is filled explicitly in one
+// place (package registry), never from init functions.
+type Registry struct {
+	entries map[string]Entry
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{entries: map[string]Entry{}} }
+
+// Add registers entries; a duplicate name is an error.
+func (r *Registry) Add(es ...Entry) error {
+	for _, e := range es {
+		if _, dup := r.entries[e.Name]; dup {
+			return fmt.Errorf("policy %q registered twice", e.Name)
+		}
+		r.entries[e.Name] = e
+	}
+	return nil
+}
+
+// Entries lists the registered policies sorted by name.
+func (r *Registry) Entries() []Entry {
+	out := make([]Entry, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// New builds a policy from a spec "name" or "name:key=value,key=value".
+func (r *Registry) New(spec string) (Policy, error) {
+	name, params, err := ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := r.entries[name]
+	if !ok {
+		names := make([]string, 0, len(r.entries))
+		for _, e := range r.Entries() {
+			names = append(names, e.Name)
+		}
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	p, err := e.New(params)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// ParseSpec splits "name:k=v,k=v" into the name and its parameters.
+func ParseSpec(spec string) (string, Params, error) {
+	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	if name == "" {
+		return "", nil, fmt.Errorf("empty policy name in %q", spec)
+	}
+	params := Params{}
+	if rest == "" {
+		return name, params, nil
+	}
+	for _, kv := range strings.Split(rest, ";") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return "", nil, fmt.Errorf("policy %s: parameter %q is not key=value", name, kv)
+		}
+		params[k] = v
+	}
+	return name, params, nil
+}

@@ -1,0 +1,37 @@
+// Package registry is the one place where drover's policies and
+// experiments are listed. It is explicit on purpose: no package registers
+// itself from an init function, and a duplicate name is an error.
+package registry
+
+import (
+	"github.com/drover-sched/drover/internal/exp/baselines"
+	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/experiment"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// Policies returns a registry of every policy.
+func Policies() (*policy.Registry, error) {
+	r := policy.NewRegistry()
+	for _, es := range [][]policy.Entry{
+		baseline.Entries(),
+	} {
+		if err := r.Add(es...); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Experiments returns a registry of every experiment.
+func Experiments() (*experiment.Registry, error) {
+	r := experiment.NewRegistry()
+	for _, es := range [][]experiment.Experiment{
+		baselines.Experiments(),
+	} {
+		if err := r.Add(es...); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
