@@ -59,13 +59,17 @@ fi
 # second one waits, then finds the cache filled.
 exec 9>"${CACHE_ROOT}/.lock"
 if command -v flock >/dev/null 2>&1; then
-	log "waiting for build lock ${CACHE_ROOT}/.lock"
-	flock 9
+	if ! flock -n 9; then
+		log "another build holds ${CACHE_ROOT}/.lock; waiting for it"
+		flock 9
+	fi
 	if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
 		log "cached (built by another process): ${DEST}"
 		echo "${DEST}"
 		exit 0
 	fi
+	# We hold the lock, so any leftover build dir is from a killed build.
+	rm -rf "${CACHE_ROOT}"/.build.*
 fi
 
 # The temp dir lives inside the cache root so the final mv is a rename on the
@@ -79,6 +83,8 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0
 export GOFLAGS="-mod=mod -buildvcs=false"
@@ -205,7 +211,7 @@ done
 	go mod tidy >&2
 	v="$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/apiserver)"
 	[[ "${v}" == "v${STAGING_VERSION}" ]] || die "k8s.io/apiserver resolved to ${v}, want v${STAGING_VERSION}"
-	log "kubernetes v${K8S_VERSION}: building ${PKGS[*]} with -p ${BUILD_P} (cold: ~10-15 min)"
+	log "kubernetes v${K8S_VERSION}: building ${PKGS[*]} with -p ${BUILD_P} (cold: ~5 min on 2 cores)"
 	go build -p "${BUILD_P}" -trimpath -ldflags "-s -w${VERSION_LDFLAGS}" -o "${OUT}/" "${PKGS[@]}" >&2
 )
 log "kubernetes binaries built ($((SECONDS - START))s elapsed)"
