@@ -1,7 +1,7 @@
 # drover's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: test unit testbin sim bench fmt vet
+.PHONY: test unit testbin sim bench fmt vet generate dev-cluster
 
 # The whole test suite: vet, unit and simulator tests, and the Kubernetes
 # end-to-end tests against a real kube-apiserver and etcd that
@@ -30,3 +30,10 @@ sim:
 
 bench:
 	$(GO) test -run XXX -bench . -benchtime 3x ./...
+
+# Regenerates the TrainingJob deepcopy code and CRD YAML from the Go types in
+# pkg/apis (pinned controller-gen; a test fails when they are stale).
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.19.0
+generate:
+	GOFLAGS= $(CONTROLLER_GEN) object paths=./pkg/apis/...
+	GOFLAGS= $(CONTROLLER_GEN) crd:allowDangerousTypes=true,maxDescLen=0 paths=./pkg/apis/... output:crd:artifacts:config=config/crd
