@@ -368,7 +368,12 @@ func (s *Sim) handle(e event) {
 		}
 	case evSample:
 		s.sample()
-		s.push(event{t: s.now + s.cfg.SampleEvery, kind: evSample})
+		// Stop sampling once every job has ended: a time-driven policy
+		// would otherwise never see an empty event heap, and the run
+		// would never end.
+		if s.ended < len(s.jobs) {
+			s.push(event{t: s.now + s.cfg.SampleEvery, kind: evSample})
+		}
 	}
 }
 
