@@ -5,7 +5,9 @@ package registry
 
 import (
 	"github.com/drover-sched/drover/internal/exp/baselines"
+	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/experiment"
 	"github.com/drover-sched/drover/pkg/policy"
 )
@@ -15,6 +17,7 @@ func Policies() (*policy.Registry, error) {
 	r := policy.NewRegistry()
 	for _, es := range [][]policy.Entry{
 		baseline.Entries(),
+		elastic.Entries(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
@@ -28,6 +31,7 @@ func Experiments() (*experiment.Registry, error) {
 	r := experiment.NewRegistry()
 	for _, es := range [][]experiment.Experiment{
 		baselines.Experiments(),
+		elasticexp.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

@@ -1,0 +1,188 @@
+package elasticexp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/experiment"
+	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/sim"
+)
+
+// Setup is one scenario: nodes, jobs per seed, simulator settings.
+type Setup struct {
+	Nodes  func() []cluster.Node
+	Jobs   func(seed uint64) ([]*cluster.Job, error)
+	Config sim.Config
+}
+
+// Run is one policy on one seed, with what the observer recorded.
+type Run struct {
+	Policy string
+	Seed   uint64
+	Result *sim.Result
+	// Workers is each job's worker count over time (0 once it ends).
+	Workers map[string][]metrics.Point
+	// Total is the workers of all jobs over time.
+	Total []metrics.Point
+	// Extra are this package's metrics (see Recorder.Metrics).
+	Extra map[string]float64
+}
+
+// Recorder watches a run through sim.Config.Observe and derives the
+// elastic metrics:
+//   - scale_ups / scale_downs: resizes that raised / lowered a job's worker
+//     count (for tf-operator a scale-up is the binding of pods that were
+//     pending after a partial start);
+//   - gang_placed_frac: of the jobs that started, the fraction whose
+//     replicas were all on one node at their first start;
+//   - partial_start_frac: the fraction that first started with some group
+//     below its minimum, holding resources without progress (tf-operator's
+//     partial start);
+//   - reduced_start_frac: the fraction that first started below their
+//     requested worker count but at or above the minimum (elastic and
+//     DRAGON start a job smaller when that is all that fits);
+//   - train_time_mean_s / train_time_total_s: finish minus first start of
+//     finished jobs, and jct_total_s the summed JCT.
+type Recorder struct {
+	workers    map[string][]metrics.Point
+	last       map[string]int
+	total      []metrics.Point
+	sum        int
+	ups, downs int
+	starts     int
+	gang       int
+	partial    int
+	reduced    int
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{workers: map[string][]metrics.Point{}, last: map[string]int{}}
+}
+
+// Observe is the sim.Config.Observe hook.
+func (r *Recorder) Observe(t float64, kind string, js *cluster.JobState, _ string) {
+	id := js.Job.ID
+	w := -1
+	switch kind {
+	case "start":
+		c := js.Counts()
+		r.starts++
+		if len(js.Placement.Nodes()) == 1 {
+			r.gang++
+		}
+		below, reduced := false, false
+		for g := range js.Job.Groups {
+			if c[g] < js.Job.Groups[g].Min {
+				below = true
+			} else if c[g] < js.Job.Groups[g].Replicas {
+				reduced = true
+			}
+		}
+		if below {
+			r.partial++
+		} else if reduced {
+			r.reduced++
+		}
+		w = c[0]
+	case "resize":
+		w = js.Counts()[0]
+		if w > r.last[id] {
+			r.ups++
+		} else if w < r.last[id] {
+			r.downs++
+		}
+	case "complete", "suspend":
+		w = 0
+	}
+	if w < 0 {
+		return
+	}
+	r.sum += w - r.last[id]
+	r.last[id] = w
+	r.workers[id] = append(r.workers[id], metrics.Point{T: t, Value: float64(w)})
+	if n := len(r.total); n > 0 && r.total[n-1].T == t {
+		r.total[n-1].Value = float64(r.sum)
+	} else {
+		r.total = append(r.total, metrics.Point{T: t, Value: float64(r.sum)})
+	}
+}
+
+// Metrics returns the recorder's metrics for a finished run.
+func (r *Recorder) Metrics(res *sim.Result) map[string]float64 {
+	frac := func(n int) float64 {
+		if r.starts == 0 {
+			return 0
+		}
+		return float64(n) / float64(r.starts)
+	}
+	var train, jct []float64
+	for _, rec := range res.Records {
+		if rec.Finished() {
+			train = append(train, rec.Finish-rec.FirstStart)
+			jct = append(jct, rec.JCT())
+		}
+	}
+	sum := func(xs []float64) float64 { return metrics.Mean(xs) * float64(len(xs)) }
+	return map[string]float64{
+		"scale_ups": float64(r.ups), "scale_downs": float64(r.downs),
+		"gang_placed_frac": frac(r.gang), "partial_start_frac": frac(r.partial), "reduced_start_frac": frac(r.reduced),
+		"train_time_mean_s": metrics.Mean(train), "train_time_total_s": sum(train), "jct_total_s": sum(jct),
+	}
+}
+
+// RunAll runs every policy spec on every seed, like experiment.RunPolicies,
+// with a Recorder on each run whose metrics join the standard ones.
+func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup, specs []string, seeds int) ([]experiment.Row, []Run, error) {
+	var rows []experiment.Row
+	var runs []Run
+	done, total := 0, len(specs)*seeds
+	for _, spec := range specs {
+		var ms []map[string]float64
+		name := spec
+		for k := 0; k < seeds; k++ {
+			seed := env.Seed + uint64(k)
+			p, err := env.Policies.New(spec)
+			if err != nil {
+				return nil, nil, err
+			}
+			name = p.Name()
+			jobs, err := setup.Jobs(seed)
+			if err != nil {
+				return nil, nil, err
+			}
+			rec := NewRecorder()
+			cfg := setup.Config
+			cfg.Seed = seed
+			cfg.Observe = rec.Observe
+			s, err := sim.New(cfg, setup.Nodes(), jobs, p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s %s: %w", label, spec, err)
+			}
+			res, err := s.Run(ctx)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s %s seed %d: %w", label, spec, seed, err)
+			}
+			extra := rec.Metrics(res)
+			m := res.Metrics()
+			for k, v := range extra {
+				m[k] = v
+			}
+			ms = append(ms, m)
+			runs = append(runs, Run{Policy: name, Seed: seed, Result: res, Workers: rec.workers, Total: rec.total, Extra: extra})
+			done++
+			if env.Progress != nil {
+				env.Progress(label, done, total)
+			}
+		}
+		row := experiment.Row{Policy: name, Metrics: experiment.MeanMetrics(ms)}
+		if _, params, ok := strings.Cut(spec, ":"); ok {
+			row.Params = map[string]string{"params": params}
+		}
+		rows = append(rows, row)
+	}
+	return rows, runs, nil
+}
