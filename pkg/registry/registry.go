@@ -6,9 +6,11 @@ package registry
 import (
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
+	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/experiment"
+	"github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -18,6 +20,7 @@ func Policies() (*policy.Registry, error) {
 	for _, es := range [][]policy.Entry{
 		baseline.Entries(),
 		elastic.Entries(),
+		fitgpp.Entries(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
@@ -32,6 +35,7 @@ func Experiments() (*experiment.Registry, error) {
 	for _, es := range [][]experiment.Experiment{
 		baselines.Experiments(),
 		elasticexp.Experiments(),
+		expfitgpp.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

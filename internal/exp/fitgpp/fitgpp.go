@@ -1,0 +1,459 @@
+// Package fitgpp defines the experiments of the FitGpp paper (shared/papers/
+// 002): the synthetic comparison of FIFO, LRTP, RAND and FitGpp (Tables 1
+// to 4), the sensitivity sweeps of Figs. 4 to 7 and the real-trace run
+// (Table 5) on the Philly trace. docs/fitgpp.md compares the results with
+// the paper's.
+package fitgpp
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/drover-sched/drover/pkg/chart"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/experiment"
+	fg "github.com/drover-sched/drover/pkg/fitgpp"
+	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/sim"
+	"github.com/drover-sched/drover/pkg/workload"
+)
+
+// Experiments returns the FitGpp experiments.
+func Experiments() []experiment.Experiment {
+	return []experiment.Experiment{
+		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo/lrtp/rand/fitgpp (P=1 and P=inf), 8 seeds",
+			Run: compare},
+		{Name: "fitgpp-lambda", Description: "FitGpp paper, Fig. 4: TE and BE slowdown against lambda", Run: lambdaSweep},
+		{Name: "fitgpp-p", Description: "FitGpp paper, Fig. 5: TE and BE slowdown against P, the cap on preemptions per job", Run: pSweep},
+		{Name: "fitgpp-te-share", Description: "FitGpp paper, Fig. 6: p95 slowdown against the share of TE jobs, every policy", Run: teShareSweep},
+		{Name: "fitgpp-gp-scale", Description: "FitGpp paper, Fig. 7: p95 slowdown with grace periods scaled x1, x2, x4, x8", Run: gpScaleSweep},
+		{Name: "fitgpp-philly", Description: "FitGpp paper, Table 5, on the Philly trace: a two-week slice, TE = ran <= 300 s, grace periods drawn as in the synthetic setup, 48 nodes of 8 GPUs",
+			Run: philly},
+	}
+}
+
+// Columns shown for the main comparison.
+var mainColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+	"preempted_frac", "preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac",
+	"reschedule_interval_p50_min", "reschedule_interval_p75_min", "reschedule_interval_p95_min", "reschedule_interval_p99_min",
+	"suspended_wait_p50_min", "suspended_wait_p95_min"}
+
+// Policies of the main comparison: the paper's four, plus FitGpp without
+// a cap on preemptions (Table 4's "P infinite").
+var mainPolicies = []string{"fifo", "lrtp", "rand", "fitgpp", "fitgpp:p=inf"}
+
+// scale returns the parameters and seed count for env: the paper's scale,
+// or a small one with env.Quick.
+func scale(env *experiment.Env, fullSeeds int) (p0 Params, seeds int, note string) {
+	p := DefaultParams()
+	seeds = env.SeedCount(fullSeeds)
+	if env.Quick {
+		p.Nodes, p.Jobs = 12, 600
+		seeds = env.SeedCount(2)
+		return p, seeds, "quick: 12 nodes, 600 jobs per seed"
+	}
+	return p, seeds, ""
+}
+
+// runSet runs specs on the synthetic workload of p and adds the per-job
+// metrics the paper reports to each row.
+func runSet(ctx context.Context, env *experiment.Env, label string, p Params, specs []string, seeds int) ([]experiment.Row, []experiment.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", label, err)
+	}
+	setup := experiment.Setup{
+		Nodes: func(uint64) []cluster.Node { return p.ClusterNodes() },
+		Jobs: func(seed uint64) ([]*cluster.Job, error) {
+			jobs, err := Generate(seed, p)
+			if err != nil {
+				return nil, err
+			}
+			return jobs, fg.ValidateJobs(jobs)
+		},
+		Config: sim.Config{Tick: p.Tick},
+	}
+	rows, runs, err := experiment.RunPolicies(ctx, env, label, setup, specs, seeds)
+	if err != nil {
+		return nil, nil, err
+	}
+	addRecordMetrics(rows, runs, seeds)
+	return rows, runs, nil
+}
+
+// addRecordMetrics adds the preemption-count fractions and re-scheduling
+// interval percentiles, computed per run from the job records and averaged
+// over seeds. RunPolicies returns the runs of row i at runs[i*seeds:].
+func addRecordMetrics(rows []experiment.Row, runs []experiment.Run, seeds int) {
+	for i := range rows {
+		var ms []map[string]float64
+		for _, r := range runs[i*seeds : (i+1)*seeds] {
+			ms = append(ms, RecordMetrics(r.Result.Records, r.Result.Final))
+		}
+		for k, v := range experiment.MeanMetrics(ms) {
+			rows[i].Metrics[k] = v
+		}
+	}
+}
+
+// RecordMetrics computes, from per-job records and the jobs' final states
+// (in the same order, as sim.Result has them), the fraction of jobs
+// preempted at least once and exactly once, twice and three times (of all
+// jobs, as the paper's Tables 3 and 4), and percentiles in minutes of
+//   - reschedule_interval: from the preemption (the Preempt action) to the
+//     restart, i.e. the victim's grace period plus its wait after
+//     suspension (the "minutes from preemption to restart"; these
+//     policies give every victim exactly its GracePeriod);
+//   - suspended_wait: from the suspension to the restart alone
+//     (JobRecord.RescheduleDelays), the head-of-line part.
+func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[string]float64 {
+	m := map[string]float64{}
+	var any, once, twice, thrice float64
+	var intervals, waits []float64
+	for i := range recs {
+		switch recs[i].Preemptions {
+		case 0:
+		case 1:
+			once++
+		case 2:
+			twice++
+		case 3:
+			thrice++
+		}
+		if recs[i].Preemptions > 0 {
+			any++
+		}
+		grace := 0.0
+		if i < len(final) && final[i].Job.ID == recs[i].ID {
+			grace = final[i].Job.GracePeriod
+		}
+		for _, d := range recs[i].RescheduleDelays {
+			waits = append(waits, d/60)
+			intervals = append(intervals, (d+grace)/60)
+		}
+	}
+	n := float64(len(recs))
+	if n == 0 {
+		n = 1
+	}
+	m["preempted_frac"] = any / n
+	m["preempted_once_frac"] = once / n
+	m["preempted_twice_frac"] = twice / n
+	m["preempted_thrice_frac"] = thrice / n
+	si, sw := metrics.Sorted(intervals), metrics.Sorted(waits)
+	for _, q := range []int{50, 75, 95, 99} {
+		m["reschedule_interval_p"+strconv.Itoa(q)+"_min"] = metrics.PercentileSorted(si, float64(q))
+		m["suspended_wait_p"+strconv.Itoa(q)+"_min"] = metrics.PercentileSorted(sw, float64(q))
+	}
+	return m
+}
+
+func compare(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 8)
+	rows, runs, err := runSet(ctx, env, "fitgpp", p, mainPolicies, seeds)
+	if err != nil {
+		return nil, err
+	}
+	notes := []string{fmt.Sprintf("%d nodes x (%v), %d jobs per seed, %.0f%% TE, FIFO load %.1f, a cycle every %g s; distributions in internal/exp/fitgpp DefaultParams",
+		p.Nodes, p.Node, p.Jobs, p.TEShare*100, p.Load, p.Tick)}
+	if quick != "" {
+		notes = append(notes, quick)
+	}
+	fifo := rows[0].Metrics
+	for _, r := range rows[1:] {
+		notes = append(notes, fmt.Sprintf("%s%s vs fifo: TE p95 slowdown %+.1f%%, BE p50 %+.1f%%, BE p95 %+.1f%%", r.Policy, paramStr(r.Params),
+			100*experiment.Change(fifo["te_slowdown_p95"], r.Metrics["te_slowdown_p95"]),
+			100*experiment.Change(fifo["be_slowdown_p50"], r.Metrics["be_slowdown_p50"]),
+			100*experiment.Change(fifo["be_slowdown_p95"], r.Metrics["be_slowdown_p95"])))
+	}
+	return &experiment.Report{Experiment: "fitgpp", Seed: env.Seed, Seeds: seeds, Results: rows, Columns: mainColumns, Notes: notes,
+		Jobs: experiment.JobTables(runs),
+		Charts: []experiment.ChartFile{slowdownCDF("TE slowdown CDF (Fig. 3)", "slowdown-te-cdf.svg", cluster.ClassTE, runs, seeds, rows),
+			slowdownCDF("BE slowdown CDF (Fig. 3)", "slowdown-be-cdf.svg", cluster.ClassBE, runs, seeds, rows)}}, nil
+}
+
+func paramStr(p map[string]string) string {
+	if len(p) == 0 {
+		return ""
+	}
+	s := ""
+	for _, k := range []string{"lambda", "p"} {
+		if v, ok := p[k]; ok {
+			if s != "" {
+				s += ";"
+			}
+			s += k + "=" + v
+		}
+	}
+	return "(" + s + ")"
+}
+
+// slowdownCDF plots the slowdown CDF of one class for the first seed of
+// each row.
+func slowdownCDF(title, file string, class cluster.Class, runs []experiment.Run, seeds int, rows []experiment.Row) experiment.ChartFile {
+	c := &chart.Line{Title: title, XLabel: "slowdown (log scale)", YLabel: "fraction of jobs", LogX: true}
+	for i, row := range rows {
+		var xs []float64
+		for _, rec := range runs[i*seeds].Result.Records {
+			if rec.Finished() && rec.Class == class {
+				xs = append(xs, rec.Slowdown())
+			}
+		}
+		x, y := chart.CDF(metrics.Sorted(xs))
+		c.Series = append(c.Series, chart.Series{Name: row.Policy + paramStr(row.Params), X: x, Y: y})
+	}
+	return experiment.ChartFile{File: file, Line: c}
+}
+
+// sweepPoint is one x value of a sweep: its label, the workload and the
+// policy specs to run there.
+type sweepPoint struct {
+	label string
+	x     float64
+	p     Params
+	specs []string
+}
+
+// series names a line of a sweep chart: a metric of the rows of one spec.
+type series struct {
+	spec, metric string
+	dashed       bool
+}
+
+// sweep runs every point, tags rows with key=label, and charts the named
+// series against x.
+func sweep(ctx context.Context, env *experiment.Env, name, key, xlabel string, points []sweepPoint, seeds int, lines []series, notes []string) (*experiment.Report, error) {
+	var all []experiment.Row
+	bySpec := map[string][][2]float64{}
+	for _, pt := range points {
+		rows, _, err := runSet(ctx, env, name+" "+key+"="+pt.label, pt.p, pt.specs, seeds)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range rows {
+			if r.Params == nil {
+				r.Params = map[string]string{}
+			}
+			r.Params[key] = pt.label
+			all = append(all, r)
+			for _, l := range lines {
+				if l.spec == pt.specs[i] {
+					bySpec[l.spec+"|"+l.metric] = append(bySpec[l.spec+"|"+l.metric], [2]float64{pt.x, r.Metrics[l.metric]})
+				}
+			}
+		}
+	}
+	c := &chart.Line{Title: name, XLabel: xlabel, YLabel: "slowdown"}
+	for _, l := range lines {
+		s := chart.Series{Name: l.spec + " " + l.metric, Dashed: l.dashed}
+		for _, xy := range bySpec[l.spec+"|"+l.metric] {
+			s.X = append(s.X, xy[0])
+			s.Y = append(s.Y, xy[1])
+		}
+		c.Series = append(c.Series, s)
+	}
+	return &experiment.Report{Experiment: name, Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes,
+		Columns: []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+			"preempted_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"},
+		Charts: []experiment.ChartFile{{File: name + ".svg", Line: c}}}, nil
+}
+
+func sweepNotes(p Params, quick string, seeds int) []string {
+	n := []string{fmt.Sprintf("%d nodes, %d jobs per seed, %d seeds; otherwise the fitgpp experiment's setup", p.Nodes, p.Jobs, seeds)}
+	if quick != "" {
+		n = append(n, quick)
+	}
+	return n
+}
+
+// Lambdas swept by fitgpp-lambda.
+var Lambdas = []float64{0, 0.25, 0.5, 1, 2, 4, 8}
+
+func lambdaSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 4)
+	var pts []sweepPoint
+	for _, l := range Lambdas {
+		s := strconv.FormatFloat(l, 'g', -1, 64)
+		pts = append(pts, sweepPoint{label: s, x: l, p: p, specs: []string{"fitgpp:lambda=" + s}})
+	}
+	return sweepByMetric(ctx, env, "fitgpp-lambda", "lambda", "lambda", pts, seeds, slowdownLines(), sweepNotes(p, quick, seeds))
+}
+
+// slowdownLines are the series of a one-policy sweep: the TE (solid) and
+// BE (dashed) slowdown percentiles.
+func slowdownLines() []series {
+	var lines []series
+	for _, m := range []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99"} {
+		lines = append(lines, series{metric: m, dashed: m[:2] == "be"})
+	}
+	return lines
+}
+
+// sweepByMetric is sweep for one-spec points whose spec changes with x:
+// the series follow a metric rather than a spec.
+func sweepByMetric(ctx context.Context, env *experiment.Env, name, key, xlabel string, pts []sweepPoint, seeds int, lines []series, notes []string) (*experiment.Report, error) {
+	var all []experiment.Row
+	xy := map[string][][2]float64{}
+	for _, pt := range pts {
+		rows, _, err := runSet(ctx, env, name+" "+key+"="+pt.label, pt.p, pt.specs, seeds)
+		if err != nil {
+			return nil, err
+		}
+		r := rows[0]
+		if r.Params == nil {
+			r.Params = map[string]string{}
+		}
+		r.Params[key] = pt.label
+		all = append(all, r)
+		for _, l := range lines {
+			xy[l.metric] = append(xy[l.metric], [2]float64{pt.x, r.Metrics[l.metric]})
+		}
+	}
+	c := &chart.Line{Title: name, XLabel: xlabel, YLabel: "slowdown"}
+	for _, l := range lines {
+		s := chart.Series{Name: l.metric, Dashed: l.dashed}
+		for _, v := range xy[l.metric] {
+			s.X = append(s.X, v[0])
+			s.Y = append(s.Y, v[1])
+		}
+		c.Series = append(c.Series, s)
+	}
+	return &experiment.Report{Experiment: name, Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes,
+		Columns: []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+			"preempted_frac", "preempted_twice_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"},
+		Charts: []experiment.ChartFile{{File: name + ".svg", Line: c}}}, nil
+}
+
+// Ps swept by fitgpp-p; the chart puts them at x = 1, 2, ... in order.
+var Ps = []string{"1", "2", "3", "5", "inf"}
+
+func pSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 4)
+	var pts []sweepPoint
+	for i, v := range Ps {
+		pts = append(pts, sweepPoint{label: v, x: float64(i + 1), p: p, specs: []string{"fitgpp:p=" + v}})
+	}
+	notes := append(sweepNotes(p, quick, seeds), "chart x axis: 1, 2, 3, 4, 5 stand for P = 1, 2, 3, 5, inf")
+	return sweepByMetric(ctx, env, "fitgpp-p", "p", "P (5 = inf)", pts, seeds, slowdownLines(), notes)
+}
+
+// TEShares swept by fitgpp-te-share.
+var TEShares = []float64{0.1, 0.2, 0.3, 0.4, 0.5}
+
+var sweepPolicies = []string{"fifo", "lrtp", "rand", "fitgpp"}
+
+func teShareSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 2)
+	var pts []sweepPoint
+	for _, s := range TEShares {
+		q := p
+		q.TEShare = s
+		pts = append(pts, sweepPoint{label: strconv.FormatFloat(s, 'g', -1, 64), x: s, p: q, specs: sweepPolicies})
+	}
+	var lines []series
+	for _, sp := range sweepPolicies {
+		lines = append(lines, series{spec: sp, metric: "te_slowdown_p95"}, series{spec: sp, metric: "be_slowdown_p95", dashed: true})
+	}
+	return sweep(ctx, env, "fitgpp-te-share", "te_share", "share of TE jobs", pts, seeds, lines, sweepNotes(p, quick, seeds))
+}
+
+// GPScales swept by fitgpp-gp-scale, and the large lambda compared there.
+var (
+	GPScales    = []float64{1, 2, 4, 8}
+	LargeLambda = "4"
+)
+
+func gpScaleSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 2)
+	specs := []string{"lrtp", "rand", "fitgpp", "fitgpp:lambda=" + LargeLambda}
+	var pts []sweepPoint
+	for _, s := range GPScales {
+		q := p
+		q.GraceScale = s
+		pts = append(pts, sweepPoint{label: strconv.FormatFloat(s, 'g', -1, 64), x: s, p: q, specs: specs})
+	}
+	var lines []series
+	for _, sp := range specs {
+		lines = append(lines, series{spec: sp, metric: "te_slowdown_p95"}, series{spec: sp, metric: "be_slowdown_p95", dashed: true})
+	}
+	notes := append(sweepNotes(p, quick, seeds), fmt.Sprintf("grace periods: mean, sd and truncation of N(%g, %g) in [%g, %g] s multiplied by the scale",
+		p.Grace.Mean, p.Grace.SD, p.Grace.Lo, p.Grace.Hi))
+	return sweep(ctx, env, "fitgpp-gp-scale", "gp_scale", "grace-period scale", pts, seeds, lines, notes)
+}
+
+// Philly slice: PhillySkip jobs are skipped and PhillyJobs kept (about two
+// weeks of the trace), on PhillyNodes nodes of 8 GPUs, which makes the
+// slice's bursts queue under FIFO.
+const (
+	PhillySkip  = 20000
+	PhillyJobs  = 10000
+	PhillyNodes = 48
+)
+
+func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	po := workload.DefaultPhillyOptions()
+	po.Skip, po.Limit = PhillySkip, PhillyJobs
+	nodes := PhillyNodes
+	seeds := env.SeedCount(1)
+	if env.Quick {
+		po.Limit, nodes = 1500, 8
+	}
+	base, err := workload.LoadPhilly(env.PhillyPath, po)
+	if err != nil {
+		return nil, fmt.Errorf("fitgpp-philly: %w", err)
+	}
+	if err := fg.ValidateJobs(base); err != nil {
+		return nil, fmt.Errorf("fitgpp-philly: %w", err)
+	}
+	gp := DefaultParams().Grace
+	node := workload.PhillyNode(po)
+	setup := experiment.Setup{
+		Nodes: func(uint64) []cluster.Node {
+			out := make([]cluster.Node, nodes)
+			for i := range out {
+				out[i] = cluster.Node{Name: fmt.Sprintf("node-%d", i), InstanceType: "philly", Capacity: node}
+			}
+			return out
+		},
+		Jobs:   func(seed uint64) ([]*cluster.Job, error) { return PhillyGrace(base, gp, seed), nil },
+		Config: sim.Config{Tick: 60},
+	}
+	specs := []string{"fifo", "lrtp", "rand", "fitgpp"}
+	rows, runs, err := experiment.RunPolicies(ctx, env, "fitgpp-philly", setup, specs, seeds)
+	if err != nil {
+		return nil, err
+	}
+	addRecordMetrics(rows, runs, seeds)
+	te := 0
+	for _, j := range base {
+		if j.Class == cluster.ClassTE {
+			te++
+		}
+	}
+	notes := []string{fmt.Sprintf("Philly trace jobs %d..%d by submit time (%d jobs, %.1f%% TE = ran <= %g s) on %d nodes x (%v); BE grace periods drawn from N(%g, %g) in [%g, %g] s per seed, as the paper did for its trace",
+		po.Skip, po.Skip+len(base)-1, len(base), 100*float64(te)/float64(len(base)), po.TEMaxDuration, nodes, node, gp.Mean, gp.SD, gp.Lo, gp.Hi),
+		"Microsoft Philly cluster trace, Jeon et al., USENIX ATC 2019 (CC BY 4.0)"}
+	if env.Quick {
+		notes = append(notes, "quick: 1500 jobs on 8 nodes")
+	}
+	return &experiment.Report{Experiment: "fitgpp-philly", Seed: env.Seed, Seeds: seeds, Results: rows, Columns: mainColumns, Notes: notes,
+		Jobs: experiment.JobTables(runs),
+		Charts: []experiment.ChartFile{slowdownCDF("TE slowdown CDF, Philly (Fig. 8)", "slowdown-te-cdf.svg", cluster.ClassTE, runs, seeds, rows),
+			slowdownCDF("BE slowdown CDF, Philly (Fig. 8)", "slowdown-be-cdf.svg", cluster.ClassBE, runs, seeds, rows)}}, nil
+}
+
+// PhillyGrace returns copies of the trace's jobs with BE grace periods
+// drawn from gp (the trace has none; the paper sampled its synthetic
+// distribution too). TE jobs keep a zero grace period.
+func PhillyGrace(base []*cluster.Job, gp Dist, seed uint64) []*cluster.Job {
+	r := workload.NewRand(seed, "fitgpp-philly-grace")
+	out := make([]*cluster.Job, len(base))
+	for i, j := range base {
+		c := *j
+		if c.Class == cluster.ClassBE {
+			c.GracePeriod = gp.draw(r)
+		}
+		out[i] = &c
+	}
+	return out
+}

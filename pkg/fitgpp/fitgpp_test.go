@@ -1,0 +1,399 @@
+package fitgpp
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/sim"
+)
+
+// node capacity in the tests: 32 cores, 256 GiB, 8 GPUs (the paper's).
+var capacity = resource.New(32, 256, 8)
+
+// rj describes a job already running (or suspending) in a test snapshot.
+type rj struct {
+	id          string
+	class       cluster.Class
+	node        int
+	gpus        int64
+	grace       float64
+	preemptions int
+	remaining   float64
+	suspending  bool
+}
+
+func job(id string, class cluster.Class, gpus int64, grace float64) *cluster.Job {
+	return &cluster.Job{ID: id, Class: class, Work: 3600, GracePeriod: grace,
+		Groups: []cluster.ReplicaGroup{{Name: "worker", Replicas: 1, Min: 1, Max: 1,
+			Demand: resource.New(4*float64(gpus), 32*float64(gpus), gpus)}}}
+}
+
+// snapshot builds a cluster of n nodes with the running jobs and the
+// pending jobs (queue order).
+func snapshot(n int, running []rj, pending ...*cluster.Job) *cluster.Snapshot {
+	s := &cluster.Snapshot{Now: 1000, Cycle: 7, Seed: 3, Pending: cluster.NewQueue()}
+	for i := 0; i < n; i++ {
+		s.Nodes = append(s.Nodes, &cluster.NodeState{Node: cluster.Node{Name: "n" + string(rune('0'+i)), Capacity: capacity}, Index: i, Ready: true})
+	}
+	for _, r := range running {
+		j := job(r.id, r.class, r.gpus, r.grace)
+		st := cluster.NewJobState(j)
+		st.Phase = cluster.Running
+		st.Placement = cluster.Placement{{Group: 0, Node: r.node}}
+		st.Preemptions = r.preemptions
+		st.WorkLeft, st.Updated, st.Rate = r.remaining, s.Now, 1
+		nd := s.Nodes[r.node]
+		d := j.RequestedDemand()
+		nd.Allocated = nd.Allocated.Add(d)
+		if r.suspending {
+			st.Phase = cluster.Suspending
+			nd.Releasing = nd.Releasing.Add(d)
+		}
+		nd.Jobs = append(nd.Jobs, st)
+		s.Running = append(s.Running, st)
+	}
+	for _, j := range pending {
+		s.Pending.PushBack(cluster.NewJobState(j))
+	}
+	return s
+}
+
+func mustNew(t *testing.T, rule Victims, lambda float64, p int) *Policy {
+	t.Helper()
+	pol, err := New(rule, lambda, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+func preempted(acts []policy.Action) []string {
+	var out []string
+	for _, a := range acts {
+		if p, ok := a.(policy.Preempt); ok {
+			out = append(out, p.Job)
+		}
+	}
+	return out
+}
+
+func started(acts []policy.Action) []string {
+	var out []string
+	for _, a := range acts {
+		if p, ok := a.(policy.Start); ok {
+			out = append(out, p.Job)
+		}
+	}
+	return out
+}
+
+func TestVictimChoice(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	tests := []struct {
+		name    string
+		pol     *Policy
+		nodes   int
+		running []rj
+		pending []*cluster.Job
+		want    []string // preempted, in order
+		start   []string // started this cycle
+	}{
+		{
+			name: "lowest score among fitting jobs: small demand wins at lambda 0",
+			pol:  mustNew(t, FitGpp, 0, 1), nodes: 2,
+			running: []rj{{id: "big", class: be, node: 0, gpus: 6, grace: 10}, {id: "b2", class: be, node: 0, gpus: 2, grace: 600},
+				{id: "mid", class: be, node: 1, gpus: 4, grace: 600}, {id: "m2", class: be, node: 1, gpus: 4, grace: 10}},
+			pending: []*cluster.Job{job("te", te, 2, 0)},
+			want:    []string{"b2"},
+		},
+		{
+			name: "lambda weighs grace periods: short grace wins at lambda 4",
+			pol:  mustNew(t, FitGpp, 4, 1), nodes: 2,
+			running: []rj{{id: "big", class: be, node: 0, gpus: 6, grace: 10}, {id: "b2", class: be, node: 0, gpus: 2, grace: 600},
+				{id: "mid", class: be, node: 1, gpus: 4, grace: 600}, {id: "m2", class: be, node: 1, gpus: 4, grace: 10}},
+			pending: []*cluster.Job{job("te", te, 2, 0)},
+			want:    []string{"m2"},
+		},
+		{
+			name: "fit rule: a smaller job that does not make room alone is passed over",
+			pol:  mustNew(t, FitGpp, 0, 1), nodes: 2,
+			// TE needs 4 GPUs. small (2) sits on a full node next to 6;
+			// mid (4) frees enough on its own.
+			running: []rj{{id: "a-small", class: be, node: 0, gpus: 2}, {id: "a-six", class: be, node: 0, gpus: 6},
+				{id: "b-mid", class: be, node: 1, gpus: 4}, {id: "b-mid2", class: be, node: 1, gpus: 4}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    []string{"b-mid"},
+			start:   []string{"te"}, // grace 0: suspended at once, TE starts
+		},
+		{
+			name: "P cap: a job preempted P times is not a candidate",
+			pol:  mustNew(t, FitGpp, 0, 1), nodes: 1,
+			running: []rj{{id: "a", class: be, node: 0, gpus: 2, preemptions: 1, grace: 5}, {id: "b", class: be, node: 0, gpus: 6, grace: 5}},
+			pending: []*cluster.Job{job("te", te, 2, 0)},
+			want:    []string{"b"},
+		},
+		{
+			name: "P cap reached by every job: nothing is preempted",
+			pol:  mustNew(t, FitGpp, 0, 1), nodes: 1,
+			running: []rj{{id: "a", class: be, node: 0, gpus: 4, preemptions: 1}, {id: "b", class: be, node: 0, gpus: 4, preemptions: 2}},
+			pending: []*cluster.Job{job("te", te, 2, 0)},
+			want:    nil,
+		},
+		{
+			name: "TE jobs are never victims",
+			pol:  mustNew(t, FitGpp, 0, Unlimited), nodes: 1,
+			running: []rj{{id: "t", class: te, node: 0, gpus: 2}, {id: "b", class: be, node: 0, gpus: 6}},
+			pending: []*cluster.Job{job("te", te, 2, 0)},
+			want:    []string{"b"}, start: []string{"te"},
+		},
+		{
+			name: "no preemption when the TE job fits",
+			pol:  mustNew(t, FitGpp, 1, 1), nodes: 1,
+			running: []rj{{id: "b", class: be, node: 0, gpus: 4}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    nil, start: []string{"te"},
+		},
+		{
+			name: "a suspending victim's resources count as coming: no second preemption",
+			pol:  mustNew(t, FitGpp, 1, 1), nodes: 1,
+			running: []rj{{id: "v", class: be, node: 0, gpus: 4, suspending: true, grace: 300}, {id: "b", class: be, node: 0, gpus: 4, grace: 1}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    nil,
+		},
+		{
+			name: "the room a TE job waits for is held back from BE jobs",
+			pol:  mustNew(t, FitGpp, 1, 1), nodes: 1,
+			// 2 GPUs free + 4 releasing: the TE job (6) waits; the BE job
+			// (2) behind it must not take the 2 free GPUs.
+			running: []rj{{id: "v", class: be, node: 0, gpus: 4, suspending: true, grace: 300}, {id: "b", class: be, node: 0, gpus: 2}},
+			pending: []*cluster.Job{job("te", te, 6, 0), job("be", be, 2, 0)},
+			want:    nil,
+		},
+		{
+			name: "LRTP preempts the longest remaining job first, until the TE job fits",
+			pol:  mustNew(t, LRTP, 0, Unlimited), nodes: 2,
+			running: []rj{{id: "long", class: be, node: 0, gpus: 4, remaining: 9000}, {id: "a", class: be, node: 0, gpus: 4, remaining: 100},
+				{id: "longer", class: be, node: 1, gpus: 4, remaining: 9999}, {id: "b", class: be, node: 1, gpus: 4, remaining: 5000}},
+			pending: []*cluster.Job{job("te", te, 8, 0)},
+			// longer (node 1) then long (node 0) free 4+4 on different
+			// nodes; then b completes node 1.
+			want:  []string{"longer", "long", "b"},
+			start: []string{"te"},
+		},
+		{
+			name: "LRTP ignores the P cap and TE jobs",
+			pol:  mustNew(t, LRTP, 0, Unlimited), nodes: 1,
+			running: []rj{{id: "t", class: te, node: 0, gpus: 4, remaining: 99999}, {id: "b", class: be, node: 0, gpus: 4, remaining: 10, preemptions: 5}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    []string{"b"}, start: []string{"te"},
+		},
+		{
+			name: "nothing can make room: no preemption",
+			pol:  mustNew(t, LRTP, 0, Unlimited), nodes: 1,
+			running: []rj{{id: "t", class: te, node: 0, gpus: 6}, {id: "b", class: be, node: 0, gpus: 2}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    nil,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshot(tc.nodes, tc.running, tc.pending...)
+			acts := tc.pol.Schedule(s)
+			if got := preempted(acts); !slices.Equal(got, tc.want) {
+				t.Errorf("preempted %v, want %v (actions %v)", got, tc.want, acts)
+			}
+			if got := started(acts); !slices.Equal(got, tc.start) {
+				t.Errorf("started %v, want %v", got, tc.start)
+			}
+			for _, a := range acts {
+				if p, ok := a.(policy.Preempt); ok {
+					if js := s.Job(p.Job); p.Grace != js.Job.GracePeriod || p.By != "te" {
+						t.Errorf("preempt %s: grace %v by %q, want grace %v by te", p.Job, p.Grace, p.By, js.Job.GracePeriod)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRandomFallback: no single BE job makes room for an 8-GPU TE job, so
+// FitGpp takes a random one and then the one that completes its node; RAND
+// preempts random jobs until the TE job fits. Both depend on the snapshot's
+// seed only.
+func TestRandomFallback(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	running := []rj{{id: "a", class: be, node: 0, gpus: 4}, {id: "b", class: be, node: 0, gpus: 4},
+		{id: "c", class: be, node: 1, gpus: 6}, {id: "d", class: be, node: 1, gpus: 2}}
+	nodeOf := map[string]int{"a": 0, "b": 0, "c": 1, "d": 1}
+	for _, rule := range []Victims{FitGpp, Rand} {
+		seen := map[string]bool{}
+		for seed := uint64(0); seed < 20; seed++ {
+			s := snapshot(2, running, job("te", te, 8, 0))
+			s.Seed = seed
+			pol := mustNew(t, rule, 1, 1)
+			got := preempted(pol.Schedule(s))
+			if len(got) < 2 {
+				t.Fatalf("%s seed %d: preempted %v, want at least 2", pol.Name(), seed, got)
+			}
+			seen[got[0]] = true
+			if rule == FitGpp {
+				// After the random first victim, the fit rule picks its
+				// node's partner, so both are on one node.
+				if len(got) != 2 || nodeOf[got[0]] != nodeOf[got[1]] {
+					t.Errorf("fitgpp seed %d: victims %v, want the two jobs of one node", seed, got)
+				}
+			}
+			again := preempted(mustNew(t, rule, 1, 1).Schedule(snapshot(2, running, job("te", te, 8, 0))))
+			if s.Seed == 3 && !slices.Equal(again, got) {
+				t.Errorf("%s: same snapshot, different victims %v vs %v", pol.Name(), again, got)
+			}
+		}
+		if len(seen) < 2 {
+			t.Errorf("rule %d: first victims over 20 seeds %v: not random", rule, seen)
+		}
+	}
+}
+
+func TestUnknownClassRejected(t *testing.T) {
+	j := job("x", cluster.ClassUnknown, 1, 0)
+	acts := mustNew(t, FitGpp, 1, 1).Schedule(snapshot(1, nil, j))
+	if len(acts) != 1 {
+		t.Fatalf("actions %v, want one reject", acts)
+	}
+	r, ok := acts[0].(policy.Reject)
+	if !ok || r.Job != "x" || !strings.Contains(r.Reason, "no class") {
+		t.Errorf("got %v, want a reject of x naming the missing class", acts[0])
+	}
+	if err := ValidateJobs([]*cluster.Job{job("ok", cluster.ClassBE, 1, 0), j}); err == nil || !strings.Contains(err.Error(), "job x: class") {
+		t.Errorf("ValidateJobs: %v, want an error naming job x's class", err)
+	}
+	if err := ValidateJobs([]*cluster.Job{job("ok", cluster.ClassTE, 1, 0)}); err != nil {
+		t.Errorf("ValidateJobs of a valid job: %v", err)
+	}
+}
+
+func TestParams(t *testing.T) {
+	reg := policy.NewRegistry()
+	if err := reg.Add(Entries()...); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		spec    string
+		lambda  float64
+		p       int
+		wantErr string
+	}{
+		{spec: "fitgpp", lambda: DefaultLambda, p: DefaultP},
+		{spec: "fitgpp:lambda=2.5;p=3", lambda: 2.5, p: 3},
+		{spec: "fitgpp:p=inf", lambda: DefaultLambda, p: Unlimited},
+		{spec: "fitgpp:lambda=0", lambda: 0, p: DefaultP},
+		{spec: "fitgpp:lambda=-0.1", wantErr: "lambda"},
+		{spec: "fitgpp:lambda=NaN", wantErr: "lambda"},
+		{spec: "fitgpp:lambda=x", wantErr: "lambda"},
+		{spec: "fitgpp:p=0", wantErr: "p=0"},
+		{spec: "fitgpp:p=-2", wantErr: "p=-2"},
+		{spec: "fitgpp:p=1.5", wantErr: "p="},
+		{spec: "fitgpp:q=1", wantErr: "unknown parameter"},
+		{spec: "lrtp:lambda=1", wantErr: "unknown parameter"},
+		{spec: "lrtp", p: Unlimited},
+		{spec: "rand", p: Unlimited},
+	}
+	for _, tc := range tests {
+		pol, err := reg.New(tc.spec)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one mentioning %q", tc.spec, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.spec, err)
+			continue
+		}
+		fp := pol.(*Policy)
+		if fp.Lambda != tc.lambda || fp.P != tc.p {
+			t.Errorf("%s: lambda %v p %v, want %v %v", tc.spec, fp.Lambda, fp.P, tc.lambda, tc.p)
+		}
+	}
+}
+
+func TestSizeIsScaleFree(t *testing.T) {
+	// Eq. 1: the same shares give the same size whatever the units.
+	a := SizeOf(resource.New(8, 64, 2), resource.New(32, 256, 8))
+	b := SizeOf(resource.New(16, 128, 4), resource.New(64, 512, 16))
+	if a != b || a != 0.75 {
+		t.Errorf("sizes %v and %v, want 0.75 both", a, b)
+	}
+}
+
+// TestScenario runs FitGpp in the simulator with invariant checks: two
+// nodes full of BE jobs, a TE job arrives; FitGpp preempts the small job
+// with the short grace period, the TE job starts when the grace ends, and
+// the victim restarts at the head of the queue, before a BE job that
+// arrived earlier than it was suspended.
+func TestScenario(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	mk := func(id string, class cluster.Class, submit, work float64, gpus int64, grace float64) *cluster.Job {
+		j := job(id, class, gpus, grace)
+		j.Submit, j.Work = submit, work
+		return j
+	}
+	jobs := []*cluster.Job{
+		mk("big", be, 0, 20000, 6, 60),     // node 0
+		mk("small", be, 0, 20000, 2, 120),  // node 0
+		mk("other", be, 0, 3000, 4, 600),   // node 1
+		mk("other2", be, 0, 20000, 4, 600), // node 1
+		mk("waiting", be, 100, 1000, 8, 0), // blocks the BE queue
+		mk("te", te, 600, 1200, 2, 0),
+	}
+	nodes := []cluster.Node{{Name: "n0", Capacity: capacity}, {Name: "n1", Capacity: capacity}}
+	s, err := sim.New(sim.Config{Tick: 60, Check: true}, nodes, jobs, mustNew(t, FitGpp, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]int{}
+	for i, r := range res.Records {
+		recs[r.ID] = i
+	}
+	get := func(id string) metrics.JobRecord { return res.Records[recs[id]] }
+	// small: size 2/8*3 = 0.75 of big's 2.25 -> 0.33 + grace 120/600 =
+	// 0.53; big: 1 + 0.1 = 1.1; others 0.67 + 1 = 1.67. small wins, and
+	// its node then has 2 free GPUs for the TE job.
+	if g := get("small"); g.Preemptions != 1 || len(g.RescheduleDelays) != 1 {
+		t.Fatalf("small: %d preemptions, delays %v; want 1 and 1", g.Preemptions, g.RescheduleDelays)
+	}
+	for _, id := range []string{"big", "other", "other2"} {
+		if g := get(id); g.Preemptions != 0 {
+			t.Errorf("%s preempted %d times, want 0", id, g.Preemptions)
+		}
+	}
+	// TE arrives at 600, preempts at 600, grace ends at 720: starts then.
+	if g := get("te"); g.FirstStart != 720 || g.Finish != 1920 {
+		t.Errorf("te: start %v finish %v, want 720 and 1920", g.FirstStart, g.Finish)
+	}
+	// The TE job's end at 1920 gives its 2 GPUs back: small, back at the
+	// head of the queue, restarts then, ahead of "waiting" (queued since
+	// 100), which starts only when a whole node is free.
+	if g := get("small"); g.RescheduleDelays[0] != 1920-720 {
+		t.Errorf("small restarted %v s after suspension, want %v", g.RescheduleDelays[0], 1920-720)
+	}
+	if g := get("waiting"); g.FirstStart <= 1920 {
+		t.Errorf("waiting started at %v, before small's restart at 1920", g.FirstStart)
+	}
+	if res.Metrics()["completed"] != float64(len(jobs)) {
+		t.Errorf("completed %v of %d", res.Metrics()["completed"], len(jobs))
+	}
+	if len(res.Refusals) != 0 {
+		t.Errorf("refusals: %v", res.Refusals)
+	}
+}
