@@ -32,6 +32,11 @@ type Elastic struct {
 	// Strategy places a job that no single node holds (default spread,
 	// kube-scheduler's least-allocated scoring).
 	Strategy placement.Strategy
+	// LocalScaleUp restricts scale-up to nodes the job already uses, so
+	// that growing a job never adds a node to it (and never pays the
+	// cross-node penalty for it). The article's scale-up has no such
+	// restriction; this variant exists to measure what that costs.
+	LocalScaleUp bool
 }
 
 var _ policy.Policy = (*Elastic)(nil)
@@ -247,6 +252,9 @@ func (e *Elastic) scaleUp(l *placement.Ledger, running []*cluster.JobState) []po
 			continue
 		}
 		order := preferredNodes(q, len(s.Nodes))
+		if e.LocalScaleUp {
+			order = q.Placement.Nodes()
+		}
 		p := slices.Clone(q.Placement)
 		added := 0
 		for _, ni := range order {

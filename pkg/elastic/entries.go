@@ -11,10 +11,18 @@ import (
 // baselines.
 func Entries() []policy.Entry {
 	return []policy.Entry{
-		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; placement=spread|pack|first-fit for jobs no node holds",
+		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; placement=spread|pack|first-fit for jobs no node holds; scaleup=any|local (local: never add a node to a job)",
 			New: func(p policy.Params) (policy.Policy, error) {
-				if err := p.Check("elastic", "placement"); err != nil {
+				if err := p.Check("elastic", "placement", "scaleup"); err != nil {
 					return nil, err
+				}
+				local := false
+				switch v := p.String("scaleup", "any"); v {
+				case "any":
+				case "local":
+					local = true
+				default:
+					return nil, fmt.Errorf("parameter scaleup=%q: want any or local", v)
 				}
 				st := placement.Spread
 				if v, ok := p["placement"]; ok {
@@ -23,7 +31,7 @@ func Entries() []policy.Entry {
 						return nil, err
 					}
 				}
-				return &Elastic{Strategy: st}, nil
+				return &Elastic{Strategy: st, LocalScaleUp: local}, nil
 			}},
 		{Name: "tf-operator", Description: "Kubeflow tf-operator with kube-scheduler: fixed replicas, pods bound one by one with spread placement, no gang (partial starts hold resources)",
 			New: func(p policy.Params) (policy.Policy, error) {

@@ -21,8 +21,19 @@ import (
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
-// Policies compared by every experiment here, the article's three.
-var Policies = []string{"elastic", "tf-operator", "dragon"}
+// Policies compared by every experiment here: the article's three, and two
+// variants of elastic that isolate a design choice each: scale-up
+// restricted to a job's own nodes (what the article's unrestricted
+// scale-up costs under the cross-node penalty), and first-fit instead of
+// spread for jobs no single node holds (the article's gang pseudo-code
+// says "the first available node", its prose "the regular manner").
+var Policies = []string{"elastic", "elastic:scaleup=local", "elastic:placement=first-fit", "tf-operator", "dragon"}
+
+// Arrivals are the arrival patterns of the small experiments: "staggered"
+// (the mixes' submit times, a job every 60 s; the primary result) and
+// "together" (all four jobs at time 0, the article's setting if its jobs
+// were submitted at once, which the text does not say).
+var Arrivals = []string{"staggered", "together"}
 
 // JobSpec is one job of a small experiment's mix.
 type JobSpec struct {
@@ -100,11 +111,15 @@ const (
 	JitterWork   = 0.1
 )
 
-// BuildJobs turns a mix into jobs for a seed, with the speed model.
-func BuildJobs(m Mix, seed uint64, speed elastic.PSSpeed) []*cluster.Job {
+// BuildJobs turns a mix into jobs for a seed, with the speed model. With
+// together set every job is submitted at time 0.
+func BuildJobs(m Mix, seed uint64, speed elastic.PSSpeed, together bool) []*cluster.Job {
 	out := make([]*cluster.Job, len(m.Jobs))
 	for i, s := range m.Jobs {
 		submit := math.Max(0, s.Submit+JitterSubmit*cluster.Uniform(seed, uint64(2*i)))
+		if together {
+			submit = 0
+		}
 		work := s.Work * (1 + JitterWork*cluster.Uniform(seed, uint64(2*i+1)))
 		out[i] = &cluster.Job{ID: s.ID, Class: cluster.ClassBE, Model: "ps", Priority: s.Priority, Submit: math.Round(submit),
 			Work: math.Round(work), RescaleCost: RescaleCost, Speed: speed, Seed: seed*131 + uint64(i),
@@ -140,27 +155,32 @@ func small(ctx context.Context, env *experiment.Env, m Mix) (*experiment.Report,
 		seeds = 2
 	}
 	nodes := func() []cluster.Node { return Nodes("node", SmallNodes, SmallNode) }
-	setup := Setup{Nodes: nodes,
-		Jobs: func(seed uint64) ([]*cluster.Job, error) {
-			jobs := BuildJobs(m, seed, speed)
-			if err := elastic.ValidateJobs(jobs, nodes()); err != nil {
-				return nil, fmt.Errorf("%s: %w", m.Name, err)
-			}
-			return jobs, nil
-		},
-		Config: sim.Config{Tick: Tick}}
-	specs := Policies
-	rows, runs, err := RunAll(ctx, env, m.Name, setup, specs, seeds)
-	if err != nil {
-		return nil, err
-	}
-	rep := &experiment.Report{Experiment: m.Name, Seed: env.Seed, Seeds: seeds, Results: rows, Columns: Columns,
+	rep := &experiment.Report{Experiment: m.Name, Seed: env.Seed, Seeds: seeds, Columns: Columns,
 		Notes: []string{fmt.Sprintf("%d nodes x (%v); %s; scheduling every %d s; rescale pause %d s; speed model alpha=%g gamma=%g tip=%g workers/PS",
 			SmallNodes, SmallNode, m.Description, Tick, RescaleCost, speed.Alpha, speed.Gamma, speed.Tip)}}
-	rep.Notes = append(rep.Notes, comparisons(rows)...)
-	rep.Notes = append(rep.Notes, perJobNotes(runs)...)
-	rep.Jobs = jobTables(runs)
-	for _, r := range firstRuns(runs) {
+	var all []Run
+	for _, arr := range Arrivals {
+		together := arr == "together"
+		setup := Setup{Nodes: nodes,
+			Jobs: func(seed uint64) ([]*cluster.Job, error) {
+				jobs := BuildJobs(m, seed, speed, together)
+				if err := elastic.ValidateJobs(jobs, nodes()); err != nil {
+					return nil, fmt.Errorf("%s: %w", m.Name, err)
+				}
+				return jobs, nil
+			},
+			Config: sim.Config{Tick: Tick}}
+		rows, runs, err := RunAll(ctx, env, m.Name+" "+arr, setup, Policies, seeds, map[string]string{"arrivals": arr})
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, rows...)
+		all = append(all, runs...)
+	}
+	rep.Notes = append(rep.Notes, comparisons(rep.Results)...)
+	rep.Notes = append(rep.Notes, perJobNotes(all)...)
+	rep.Jobs = jobTables(all)
+	for _, r := range firstRuns(all) {
 		rep.Charts = append(rep.Charts, ReplicaChart(m.Name, r))
 	}
 	return rep, nil
@@ -180,26 +200,26 @@ func Nodes(prefix string, n int, capacity resource.Vector) []cluster.Node {
 }
 
 // comparisons states elastic's change against each baseline in mean JCT
-// and mean training time.
+// and mean training time, per arrival pattern.
 func comparisons(rows []experiment.Row) []string {
-	var el *experiment.Row
-	for i := range rows {
-		if rows[i].Policy == "elastic" {
-			el = &rows[i]
-		}
-	}
-	if el == nil {
-		return nil
-	}
 	var out []string
-	for _, r := range rows {
-		if r.Policy == "elastic" {
+	for _, el := range rows {
+		if el.Policy != "elastic" || el.Params["scaleup"] != "" || el.Params["placement"] != "" {
 			continue
 		}
-		out = append(out, fmt.Sprintf("elastic vs %s: mean JCT %+.1f%%, mean training time %+.1f%%, total JCT %+.1f%%", r.Policy,
-			100*experiment.Change(r.Metrics["jct_mean_s"], el.Metrics["jct_mean_s"]),
-			100*experiment.Change(r.Metrics["train_time_mean_s"], el.Metrics["train_time_mean_s"]),
-			100*experiment.Change(r.Metrics["jct_total_s"], el.Metrics["jct_total_s"])))
+		for _, r := range rows {
+			if r.Policy == "elastic" || r.Params["arrivals"] != el.Params["arrivals"] {
+				continue
+			}
+			what := r.Policy
+			if a := el.Params["arrivals"]; a != "" {
+				what += " (" + a + ")"
+			}
+			out = append(out, fmt.Sprintf("elastic vs %s: mean JCT %+.1f%%, mean training time %+.1f%%, total JCT %+.1f%%", what,
+				100*experiment.Change(r.Metrics["jct_mean_s"], el.Metrics["jct_mean_s"]),
+				100*experiment.Change(r.Metrics["train_time_mean_s"], el.Metrics["train_time_mean_s"]),
+				100*experiment.Change(r.Metrics["jct_total_s"], el.Metrics["jct_total_s"])))
+		}
 	}
 	return out
 }
@@ -208,7 +228,7 @@ func perJobNotes(runs []Run) []string {
 	var out []string
 	for _, r := range firstRuns(runs) {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s seed %d per job (train / JCT s):", r.Policy, r.Seed)
+		fmt.Fprintf(&b, "%s seed %d per job (train / JCT s):", r.Label, r.Seed)
 		for _, rec := range r.Result.Records {
 			if rec.Finished() {
 				fmt.Fprintf(&b, " %s %.0f/%.0f", rec.ID, rec.Finish-rec.FirstStart, rec.JCT())
@@ -225,8 +245,8 @@ func firstRuns(runs []Run) []Run {
 	var out []Run
 	seen := map[string]bool{}
 	for _, r := range runs {
-		if !seen[r.Policy] {
-			seen[r.Policy] = true
+		if !seen[r.Label] {
+			seen[r.Label] = true
 			out = append(out, r)
 		}
 	}
@@ -236,14 +256,14 @@ func firstRuns(runs []Run) []Run {
 func jobTables(runs []Run) []experiment.JobTable {
 	var out []experiment.JobTable
 	for _, r := range firstRuns(runs) {
-		out = append(out, experiment.JobTable{Name: fmt.Sprintf("jobs-%s-seed%d", r.Policy, r.Seed), Records: r.Result.Records})
+		out = append(out, experiment.JobTable{Name: fmt.Sprintf("jobs-%s-seed%d", r.Label, r.Seed), Records: r.Result.Records})
 	}
 	return out
 }
 
 // ReplicaChart is the worker count of each job over time in one run.
 func ReplicaChart(exp string, r Run) experiment.ChartFile {
-	c := &chart.Line{Title: fmt.Sprintf("Workers per job, %s, %s (seed %d)", exp, r.Policy, r.Seed), XLabel: "time (s)",
+	c := &chart.Line{Title: fmt.Sprintf("Workers per job, %s, %s (seed %d)", exp, r.Label, r.Seed), XLabel: "time (s)",
 		YLabel: "workers", Step: true}
 	ids := make([]string, 0, len(r.Workers))
 	for id := range r.Workers {
@@ -258,7 +278,7 @@ func ReplicaChart(exp string, r Run) experiment.ChartFile {
 		}
 		c.Series = append(c.Series, s)
 	}
-	return experiment.ChartFile{File: "replicas-" + r.Policy + ".svg", Line: c}
+	return experiment.ChartFile{File: "replicas-" + r.Label + ".svg", Line: c}
 }
 
 // TotalWorkersChart plots the workers of all jobs over time, one line per
@@ -267,7 +287,7 @@ func ReplicaChart(exp string, r Run) experiment.ChartFile {
 func TotalWorkersChart(title string, runs []Run) experiment.ChartFile {
 	c := &chart.Line{Title: title, XLabel: "time (h)", YLabel: "workers running", Step: true}
 	for _, r := range firstRuns(runs) {
-		s := chart.Series{Name: r.Policy}
+		s := chart.Series{Name: r.Label}
 		for _, p := range r.Total {
 			s.X = append(s.X, p.T/3600)
 			s.Y = append(s.Y, p.Value)

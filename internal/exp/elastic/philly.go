@@ -35,7 +35,7 @@ const (
 	PhillyLimit = 300
 	PhillyQuick = 80
 	PhillyNodes = 16
-	PhillyTick  = 60
+	PhillyTick  = 10
 )
 
 // PhillyNode is the node shape of elastic-philly.
@@ -79,7 +79,7 @@ func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 		return nil, fmt.Errorf("elastic-philly: %w", err)
 	}
 	setup := Setup{Nodes: nodes, Jobs: func(uint64) ([]*cluster.Job, error) { return jobs, nil }, Config: sim.Config{Tick: PhillyTick}}
-	rows, runs, err := RunAll(ctx, env, "elastic-philly", setup, Policies, 1)
+	rows, runs, err := RunAll(ctx, env, "elastic-philly", setup, Policies, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 func toExpRuns(runs []Run) []experiment.Run {
 	out := make([]experiment.Run, len(runs))
 	for i, r := range runs {
-		out[i] = experiment.Run{Policy: r.Policy, Seed: r.Seed, Result: r.Result}
+		out[i] = experiment.Run{Policy: r.Label, Seed: r.Seed, Result: r.Result}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package elasticexp
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -21,6 +22,9 @@ type Setup struct {
 // Run is one policy on one seed, with what the observer recorded.
 type Run struct {
 	Policy string
+	// Label names the variant: the policy spec, and the scenario's
+	// parameters if any (e.g. "elastic:scaleup=local arrivals=together").
+	Label  string
 	Seed   uint64
 	Result *sim.Result
 	// Workers is each job's worker count over time (0 once it ends).
@@ -136,7 +140,10 @@ func (r *Recorder) Metrics(res *sim.Result) map[string]float64 {
 
 // RunAll runs every policy spec on every seed, like experiment.RunPolicies,
 // with a Recorder on each run whose metrics join the standard ones.
-func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup, specs []string, seeds int) ([]experiment.Row, []Run, error) {
+//
+// Params are the scenario's parameters (nil for none): they are added to
+// every row, beside the parameters of the policy spec.
+func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup, specs []string, seeds int, params map[string]string) ([]experiment.Row, []Run, error) {
 	var rows []experiment.Row
 	var runs []Run
 	done, total := 0, len(specs)*seeds
@@ -172,17 +179,43 @@ func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup,
 				m[k] = v
 			}
 			ms = append(ms, m)
-			runs = append(runs, Run{Policy: name, Seed: seed, Result: res, Workers: rec.workers, Total: rec.total, Extra: extra})
+			runs = append(runs, Run{Policy: name, Label: runLabel(spec, params), Seed: seed, Result: res, Workers: rec.workers, Total: rec.total, Extra: extra})
 			done++
 			if env.Progress != nil {
 				env.Progress(label, done, total)
 			}
 		}
 		row := experiment.Row{Policy: name, Metrics: experiment.MeanMetrics(ms)}
-		if _, params, ok := strings.Cut(spec, ":"); ok {
-			row.Params = map[string]string{"params": params}
+		if _, ps, ok := strings.Cut(spec, ":"); ok {
+			row.Params = map[string]string{}
+			for _, kv := range strings.Split(ps, ";") {
+				k, v, _ := strings.Cut(kv, "=")
+				row.Params[k] = v
+			}
+		}
+		for k, v := range params {
+			if row.Params == nil {
+				row.Params = map[string]string{}
+			}
+			row.Params[k] = v
 		}
 		rows = append(rows, row)
 	}
 	return rows, runs, nil
+}
+
+// runLabel joins a spec and scenario parameters into a file-name-safe
+// label: "elastic", "elastic-scaleup-local", "dragon-together".
+func runLabel(spec string, params map[string]string) string {
+	r := strings.NewReplacer(":", "-", "=", "-", ";", "-")
+	l := r.Replace(spec)
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		l += "-" + params[k]
+	}
+	return l
 }
