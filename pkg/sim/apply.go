@@ -136,12 +136,7 @@ func (s *Sim) apply(a policy.Action) error {
 			return fmt.Errorf("count %d is not positive", a.Count)
 		}
 		for i := 0; i < a.Count; i++ {
-			n := s.addNode(cluster.Node{InstanceType: it.Name, Capacity: it.Capacity, PricePerHour: it.PricePerHour,
-				PlacementGroup: a.PlacementGroup}, s.cfg.LaunchDelay == 0)
-			s.contended = append(s.contended, false)
-			if !n.Ready {
-				s.push(event{t: s.now + s.cfg.LaunchDelay, kind: evNodeReady, node: n.Index})
-			}
+			s.provision(it, a.PlacementGroup)
 		}
 	case policy.ReleaseNode:
 		var n *cluster.NodeState
@@ -156,12 +151,7 @@ func (s *Sim) apply(a policy.Action) error {
 		if len(n.Jobs) > 0 {
 			return fmt.Errorf("node %s still runs %d jobs", n.Name, len(n.Jobs))
 		}
-		s.dropPlaceholdersOn(n)
-		if n.Ready {
-			s.capReady = s.capReady.Sub(n.Capacity)
-		}
-		n.Gone, n.Ready = true, false
-		s.nodeGone[n.Index] = s.now
+		s.releaseNode(n)
 	case policy.SetPlaceholders:
 		for _, p := range a.Placeholders {
 			if p.Count < 0 || p.Demand.AnyNegative() || p.Demand.IsZero() {
@@ -172,7 +162,6 @@ func (s *Sim) apply(a policy.Action) error {
 	default:
 		return fmt.Errorf("unsupported action %T", a)
 	}
-	s.dirty = true
 	return nil
 }
 

@@ -11,6 +11,7 @@ const (
 	evGraceEnd
 	evPauseEnd
 	evNodeReady
+	evScaleDown // the autoscaler model's check for nodes empty long enough
 	evSample
 )
 

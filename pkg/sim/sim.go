@@ -70,7 +70,19 @@ type Config struct {
 	// event left, before the run stops (default 1, or 1000 for a
 	// time-driven policy on a tick).
 	IdleCycles int
+	// Autoscaler, when set, turns on the cluster-autoscaler model (see
+	// Autoscaler): nodes are added from Catalog for pods that cannot fit
+	// and empty nodes are released. Nil keeps the cluster as the policy
+	// leaves it.
+	Autoscaler *Autoscaler
+	// ElasticMetrics adds node-hours, over-provisioned node-hours and
+	// pending-time metrics to the run's extra metrics (always on with an
+	// Autoscaler), so a fixed cluster can be compared with elastic ones.
+	ElasticMetrics bool
 }
+
+// maxCyclesPerInstant bounds event-driven cycles at one simulated instant.
+const maxCyclesPerInstant = 3
 
 // jobRT is the simulator's private bookkeeping for one job.
 type jobRT struct {
@@ -89,16 +101,16 @@ type Sim struct {
 	pol   policy.Policy
 	timed bool
 
-	now     float64
-	nodes   []*cluster.NodeState
+	now      float64
+	nodes    []*cluster.NodeState
 	nodeBorn []float64
 	nodeGone []float64
-	jobs    []*jobRT // sorted by submit
-	byID    map[string]*jobRT
-	next    int // next arrival
-	queue   *cluster.Queue
-	running []*cluster.JobState
-	runRT   []*jobRT
+	jobs     []*jobRT // sorted by submit
+	byID     map[string]*jobRT
+	next     int // next arrival
+	queue    *cluster.Queue
+	running  []*cluster.JobState
+	runRT    []*jobRT
 
 	events eventHeap
 	seq    uint64
@@ -113,14 +125,15 @@ type Sim struct {
 
 	refusals []policy.Refusal
 	// integrals for utilisation
-	lastT             float64
-	alloc, capReady   resource.Vector
-	allocInt, capInt  [resource.NumKinds]float64
-	series            []metrics.Point
-	lastSeries        float64
-	nodeSeq           map[string]int
+	lastT                   float64
+	alloc, capReady         resource.Vector
+	allocInt, capInt        [resource.NumKinds]float64
+	series                  []metrics.Point
+	lastSeries              float64
+	nodeSeq                 map[string]int
 	firstSubmit, lastFinish float64
-	extra             map[string]float64
+	extra                   map[string]float64
+	ca                      caState
 }
 
 // Result is what a run produced.
@@ -146,7 +159,7 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 		cfg.SeriesEvery = 3600
 	}
 	s := &Sim{cfg: cfg, pol: p, queue: cluster.NewQueue(), byID: make(map[string]*jobRT, len(jobs)),
-		nodeSeq: map[string]int{}, extra: map[string]float64{}}
+		nodeSeq: map[string]int{}, extra: map[string]float64{}, ca: caState{next: math.Inf(1)}}
 	if td, ok := p.(policy.TimeDriven); ok && td.TimeDriven() {
 		s.timed = true
 	}
@@ -204,6 +217,7 @@ func (s *Sim) addNode(n cluster.Node, ready bool) *cluster.NodeState {
 	s.nodes = append(s.nodes, ns)
 	s.nodeBorn = append(s.nodeBorn, s.now)
 	s.nodeGone = append(s.nodeGone, -1)
+	s.nodeAdded(ns.Index)
 	s.maxNode = s.maxNode.Max(n.Capacity)
 	if ready {
 		s.capReady = s.capReady.Add(n.Capacity)
@@ -222,6 +236,7 @@ func (s *Sim) Run(ctx context.Context) (*Result, error) {
 	}
 	idle := 0
 	steps := 0
+	sameInstant, lastCycleAt := 0, math.Inf(-1)
 	for {
 		steps++
 		if steps&4095 == 0 {
@@ -237,8 +252,8 @@ func (s *Sim) Run(ctx context.Context) (*Result, error) {
 			s.advance(s.cfg.Horizon)
 			break
 		}
-		if s.ended == len(s.jobs) && !s.timed {
-			break
+		if s.ended == len(s.jobs) && !s.timed && (s.cfg.Autoscaler == nil || !s.dirty && math.IsInf(s.ca.next, 1)) {
+			break // (with the autoscaler model, empty nodes are released first)
 		}
 		runCycle := false
 		if s.cfg.Tick > 0 {
@@ -256,12 +271,26 @@ func (s *Sim) Run(ctx context.Context) (*Result, error) {
 				nextTick += s.cfg.Tick
 			}
 		} else {
-			runCycle = s.dirty && te > s.now
+			// Actions that change what a policy would see (a suspension
+			// with no grace, a rejection) mark the state dirty again; a
+			// bounded number of cycles at one instant lets the policy act
+			// on them without letting two decisions undo each other forever.
+			if s.now != lastCycleAt {
+				sameInstant = 0
+			}
+			runCycle = s.dirty && te > s.now && sameInstant < maxCyclesPerInstant
+			if !runCycle && s.dirty && te > s.now {
+				s.dirty = false
+			}
+			if runCycle {
+				sameInstant++
+				lastCycleAt = s.now
+			}
 		}
 		if runCycle {
 			if s.cycleOnce() {
 				idle = 0
-			} else if math.IsInf(te, 1) {
+			} else if math.IsInf(s.nextEventTime(), 1) { // (the cycle may have scheduled a scale-down)
 				idle++
 				if idle >= s.cfg.IdleCycles || s.ended == len(s.jobs) {
 					break
@@ -303,6 +332,7 @@ func (s *Sim) advance(t float64) {
 		return
 	}
 	dt := t - s.lastT
+	s.integrateElastic(dt)
 	for k := range s.alloc {
 		s.allocInt[k] += float64(s.alloc[k]) * dt
 		s.capInt[k] += float64(s.capReady[k]) * dt
@@ -366,6 +396,8 @@ func (s *Sim) handle(e event) {
 			s.capReady = s.capReady.Add(n.Capacity)
 			s.dirty = true
 		}
+	case evScaleDown:
+		s.scaleDown()
 	case evSample:
 		s.sample()
 		// Stop sampling once every job has ended: a time-driven policy
@@ -407,6 +439,9 @@ func (s *Sim) cycleOnce() bool {
 		default:
 			changed = true
 		}
+	}
+	if s.afterCycle() {
+		changed = true
 	}
 	return changed
 }
@@ -588,6 +623,7 @@ func (s *Sim) result() *Result {
 		}
 		cost += n.PricePerHour * (stop - s.nodeBorn[i]) / 3600
 	}
+	s.elasticMetrics(end)
 	st := metrics.RunStats{Makespan: s.lastFinish - s.firstSubmit, Cost: cost, Refused: len(s.refusals),
 		GPUUtilSeries: s.series, ExtraMetrics: s.extra}
 	if s.lastFinish == 0 {
