@@ -1,0 +1,391 @@
+package forecast
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/embed"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// seasonal builds a two-bucket series with a period-p sine, a weekly-ish
+// slower cycle, a small trend and noise.
+func seasonal(n, p int, noise float64, seed uint64) Series {
+	r := rand.New(rand.NewPCG(seed, 1))
+	s := Series{Step: 300, Buckets: []string{"a", "b"}}
+	for t := range n {
+		x := 2 * math.Pi * float64(t) / float64(p)
+		s.Values = append(s.Values, []float64{
+			20 + 10*math.Sin(x) + 0.01*float64(t) + noise*r.NormFloat64(),
+			5 + 3*math.Cos(x) + noise*r.NormFloat64(),
+		})
+	}
+	return s
+}
+
+func evalModel(t *testing.T, m Forecaster, s Series, test int) (mse, pmse float64) {
+	t.Helper()
+	from := s.Len() - test
+	if err := m.Fit(s.Slice(0, from)); err != nil {
+		t.Fatalf("%s: fit: %v", m.Name(), err)
+	}
+	pred, err := WalkForward(m, s, from)
+	if err != nil {
+		t.Fatalf("%s: walk forward: %v", m.Name(), err)
+	}
+	mse, pmse, err = Errors(s.Values[from:], pred, Scales(s.Slice(0, from)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pmse > mse || pmse < 0 {
+		t.Errorf("%s: pmse %v outside [0, mse %v]", m.Name(), pmse, mse)
+	}
+	return mse, pmse
+}
+
+func TestClassicalBeatStaticOnSeasonal(t *testing.T) {
+	s := seasonal(24*30, 24, 0.3, 1)
+	o := Options{Periods: []int{24}}
+	static, _ := evalModel(t, &Static{}, s, 24*5)
+	results := map[string]float64{}
+	for _, name := range []string{"seasonal-naive", "holt-winters", "arima"} {
+		m, err := New(name, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mse, _ := evalModel(t, m, s, 24*5)
+		results[name] = mse
+		if !(mse < static/5) {
+			t.Errorf("%s MSE %.5f, want well below static's %.5f", name, mse, static)
+		}
+	}
+	// On a clean seasonal signal smoothing beats copying last season's
+	// noise.
+	if results["holt-winters"] >= results["seasonal-naive"] {
+		t.Errorf("holt-winters %.5f >= seasonal-naive %.5f", results["holt-winters"], results["seasonal-naive"])
+	}
+}
+
+func TestHoltWintersPredictMatchesBatch(t *testing.T) {
+	s := seasonal(24*12, 24, 0.2, 2)
+	m := &HoltWinters{Periods: []int{24, 72}}
+	if err := m.Fit(s.Slice(0, 24*10)); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := m.PredictFrom(s, 24*10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{0, 7, len(batch) - 1} {
+		one, err := m.Predict(s.Slice(0, 24*10+k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(batch[k], one); d != "" {
+			t.Errorf("step %d: batch vs single (-batch +single):\n%s", k, d)
+		}
+	}
+	for _, p := range m.Params(0) {
+		if p <= 0 || p >= 1 {
+			t.Errorf("smoothing parameter %v outside (0,1)", p)
+		}
+	}
+}
+
+func TestARIMARecoversAR(t *testing.T) {
+	// y is an integrated AR(2): z_t = 0.6 z_{t-1} - 0.3 z_{t-2} + e_t.
+	r := rand.New(rand.NewPCG(3, 3))
+	n := 3000
+	z := make([]float64, n)
+	for t := 2; t < n; t++ {
+		z[t] = 0.6*z[t-1] - 0.3*z[t-2] + r.NormFloat64()
+	}
+	s := Series{Step: 300, Buckets: []string{"x"}}
+	y := 100.0
+	for t := range n {
+		y += z[t]
+		s.Values = append(s.Values, []float64{y})
+	}
+	m := &ARIMA{P: 2, Q: 1}
+	if err := m.Fit(s); err != nil {
+		t.Fatal(err)
+	}
+	c, phi, theta := m.Coef(0)
+	if math.Abs(phi[0]-0.6) > 0.1 || math.Abs(phi[1]+0.3) > 0.1 || math.Abs(theta[0]) > 0.15 || math.Abs(c) > 0.1 {
+		t.Errorf("fitted c=%.3f phi=%.3f theta=%.3f, want about 0, [0.6 -0.3], [0]", c, phi, theta)
+	}
+	// The batch and single-step forecasts agree.
+	batch, err := m.PredictFrom(s, n-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := m.Predict(s.Slice(0, n-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(batch[4][0]-one[0]) > 1e-9 {
+		t.Errorf("batch %v vs single %v", batch[4][0], one[0])
+	}
+	// (7,1,7) fits too (the paper's order).
+	if err := (&ARIMA{P: 7, Q: 7}).Fit(s.Slice(0, 1500)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadSeries(t *testing.T) {
+	constant := Series{Step: 300, Buckets: []string{"a"}, Values: [][]float64{{1}, {1}, {1}}}
+	empty := Series{Step: 300, Buckets: []string{"a"}}
+	short := seasonal(20, 24, 0, 1)
+	for _, name := range Names() {
+		m, err := New(name, Options{Quick: true, Window: 24})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Fit(empty); err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("%s: empty series: err = %v", name, err)
+		}
+		if err := m.Fit(constant); err == nil || !strings.Contains(err.Error(), "constant") {
+			t.Errorf("%s: constant series: err = %v", name, err)
+		}
+		if _, err := m.Predict(short); err == nil {
+			t.Errorf("%s: Predict before Fit: want error", name)
+		}
+	}
+	for _, m := range []Forecaster{NewLSTM(Options{Window: 24}), NewTransformer(Options{Window: 24})} {
+		if err := m.Fit(short); err == nil || !strings.Contains(err.Error(), "shorter than one window") {
+			t.Errorf("%s: short series: err = %v", m.Name(), err)
+		}
+	}
+	if _, _, err := Windows(short, 24); err == nil || !strings.Contains(err.Error(), "shorter than one window") {
+		t.Errorf("Windows: err = %v", err)
+	}
+	if _, err := New("prophet", Options{}); err == nil || !strings.Contains(err.Error(), "holt-winters") {
+		t.Errorf("unknown model: err = %v", err)
+	}
+}
+
+func TestWindowsAndSplit(t *testing.T) {
+	s := seasonal(2016+100, 288, 0, 1)
+	train, test, err := Split(s, Week)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if test.Len() != 2016 || train.Len() != 100 || test.Start != 100*300 {
+		t.Errorf("split: train %d test %d start %v", train.Len(), test.Len(), test.Start)
+	}
+	if _, _, err := Split(train, Week); err == nil {
+		t.Error("split of a series shorter than a week: want error")
+	}
+	x, y, err := Windows(train, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x) != 90 || len(x[0]) != 10 || &y[0][0] != &train.Values[10][0] {
+		t.Errorf("windows: %d windows of %d, first target misplaced", len(x), len(x[0]))
+	}
+}
+
+func TestBuildSeries(t *testing.T) {
+	g := embed.MustAWS("g4dn")
+	job := func(id string, submit, work float64, gpus, replicas int) *cluster.Job {
+		return &cluster.Job{ID: id, Submit: submit, Work: work, Groups: []cluster.ReplicaGroup{{Name: "w", Replicas: replicas, Min: replicas, Max: replicas,
+			Demand: resource.New(6*float64(gpus), 48*float64(gpus), int64(gpus))}}}
+	}
+	jobs := []*cluster.Job{
+		job("a", 0, 900, 1, 1),    // steps 0..2
+		job("b", 100, 500, 1, 1),  // active at 300 only (submit 100 < 300 < 600)
+		job("c", 300, 600, 2, 1),  // steps 1..2 (300 <= t < 900)
+		job("d", 300, 300, 8, 2),  // step 1 only
+		job("e", 1200, 60, 1, 1),  // step 4 (last submit defines the end)
+		job("f", 600, 1e-3, 4, 1), // [600, 600.001): step 2
+	}
+	s, err := BuildSeries(jobs, g, 300, embed.PhillyVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = s.NonZero()
+	if d := cmp.Diff([]string{"g4dn.xlarge", "g4dn.12xlarge", "g4dn.metal"}, s.Buckets); d != "" {
+		t.Fatalf("buckets (-want +got):\n%s", d)
+	}
+	want := [][]float64{
+		{1, 0, 0},
+		{2, 1, 2}, // a+b on xlarge; c (2 of 4 GPUs) rounds up to 1; d two 8-GPU replicas
+		{1, 2, 0}, // a; c + f = 6 GPUs -> 2 x 12xlarge
+		{0, 0, 0},
+		{1, 0, 0},
+	}
+	if d := cmp.Diff(want, s.Values); d != "" {
+		t.Errorf("counts (-want +got):\n%s", d)
+	}
+	// With the loader's declared demand (6 cores, 48 GiB per GPU) a 1-GPU
+	// job no longer fits g4dn.xlarge and moves up to g4dn.4xlarge.
+	s2, err := BuildSeries(jobs[:1], g, 300, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Values[0][g.Index("g4dn.4xlarge")] != 1 {
+		t.Errorf("declared demand: counts %v, want one g4dn.4xlarge", s2.Values[0])
+	}
+	// A job no type holds is a clear error.
+	_, err = BuildSeries([]*cluster.Job{job("big", 0, 10, 16, 1)}, g, 300, embed.PhillyVectors)
+	if !errors.Is(err, embed.ErrNoFit) || !strings.Contains(err.Error(), "job big") {
+		t.Errorf("no-fit: err = %v", err)
+	}
+	if _, err := BuildSeries(nil, g, 300, nil); err == nil {
+		t.Error("no jobs: want error")
+	}
+}
+
+func TestCSVRoundTripAndErrors(t *testing.T) {
+	s := seasonal(50, 24, 0.1, 4)
+	s.Start = 600
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseSeriesCSV(&buf, "s.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(s, got); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+	tests := []struct{ name, in, want string }{
+		{"empty", "", "empty file"},
+		{"header", "t,a\n0,1\n", "header"},
+		{"nan", "time,a,b\n0,1,2\n300,NaN,2\n", "s.csv:3:2 (bucket a): NaN"},
+		{"inf", "time,a\n0,+Inf\n", "not a finite"},
+		{"text", "time,a\n0,x\n", `"x" is not a number`},
+		{"negative", "time,a\n0,-1\n", "negative"},
+		{"irregular", "time,a\n0,1\n300,1\n700,1\n", "regular step"},
+		{"decreasing", "time,a\n300,1\n0,1\n", "does not increase"},
+		{"fields", "time,a,b\n0,1\n", "fields"},
+		{"no rows", "time,a\n", "empty"},
+		{"dup bucket", "time,a,a\n0,1,1\n", "repeated"},
+	}
+	for _, tc := range tests {
+		_, err := ParseSeriesCSV(strings.NewReader(tc.in), "s.csv")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseSeriesCSV(f *testing.F) {
+	f.Add("time,a,b\n0,1,2\n300,3,4\n")
+	f.Add("time,a\n0,NaN\n")
+	f.Add("time,a\n0,1\n300,1\n700,1\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseSeriesCSV(strings.NewReader(in), "fuzz.csv")
+		if err != nil {
+			return
+		}
+		if s.Len() == 0 || len(s.Buckets) == 0 || !(s.Step > 0) {
+			t.Fatalf("accepted a degenerate series: %d steps, %d buckets, step %v", s.Len(), len(s.Buckets), s.Step)
+		}
+		for _, row := range s.Values {
+			for _, v := range row {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					t.Fatalf("accepted value %v", v)
+				}
+			}
+		}
+		var buf bytes.Buffer
+		if err := WriteCSV(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := ParseSeriesCSV(&buf, "again.csv")
+		if err != nil {
+			t.Fatalf("re-parse of written series: %v", err)
+		}
+		if len(s2.Values) != len(s.Values) || len(s2.Buckets) != len(s.Buckets) {
+			t.Fatalf("round trip changed the shape")
+		}
+	})
+}
+
+func TestMetrics(t *testing.T) {
+	actual := [][]float64{{1, 10}, {2, 20}}
+	pred := [][]float64{{2, 10}, {1, 30}}
+	mse, pmse, err := Errors(actual, pred, []float64{1, 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// squared scaled errors: 1 (over), 0, 1 (under), 1 (over) -> /4
+	if mse != 0.75 || pmse != 0.5 {
+		t.Errorf("mse %v pmse %v, want 0.75 0.5", mse, pmse)
+	}
+	if _, _, err := Errors(actual, pred[:1], []float64{1, 1}); err == nil {
+		t.Error("length mismatch: want error")
+	}
+}
+
+// TestNetsTrainDeterministicallyAndRoundTrip trains tiny networks for a
+// few steps: the same seed gives the same forecasts, training lowers the
+// loss below an untrained copy, and Save/LoadNet restores the forecasts.
+func TestNetsTrainDeterministicallyAndRoundTrip(t *testing.T) {
+	s := seasonal(24*8, 24, 0.1, 5)
+	train := s.Slice(0, 24*7)
+	for _, mk := range []func(Options) *Net{NewLSTM, NewTransformer} {
+		o := Options{Window: 12, TrainSteps: 30, Periods: []int{24}, Seed: 7}
+		small := func() *Net {
+			n := mk(o)
+			n.Hidden, n.DModel, n.Heads, n.DecLen, n.Batch = 8, 8, 2, 4, 8
+			return n
+		}
+		a, b := small(), small()
+		if err := a.Fit(train); err != nil {
+			t.Fatalf("%s: %v", a.Kind, err)
+		}
+		if err := b.Fit(train); err != nil {
+			t.Fatal(err)
+		}
+		pa, err := a.PredictFrom(s, 24*7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, _ := b.PredictFrom(s, 24*7)
+		if d := cmp.Diff(pa, pb); d != "" {
+			t.Errorf("%s: same seed, different forecasts:\n%s", a.Kind, d)
+		}
+		one, err := a.Predict(s.Slice(0, 24*7+3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range one {
+			if math.Abs(one[k]-pa[3][k]) > 1e-4*math.Max(1, math.Abs(one[k])) {
+				t.Errorf("%s: Predict %v vs PredictFrom %v", a.Kind, one, pa[3])
+			}
+		}
+		if !(a.FinalLoss > 0) || math.IsInf(a.FinalLoss, 0) {
+			t.Errorf("%s: final loss %v", a.Kind, a.FinalLoss)
+		}
+		path := filepath.Join(t.TempDir(), a.Kind+".gob")
+		if err := a.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		l, err := LoadNet(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := l.PredictFrom(s, 24*7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(pa, pl); d != "" {
+			t.Errorf("%s: loaded model forecasts differ:\n%s", a.Kind, d)
+		}
+		if _, err := LoadNet(filepath.Join(t.TempDir(), "missing")); err == nil {
+			t.Error("load of a missing file: want error")
+		}
+	}
+}

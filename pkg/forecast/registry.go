@@ -1,0 +1,84 @@
+package forecast
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Options configure the models New builds. Zero values take the defaults
+// documented per field.
+type Options struct {
+	// Seed fixes network initialisation and batch sampling (default 1).
+	Seed uint64
+	// Periods in steps (default {288, 2016}: a day and a week of 5-minute
+	// steps). Holt-Winters, seasonal-naive and the transformer's periodic
+	// encoding use them.
+	Periods []int
+	// Window is the networks' input length in steps (default 48, 4 h).
+	Window int
+	// TrainSteps is the networks' number of optimiser steps (default:
+	// the model's; Quick divides it by 10).
+	TrainSteps int
+	// Quick shrinks the networks' training for smoke runs and tests.
+	Quick bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if len(o.Periods) == 0 {
+		o.Periods = []int{288, 2016}
+	}
+	if o.Window <= 0 {
+		o.Window = 48
+	}
+	return o
+}
+
+// Entry is one model of the registry.
+type Entry struct {
+	Name, Description string
+	New               func(Options) Forecaster
+}
+
+// Entries lists every model, in the order of the paper's Table 4 (plus
+// seasonal-naive).
+func Entries() []Entry {
+	return []Entry{
+		{"transformer", "encoder-decoder transformer with periodic positional encoding (GoMLX)", func(o Options) Forecaster { return NewTransformer(o) }},
+		{"lstm", "two stacked LSTM layers and a linear output (GoMLX)", func(o Options) Forecaster { return NewLSTM(o) }},
+		{"holt-winters", "additive Holt-Winters, daily + weekly seasons, fitted by one-step SSE", func(o Options) Forecaster {
+			o = o.withDefaults()
+			return &HoltWinters{Periods: o.Periods}
+		}},
+		{"arima", "ARIMA(7,1,7) with constant, conditional sum of squares", func(Options) Forecaster { return &ARIMA{P: 7, Q: 7} }},
+		{"seasonal-naive", "the value one week (or day) earlier", func(o Options) Forecaster {
+			o = o.withDefaults()
+			return &SeasonalNaive{Periods: o.Periods}
+		}},
+		{"static", "the training maximum (static allocation at peak)", func(Options) Forecaster { return &Static{} }},
+	}
+}
+
+// Names lists the registered model names.
+func Names() []string {
+	var out []string
+	for _, e := range Entries() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// New builds the named model.
+func New(name string, o Options) (Forecaster, error) {
+	for _, e := range Entries() {
+		if e.Name == name {
+			return e.New(o.withDefaults()), nil
+		}
+	}
+	names := Names()
+	sort.Strings(names)
+	return nil, fmt.Errorf("unknown forecaster %q (want one of %s)", name, strings.Join(names, ", "))
+}
