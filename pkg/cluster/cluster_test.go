@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+func job(id string) *Job {
+	return &Job{ID: id, Work: 100, Groups: []ReplicaGroup{{Name: "worker", Demand: resource.New(1, 1, 1), Replicas: 2, Min: 1, Max: 4}}}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Job)
+		want   string // substring of the error; "" for valid
+	}{
+		{"valid", func(*Job) {}, ""},
+		{"no id", func(j *Job) { j.ID = "" }, "id: empty"},
+		{"zero work", func(j *Job) { j.Work = 0 }, "work"},
+		{"negative grace", func(j *Job) { j.GracePeriod = -1 }, "grace_period"},
+		{"min above max", func(j *Job) { j.Groups[0].Min = 5 }, "min_replicas"},
+		{"zero max", func(j *Job) { j.Groups[0].Max = 0; j.Groups[0].Min = 0; j.Groups[0].Replicas = 0 }, "max_replicas"},
+		{"replicas outside", func(j *Job) { j.Groups[0].Replicas = 9 }, "replicas"},
+		{"zero demand", func(j *Job) { j.Groups[0].Demand = resource.Vector{} }, "demand"},
+		{"no groups", func(j *Job) { j.Groups = nil }, "groups"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := job("j1")
+			tc.mutate(j)
+			err := j.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+			if tc.name != "no id" && !strings.Contains(err.Error(), "job j1") {
+				t.Errorf("error %v does not name the job", err)
+			}
+		})
+	}
+}
+
+func TestQueueOrder(t *testing.T) {
+	q := NewQueue()
+	var st []*JobState
+	for i := 0; i < 200; i++ {
+		s := NewJobState(job(string(rune('a'+i%26)) + string(rune('0'+i/26))))
+		st = append(st, s)
+		q.PushBack(s)
+	}
+	// Remove every other job from the middle, then the head, then push
+	// one to the front: order must be preserved and compaction invisible.
+	for i := 1; i < 200; i += 2 {
+		if !q.Remove(st[i]) {
+			t.Fatalf("Remove(%d) reported absent", i)
+		}
+	}
+	if q.Remove(st[1]) {
+		t.Fatal("second Remove of the same job reported present")
+	}
+	q.Remove(st[0])
+	q.PushFront(st[1])
+	var got []*JobState
+	for s := range q.All() {
+		got = append(got, s)
+	}
+	want := []*JobState{st[1]}
+	for i := 2; i < 200; i += 2 {
+		want = append(want, st[i])
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("queue order wrong: got %d jobs, want %d", len(got), len(want))
+	}
+	if q.Len() != len(want) || q.Head() != st[1] {
+		t.Fatalf("Len=%d Head=%v", q.Len(), q.Head())
+	}
+	for i := 0; i < 50; i++ {
+		q.PushFront(NewJobState(job("front")))
+	}
+	if q.Len() != len(want)+50 {
+		t.Fatalf("Len after PushFront = %d", q.Len())
+	}
+}
+
+func TestParseSpec(t *testing.T) {
+	nodes, err := ParseSpec("2:cpu=8,mem_gib=30,price=0.4+1:gpu=8,cpu=32,mem_gib=256,role=ps,type=p2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 || nodes[0].Capacity != resource.New(8, 30, 0) || nodes[2].Role != "ps" || nodes[2].InstanceType != "p2" || nodes[0].PricePerHour != 0.4 {
+		t.Fatalf("unexpected nodes %+v", nodes)
+	}
+	if nodes[0].Name == nodes[1].Name {
+		t.Fatal("node names not unique")
+	}
+	for _, bad := range []string{"", "x:cpu=1", "0:cpu=1", "2", "2:cpu", "2:cpu=-1", "2:tpu=1", "2:role=ps", "2:cpu=NaN"} {
+		if _, err := ParseSpec(bad); err == nil {
+			t.Errorf("ParseSpec(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestPlacementHelpers(t *testing.T) {
+	j := &Job{Groups: []ReplicaGroup{{Demand: resource.New(1, 0, 0)}, {Demand: resource.New(0, 1, 0)}}}
+	p := Placement{{Group: 0, Node: 3}, {Group: 0, Node: 1}, {Group: 1, Node: 3}}
+	if got := p.Counts(2); !slices.Equal(got, []int{2, 1}) {
+		t.Errorf("Counts = %v", got)
+	}
+	if got := p.Nodes(); !slices.Equal(got, []int{3, 1}) {
+		t.Errorf("Nodes = %v", got)
+	}
+	if got := p.DemandOn(j)[3]; got != resource.New(1, 1, 0) {
+		t.Errorf("DemandOn[3] = %v", got)
+	}
+}
+
+func TestModels(t *testing.T) {
+	j := job("j")
+	if got := j.SpeedAt([]int{2}, 1); got != 1 {
+		t.Errorf("speed at requested = %v", got)
+	}
+	if got := j.SpeedAt([]int{4}, 2); got != 2 {
+		t.Errorf("speed at double = %v", got)
+	}
+	if got := j.SpeedAt([]int{0}, 0); got != 0 {
+		t.Errorf("speed below min = %v", got)
+	}
+	s := Sigmoid{G1: 10, G2: 0.01, G3: 1000}
+	if v := s.Value(1000); v != 5 {
+		t.Errorf("sigmoid at target = %v, want 5", v)
+	}
+	if s.Value(0) <= s.Value(2000) {
+		t.Error("sigmoid does not decay")
+	}
+	c := ExpCurve{Start: 5, Floor: 1, Rate: 5, Noise: 0.05}
+	if a, b := c.Sample(0.3, 7, 2), c.Sample(0.3, 7, 2); a != b {
+		t.Error("samples are not reproducible")
+	}
+	if c.Sample(0, 1, 0) < c.Sample(1, 1, 1) {
+		t.Error("curve does not fall")
+	}
+	for i := uint64(0); i < 1000; i++ {
+		if u := Uniform(i, 3); u < -1 || u >= 1 {
+			t.Fatalf("Uniform out of range: %v", u)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package placement
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// snap builds a snapshot of ready nodes with the given free GPUs (8 GPUs
+// each).
+func snap(freeGPUs ...int64) *cluster.Snapshot {
+	s := &cluster.Snapshot{Pending: cluster.NewQueue()}
+	for i, f := range freeGPUs {
+		n := &cluster.NodeState{Node: cluster.Node{Name: string(rune('a' + i)), Capacity: resource.New(0, 0, 8)}, Index: i, Ready: true}
+		n.Allocated = resource.New(0, 0, 8-f)
+		s.Nodes = append(s.Nodes, n)
+	}
+	return s
+}
+
+func gpuJob(replicas int, gpus int64) *cluster.Job {
+	return &cluster.Job{ID: "j", Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(0, 0, gpus), Replicas: replicas, Min: replicas, Max: replicas}}}
+}
+
+func TestPlaceStrategies(t *testing.T) {
+	tests := []struct {
+		name string
+		free []int64
+		job  *cluster.Job
+		opt  Options
+		want cluster.Placement
+	}{
+		{"spread picks emptiest", []int64{2, 8, 4}, gpuJob(1, 1), Options{Strategy: Spread}, cluster.Placement{{Node: 1}}},
+		{"pack picks fullest that fits", []int64{2, 8, 4}, gpuJob(1, 2), Options{Strategy: Pack}, cluster.Placement{{Node: 0}}},
+		{"first fit", []int64{1, 8, 4}, gpuJob(1, 2), Options{Strategy: FirstFit}, cluster.Placement{{Node: 1}}},
+		{"spread spreads replicas", []int64{8, 8}, gpuJob(2, 2), Options{Strategy: Spread}, cluster.Placement{{Node: 0}, {Node: 1}}},
+		{"one node first keeps gang together", []int64{8, 8}, gpuJob(2, 2), Options{Strategy: Spread, OneNodeFirst: true}, cluster.Placement{{Node: 0}, {Node: 0}}},
+		{"one node first falls back", []int64{2, 2}, gpuJob(2, 2), Options{Strategy: Spread, OneNodeFirst: true}, cluster.Placement{{Node: 0}, {Node: 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLedger(snap(tc.free...), true)
+			got, err := Place(l, tc.job, tc.job.RequestedCounts(), tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("placement (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestPlaceAllOrNothing(t *testing.T) {
+	l := NewLedger(snap(4, 2), true)
+	if _, err := Place(l, gpuJob(3, 2), []int{3}, Options{Strategy: Pack}); err != nil {
+		t.Fatalf("3x2 GPUs in 4+2 free: %v", err)
+	}
+	l = NewLedger(snap(4, 2), true)
+	if _, err := Place(l, gpuJob(4, 2), []int{4}, Options{Strategy: Pack}); err == nil {
+		t.Fatal("4x2 GPUs placed in 6 free")
+	}
+	if l.Free(0) != resource.New(0, 0, 4) || l.Free(1) != resource.New(0, 0, 2) {
+		t.Fatalf("failed placement changed the ledger: %v %v", l.Free(0), l.Free(1))
+	}
+}
+
+func TestLedgerForkRevert(t *testing.T) {
+	l := NewLedger(snap(8), true)
+	l.Fork()
+	l.Take(0, resource.New(0, 0, 3))
+	l.Fork()
+	l.Take(0, resource.New(0, 0, 3))
+	l.Revert()
+	if got := l.Free(0); got != resource.New(0, 0, 5) {
+		t.Fatalf("after inner revert free = %v, want 5 GPUs", got)
+	}
+	l.Commit()
+	if got := l.Free(0); got != resource.New(0, 0, 5) {
+		t.Fatalf("after commit free = %v", got)
+	}
+	if l.Take(0, resource.New(0, 0, 6)) {
+		t.Fatal("Take beyond free succeeded")
+	}
+}
+
+func TestNotReadyAndRoles(t *testing.T) {
+	s := snap(8, 8)
+	s.Nodes[0].Ready = false
+	s.Nodes[1].Role = "ps"
+	l := NewLedger(s, true)
+	if _, err := Place(l, gpuJob(1, 1), []int{1}, Options{}); err == nil {
+		t.Fatal("placed a worker on a launching node or a ps node")
+	}
+}

@@ -1,0 +1,331 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/workload"
+)
+
+// script is a test policy: at each cycle it calls fn, which may return
+// actions; it records every snapshot time it saw.
+type script struct {
+	fn    func(s *cluster.Snapshot) []policy.Action
+	times []float64
+}
+
+func (p *script) Name() string    { return "script" }
+func (p *script) TimeDriven() bool { return true }
+func (p *script) Schedule(s *cluster.Snapshot) []policy.Action {
+	p.times = append(p.times, s.Now)
+	return p.fn(s)
+}
+
+func nodes(n int, gpus int64) []cluster.Node {
+	out := make([]cluster.Node, n)
+	for i := range out {
+		out[i] = cluster.Node{Name: "n" + string(rune('0'+i)), Capacity: resource.New(8, 64, gpus), PricePerHour: 3.6}
+	}
+	return out
+}
+
+func gjob(id string, submit, work float64, gpus int64) *cluster.Job {
+	return &cluster.Job{ID: id, Submit: submit, Work: work, Class: cluster.ClassBE,
+		Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(1, 1, gpus), Replicas: 1, Min: 1, Max: 1}}}
+}
+
+func run(t *testing.T, cfg Config, ns []cluster.Node, jobs []*cluster.Job, p policy.Policy) *Result {
+	t.Helper()
+	cfg.Check = true
+	s, err := New(cfg, ns, jobs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func rec(r *Result, id string) *cluster.JobState {
+	for _, s := range r.Final {
+		if s.Job.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func fifo() policy.Policy { return &baseline.FIFO{Placement: placement.Options{Strategy: placement.Pack}} }
+
+func TestFIFOHeadOfLineBlocking(t *testing.T) {
+	// Node has 8 GPUs. a (8 GPUs) runs 0-100; b (8 GPUs) waits; c (1 GPU)
+	// arrives later but must wait behind b under FIFO.
+	jobs := []*cluster.Job{gjob("a", 0, 100, 8), gjob("b", 1, 100, 8), gjob("c", 2, 10, 1)}
+	r := run(t, Config{}, nodes(1, 8), jobs, fifo())
+	want := map[string][2]float64{"a": {0, 100}, "b": {100, 200}, "c": {200, 210}}
+	for _, rc := range r.Records {
+		w := want[rc.ID]
+		if rc.FirstStart != w[0] || rc.Finish != w[1] {
+			t.Errorf("%s: start %v finish %v, want %v", rc.ID, rc.FirstStart, rc.Finish, w)
+		}
+	}
+	m := r.Metrics()
+	if m["completed"] != 3 || m["makespan_s"] != 210 {
+		t.Errorf("metrics %v", m)
+	}
+}
+
+func TestTickDelaysScheduling(t *testing.T) {
+	jobs := []*cluster.Job{gjob("a", 5, 100, 1)}
+	r := run(t, Config{Tick: 60}, nodes(1, 8), jobs, fifo())
+	if got := r.Records[0].FirstStart; got != 60 {
+		t.Fatalf("job submitted at 5 s started at %v, want the next tick at 60 s", got)
+	}
+}
+
+func TestPreemptGraceSuspendResume(t *testing.T) {
+	// a (BE, 8 GPUs, 1000 s of work) starts at 0. At t=100 the policy
+	// preempts it with 50 s grace: it runs until 150, is suspended with
+	// 850 s left, goes to the head of the queue and resumes at once.
+	a := gjob("a", 0, 1000, 8)
+	a.GracePeriod = 50
+	preempted := false
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		var out []policy.Action
+		if s.Now >= 100 && !preempted && len(s.Running) == 1 {
+			preempted = true
+			out = append(out, policy.Preempt{Job: "a", Grace: a.GracePeriod})
+		}
+		if h := s.Pending.Head(); h != nil {
+			out = append(out, policy.Start{Job: h.Job.ID, Placement: cluster.Placement{{Node: 0}}})
+		}
+		return out
+	}
+	r := run(t, Config{Tick: 50}, nodes(1, 8), []*cluster.Job{a}, p)
+	got := r.Records[0]
+	if got.Preemptions != 1 {
+		t.Fatalf("preemptions = %d", got.Preemptions)
+	}
+	// Suspended at 150 with 850 s left; restarted at the 150 tick (the
+	// grace-end event precedes the cycle at the same time); done at 1000.
+	if got.Finish != 1000 {
+		t.Errorf("finish = %v, want 1000 (no work lost or created)", got.Finish)
+	}
+	if len(got.RescheduleDelays) != 1 || got.RescheduleDelays[0] != 0 {
+		t.Errorf("reschedule delays = %v", got.RescheduleDelays)
+	}
+}
+
+func TestMigrationPausesAndMoves(t *testing.T) {
+	a := gjob("a", 0, 1000, 1)
+	a.CheckpointCost, a.RestoreCost = 3, 2
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		if h := s.Pending.Head(); h != nil {
+			return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		}
+		if s.Now == 100 {
+			js := s.Running[0]
+			if js.Phase != cluster.Running || math.Abs(js.Progress(s.Now)-0.1) > 1e-9 {
+				t.Errorf("at 100 s: phase %s progress %v", js.Phase, js.Progress(s.Now))
+			}
+			return []policy.Action{policy.Migrate{Job: "a", Placement: cluster.Placement{{Node: 1}}}}
+		}
+		return nil
+	}
+	r := run(t, Config{Tick: 100}, nodes(2, 8), []*cluster.Job{a}, p)
+	if got := r.Records[0]; got.Migrations != 1 || got.Finish != 1005 {
+		t.Fatalf("migrations %d finish %v, want 1 and 1005 (5 s pause)", got.Migrations, got.Finish)
+	}
+	if n := rec(r, "a").Placement; n != nil {
+		t.Errorf("finished job still placed: %v", n)
+	}
+}
+
+func TestResizeChangesSpeed(t *testing.T) {
+	a := gjob("a", 0, 1000, 1)
+	a.Groups[0].Max = 2
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		if s.Pending.Head() != nil {
+			return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		}
+		if s.Now == 500 {
+			return []policy.Action{policy.Resize{Job: "a", Placement: cluster.Placement{{Node: 0}, {Node: 1}}}}
+		}
+		return nil
+	}
+	r := run(t, Config{Tick: 500}, nodes(2, 8), []*cluster.Job{a}, p)
+	// 500 s of work at speed 1, the other 500 at speed 2: done at 750.
+	if got := r.Records[0]; got.Resizes != 1 || got.Finish != 750 {
+		t.Fatalf("resizes %d finish %v, want 1 and 750", got.Resizes, got.Finish)
+	}
+}
+
+func TestContentionSlowsCoLocatedJobs(t *testing.T) {
+	// Two jobs each use the whole node's 8 cores but request 1: together
+	// they run at half speed.
+	mk := func(id string) *cluster.Job {
+		j := gjob(id, 0, 100, 0)
+		j.Groups[0].Demand = resource.New(1, 1, 0)
+		j.Groups[0].Usage = resource.New(8, 1, 0)
+		return j
+	}
+	r := run(t, Config{}, nodes(1, 0), []*cluster.Job{mk("a"), mk("b")}, fifo())
+	for _, rc := range r.Records {
+		if rc.Finish != 200 {
+			t.Errorf("%s finished at %v, want 200 (two jobs sharing 8 cores)", rc.ID, rc.Finish)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	jobs := []*cluster.Job{gjob("a", 0, 100, 8), gjob("b", 0, 100, 4)}
+	tests := []struct {
+		name   string
+		action policy.Action
+		want   string
+	}{
+		{"over capacity", policy.Start{Job: "b", Placement: cluster.Placement{{Node: 0}}}, "over capacity"},
+		{"unknown job", policy.Start{Job: "zz", Placement: cluster.Placement{{Node: 0}}}, "unknown job"},
+		{"already running", policy.Start{Job: "a", Placement: cluster.Placement{{Node: 1}}}, "is Running, not Pending"},
+		{"bad node", policy.Start{Job: "b", Placement: cluster.Placement{{Node: 9}}}, "node 9"},
+		{"above max", policy.Start{Job: "b", Placement: cluster.Placement{{Node: 1}, {Node: 1}}}, "above max"},
+		{"negative grace", policy.Preempt{Job: "a", Grace: -1}, "below 0"},
+		{"unknown type", policy.ProvisionNode{InstanceType: "x", Count: 1}, "not in the catalogue"},
+		{"busy node", policy.ReleaseNode{Node: "n0"}, "still runs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &script{}
+			p.fn = func(s *cluster.Snapshot) []policy.Action {
+				if s.Cycle == 1 {
+					return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}, tc.action,
+						policy.Start{Job: "b", Placement: cluster.Placement{{Node: 1}}}}
+				}
+				return nil
+			}
+			r := run(t, Config{}, nodes(2, 8), jobs, p)
+			if len(r.Refusals) != 1 || !strings.Contains(r.Refusals[0].Reason, tc.want) {
+				t.Fatalf("refusals %v, want one mentioning %q", r.Refusals, tc.want)
+			}
+			if r.Metrics()["completed"] != 2 {
+				t.Fatal("a refused action disturbed the others")
+			}
+		})
+	}
+}
+
+func TestUnschedulableAndStuckJobs(t *testing.T) {
+	jobs := []*cluster.Job{gjob("big", 0, 100, 16), gjob("ok", 0, 100, 1)}
+	r := run(t, Config{Tick: 60}, nodes(1, 8), jobs, fifo())
+	big := r.Records[0]
+	if !big.Rejected || !strings.Contains(big.Reason, "more gpu than any node has") {
+		t.Fatalf("big job: rejected=%v reason=%q", big.Rejected, big.Reason)
+	}
+	// A policy that never starts anything must not hang the simulator.
+	idle := &script{fn: func(*cluster.Snapshot) []policy.Action { return nil }}
+	r = run(t, Config{Tick: 60}, nodes(1, 8), []*cluster.Job{gjob("a", 0, 10, 1)}, idle)
+	if r.Metrics()["completed"] != 0 || !strings.Contains(r.Records[0].Reason, "did not finish") {
+		t.Fatalf("idle policy: %+v", r.Records[0])
+	}
+}
+
+func TestBadSetup(t *testing.T) {
+	if _, err := New(Config{}, nil, []*cluster.Job{gjob("a", 0, 1, 1)}, fifo()); err == nil || !strings.Contains(err.Error(), "no nodes") {
+		t.Errorf("empty cluster: %v", err)
+	}
+	dup := []*cluster.Job{gjob("a", 0, 1, 1), gjob("a", 1, 1, 1)}
+	if _, err := New(Config{}, nodes(1, 8), dup, fifo()); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		t.Errorf("duplicate ids: %v", err)
+	}
+	bad := gjob("b", 0, 1, 1)
+	bad.Groups[0].Min = 3
+	if _, err := New(Config{}, nodes(1, 8), []*cluster.Job{bad}, fifo()); err == nil || !strings.Contains(err.Error(), "job b: groups[worker].min_replicas") {
+		t.Errorf("invalid job: %v", err)
+	}
+}
+
+func TestProvisionAndRelease(t *testing.T) {
+	cat := []cluster.InstanceType{{Name: "g8", Capacity: resource.New(8, 64, 8), PricePerHour: 7.2}}
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		switch {
+		case s.Cycle == 1:
+			return []policy.Action{policy.ProvisionNode{InstanceType: "g8", Count: 1}}
+		case s.Pending.Head() != nil && len(s.Nodes) == 1 && s.Nodes[0].Ready:
+			return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		case len(s.Running) == 0 && s.Pending.Len() == 0 && s.Nodes[0].Ready:
+			return []policy.Action{policy.ReleaseNode{Node: s.Nodes[0].Name}}
+		}
+		return nil
+	}
+	r := run(t, Config{Tick: 60, LaunchDelay: 300, Catalog: cat}, nil, []*cluster.Job{gjob("a", 0, 3600, 8)}, p)
+	if got := r.Records[0]; got.FirstStart != 300 || got.Finish != 3900 {
+		t.Fatalf("start %v finish %v, want 300 and 3900", got.FirstStart, got.Finish)
+	}
+	// Node alive from 0 (requested) to 3900 (released at the tick that saw
+	// the cluster empty): 3900 s at 7.2/h.
+	if c := r.Stats.Cost; math.Abs(c-7.2*3900/3600) > 1e-9 {
+		t.Errorf("cost %v", c)
+	}
+}
+
+func TestPlaceholdersYieldToJobs(t *testing.T) {
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		if s.Cycle == 1 {
+			// Placeholders fill the node, then a real job takes it.
+			return []policy.Action{policy.SetPlaceholders{Placeholders: []cluster.Placeholder{{Name: "ph", Demand: resource.New(1, 1, 4), Count: 2}}},
+				policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		}
+		if s.Cycle == 2 && s.Nodes[0].Placeholder != (resource.Vector{}) {
+			t.Errorf("placeholders still on the node after eviction: %v", s.Nodes[0].Placeholder)
+		}
+		if s.Pending.Head() != nil {
+			return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		}
+		return nil
+	}
+	r := run(t, Config{Tick: 60}, nodes(1, 8), []*cluster.Job{gjob("a", 60, 100, 8)}, p)
+	if len(r.Refusals) > 0 || r.Records[0].FirstStart != 60 {
+		t.Fatalf("job did not take placeholder capacity: %v %+v", r.Refusals, r.Records[0])
+	}
+}
+
+// TestDeterministicAndInvariants runs a random mixed workload twice with
+// invariant checks on and requires byte-identical per-job results.
+func TestDeterministicAndInvariants(t *testing.T) {
+	gen := func() []*cluster.Job {
+		return workload.Mixed(7, workload.MixedOptions{Jobs: 120, Load: 1.5, ClusterGPUs: 32, TEShare: 0.3, CoresPerGPU: 1, MemGiBPerGPU: 4})
+	}
+	out := func(p policy.Policy) []byte {
+		r := run(t, Config{Tick: 60, Seed: 3}, nodes(4, 8), gen(), p)
+		if len(r.Refusals) > 0 {
+			t.Fatalf("%s: refusals %v", p.Name(), r.Refusals)
+		}
+		var b bytes.Buffer
+		json.NewEncoder(&b).Encode(r.Records)
+		json.NewEncoder(&b).Encode(r.Metrics())
+		return b.Bytes()
+	}
+	for _, e := range baseline.Entries() {
+		mk := func() policy.Policy { p, _ := e.New(policy.Params{}); return p }
+		a, b := out(mk()), out(mk())
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: two runs with the same seed differ", e.Name)
+		}
+	}
+}
