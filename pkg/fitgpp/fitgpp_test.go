@@ -176,6 +176,13 @@ func TestVictimChoice(t *testing.T) {
 			want:    nil,
 		},
 		{
+			name: "preempt=false: TE first, but no victim",
+			pol:  &Policy{Rule: FitGpp, Lambda: 1, P: 1, NoPreempt: true}, nodes: 1,
+			running: []rj{{id: "b", class: be, node: 0, gpus: 8}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    nil,
+		},
+		{
 			name: "LRTP preempts the longest remaining job first, until the TE job fits",
 			pol:  mustNew(t, LRTP, 0, Unlimited), nodes: 2,
 			running: []rj{{id: "long", class: be, node: 0, gpus: 4, remaining: 9000}, {id: "a", class: be, node: 0, gpus: 4, remaining: 100},
@@ -300,6 +307,8 @@ func TestParams(t *testing.T) {
 		{spec: "fitgpp:p=-2", wantErr: "p=-2"},
 		{spec: "fitgpp:p=1.5", wantErr: "p="},
 		{spec: "fitgpp:q=1", wantErr: "unknown parameter"},
+		{spec: "fitgpp:preempt=maybe", wantErr: "preempt"},
+		{spec: "fitgpp:preempt=false;p=2", lambda: DefaultLambda, p: 2},
 		{spec: "lrtp:lambda=1", wantErr: "unknown parameter"},
 		{spec: "lrtp", p: Unlimited},
 		{spec: "rand", p: Unlimited},

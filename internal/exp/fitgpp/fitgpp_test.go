@@ -1,0 +1,253 @@
+package fitgpp
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/experiment"
+	fg "github.com/drover-sched/drover/pkg/fitgpp"
+	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+func quickEnv(t *testing.T) *experiment.Env {
+	t.Helper()
+	reg := policy.NewRegistry()
+	if err := reg.Add(baseline.Entries()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add(fg.Entries()...); err != nil {
+		t.Fatal(err)
+	}
+	return &experiment.Env{Seed: 1, Policies: reg, Quick: true}
+}
+
+func byName(t *testing.T, name string) experiment.Experiment {
+	t.Helper()
+	for _, e := range Experiments() {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no experiment %s", name)
+	return experiment.Experiment{}
+}
+
+// TestComparisonQuick checks the expected direction at the quick
+// scale, where our model agrees with it: FitGpp cuts the TE p95 slowdown
+// by at least 90% against FIFO, the BE p50 slowdown rises by at most 25%
+// (in our model it falls: see docs/fitgpp.md), FitGpp's BE p50 and p95
+// are below LRTP's and RAND's, and FitGpp preempts fewer jobs than both.
+// (The paper's "far fewer" does not hold against LRTP in our model.)
+func TestComparisonQuick(t *testing.T) {
+	rep, err := byName(t, "fitgpp").Run(context.Background(), quickEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]map[string]float64{}
+	for _, r := range rep.Results {
+		key := r.Policy
+		for _, k := range []string{"p", "preempt"} {
+			if r.Params[k] != "" {
+				key += ":" + k + "=" + r.Params[k]
+			}
+		}
+		m[key] = r.Metrics
+	}
+	fifo, lrtp, rnd, fit := m["fifo"], m["lrtp"], m["rand"], m["fitgpp"]
+	if fifo == nil || lrtp == nil || rnd == nil || fit == nil || m["fitgpp:p=inf"] == nil || m["fitgpp:preempt=false"] == nil {
+		t.Fatalf("rows %v, want fifo, lrtp, rand, fitgpp, fitgpp:p=inf, fitgpp:preempt=false", m)
+	}
+	if n := m["fitgpp:preempt=false"]["preemptions"]; n != 0 {
+		t.Errorf("fitgpp:preempt=false preempted %v times", n)
+	}
+	if c := experiment.Change(fifo["te_slowdown_p95"], fit["te_slowdown_p95"]); c > -0.9 {
+		t.Errorf("fitgpp TE p95 slowdown changed %.1f%% vs fifo, want at most -90%%", 100*c)
+	}
+	if c := experiment.Change(fifo["be_slowdown_p50"], fit["be_slowdown_p50"]); c > 0.25 {
+		t.Errorf("fitgpp BE p50 slowdown changed %+.1f%% vs fifo, want at most +25%%", 100*c)
+	}
+	for _, k := range []string{"be_slowdown_p50", "be_slowdown_p95"} {
+		if fit[k] >= lrtp[k] || fit[k] >= rnd[k] {
+			t.Errorf("%s: fitgpp %.3f, lrtp %.3f, rand %.3f; want fitgpp lowest", k, fit[k], lrtp[k], rnd[k])
+		}
+	}
+	if fit["preempted_frac"] >= lrtp["preempted_frac"] || fit["preempted_frac"] >= rnd["preempted_frac"] {
+		t.Errorf("preempted_frac: fitgpp %.3f, lrtp %.3f, rand %.3f; want fitgpp lowest", fit["preempted_frac"], lrtp["preempted_frac"], rnd["preempted_frac"])
+	}
+	// P = 1 means no job is preempted twice.
+	if fit["preempted_twice_frac"] != 0 || fit["preempted_thrice_frac"] != 0 {
+		t.Errorf("fitgpp p=1 preempted jobs twice (%v) or thrice (%v)", fit["preempted_twice_frac"], fit["preempted_thrice_frac"])
+	}
+	if fifo["preemptions"] != 0 {
+		t.Errorf("fifo preempted %v jobs", fifo["preemptions"])
+	}
+	for _, k := range []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+		"preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"} {
+		if _, ok := fit[k]; !ok {
+			t.Errorf("metric %s missing", k)
+		}
+	}
+	if len(rep.Charts) != 2 {
+		t.Errorf("%d charts, want 2", len(rep.Charts))
+	}
+}
+
+// TestSweepsQuick runs every sweep and the Philly run at the quick scale:
+// rows for every point and a chart each.
+func TestSweepsQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	for _, tc := range []struct {
+		name string
+		rows int
+	}{
+		{"fitgpp-lambda", len(Lambdas)},
+		{"fitgpp-p", len(Ps)},
+		{"fitgpp-te-share", len(TEShares) * len(sweepPolicies)},
+		{"fitgpp-gp-scale", len(GPScales) * 4},
+		{"fitgpp-philly", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := quickEnv(t)
+			env.Seeds = 1
+			rep, err := byName(t, tc.name).Run(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) != tc.rows {
+				t.Errorf("%d rows, want %d", len(rep.Results), tc.rows)
+			}
+			if len(rep.Charts) == 0 {
+				t.Error("no chart")
+			}
+			for _, r := range rep.Results {
+				if r.Metrics["completed"] != r.Metrics["jobs"] {
+					t.Errorf("%s %v: completed %v of %v jobs", r.Policy, r.Params, r.Metrics["completed"], r.Metrics["jobs"])
+				}
+			}
+		})
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	p := DefaultParams()
+	p.Nodes, p.Jobs = 6, 300
+	a, err := Generate(5, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Generate(5, p)
+	c, _ := Generate(6, p)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("same seed, different workloads")
+	}
+	if reflect.DeepEqual(a, c) {
+		t.Error("different seeds, same workload")
+	}
+	var capacity, atZero resource.Vector
+	for _, n := range p.ClusterNodes() {
+		capacity = capacity.Add(n.Capacity)
+	}
+	te := 0
+	for i, j := range a {
+		if err := j.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if !j.RequestedDemand().Fits(p.Node) {
+			t.Errorf("%s asks %v, more than a node", j.ID, j.RequestedDemand())
+		}
+		if i > 0 && j.Submit < a[i-1].Submit {
+			t.Errorf("%s submitted before its predecessor", j.ID)
+		}
+		if j.Class == cluster.ClassTE {
+			te++
+			if j.GracePeriod != 0 {
+				t.Errorf("TE job %s has grace %v", j.ID, j.GracePeriod)
+			}
+		}
+		if j.Submit == 0 {
+			atZero = atZero.Add(j.RequestedDemand())
+		}
+	}
+	// The initial burst brings the load to Load and no further.
+	if l := atZero.DominantShare(capacity); l < p.Load || l > p.Load+1 {
+		t.Errorf("load at time 0 is %.2f, want just above %v", l, p.Load)
+	}
+	if f := float64(te) / float64(len(a)); f < 0.2 || f > 0.4 {
+		t.Errorf("TE share %.2f, want about 0.3", f)
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Params)
+		want string
+	}{
+		{"grace below 0", func(p *Params) { p.Grace.Lo = -1 }, "grace"},
+		{"te share", func(p *Params) { p.TEShare = 1.5 }, "te_share"},
+		{"grace scale", func(p *Params) { p.GraceScale = -2 }, "grace_scale"},
+		{"load", func(p *Params) { p.Load = 0 }, "load"},
+		{"run time", func(p *Params) { p.TE.Run.Lo = 0 }, "te.run"},
+		{"truncation", func(p *Params) { p.BE.GPU.Lo, p.BE.GPU.Hi = 4, 2 }, "be.gpu"},
+	} {
+		p := DefaultParams()
+		tc.mod(&p)
+		_, err := Generate(1, p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.want)
+		}
+	}
+	if err := DefaultParams().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+func TestRecordMetrics(t *testing.T) {
+	mk := func(id string, pre int, grace float64, delays ...float64) (metrics.JobRecord, *cluster.JobState) {
+		return metrics.JobRecord{ID: id, Preemptions: pre, RescheduleDelays: delays},
+			&cluster.JobState{Job: &cluster.Job{ID: id, GracePeriod: grace}}
+	}
+	var recs []metrics.JobRecord
+	var final []*cluster.JobState
+	for _, x := range []struct {
+		id     string
+		pre    int
+		grace  float64
+		delays []float64
+	}{{"a", 0, 0, nil}, {"b", 1, 60, []float64{60}}, {"c", 2, 120, []float64{0, 120}}, {"d", 3, 0, []float64{60, 60, 180}}} {
+		r, f := mk(x.id, x.pre, x.grace, x.delays...)
+		recs, final = append(recs, r), append(final, f)
+	}
+	m := RecordMetrics(recs, final)
+	want := map[string]float64{"preempted_frac": 0.75, "preempted_once_frac": 0.25, "preempted_twice_frac": 0.25, "preempted_thrice_frac": 0.25,
+		// intervals (delay + grace) in minutes: 2, 2, 4, 1, 1, 3 -> sorted 1 1 2 2 3 4
+		"reschedule_interval_p50_min": 2, "suspended_wait_p50_min": 1}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+}
+
+// TestUnknownClassIsAnError: a workload with a job of no class makes the
+// experiment path fail with an error naming the job.
+func TestUnknownClassIsAnError(t *testing.T) {
+	p := DefaultParams()
+	p.Nodes, p.Jobs = 4, 50
+	jobs, err := Generate(1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs[7].Class = cluster.ClassUnknown
+	if err := fg.ValidateJobs(jobs); err == nil || !strings.Contains(err.Error(), jobs[7].ID) {
+		t.Errorf("error %v, want one naming %s", err, jobs[7].ID)
+	}
+}
