@@ -1,0 +1,442 @@
+// Package autoscale holds the autoscaling policies of issue 7 (the
+// predictive autoscaler of "A Predictive Autoscaler for Elastic Batch
+// Jobs", papers/004): `predictive`, which overprovisions placeholder
+// capacity ahead of forecast demand, and `reactive`, which leaves scaling
+// to the cluster autoscaler.
+//
+// In Kubernetes a scheduler does not add nodes: the cluster-autoscaler
+// does, when pods are pending. Both policies therefore run on a cluster
+// whose executor models the cluster-autoscaler (sim.Config.Autoscaler;
+// in a real cluster, the real one). Each is "base scheduling + placeholder
+// management": a base policy from pkg/baseline (binpack by default, the
+// most-allocated scoring cluster-autoscaler deployments pair with, so that
+// empty nodes appear and can be released) starts the real jobs, and the
+// predictive policy adds one policy.SetPlaceholders action when its
+// placeholder set changes. Placeholders are the lowest priority: a real
+// job takes their capacity at once (the executor evicts them), and a
+// pending placeholder is what makes the cluster-autoscaler add a node.
+package autoscale
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/embed"
+	"github.com/drover-sched/drover/pkg/forecast"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// Predictive is the paper's predictive autoscaler (§2.3, §4.4) on top of a
+// base scheduling policy.
+//
+// Every Tick seconds (the instance launch time, 5 minutes by default) it
+// embeds the demand it observes (the replicas of running and pending jobs)
+// into counts of the catalogue's instance types (embed, Alg. 2) and keeps
+// that series in memory. With at least Warmup steps of history it
+// forecasts the next step's counts with the chosen model (refitted every
+// Refit steps) and sets, per type, placeholders for the positive part of
+// forecast minus current count, rounded up; placeholders never go below
+// zero, so the policy never removes what runs, and a forecast below the
+// current demand leaves scaling to the cluster-autoscaler (the paper's
+// "downgrade to an on-demand autoscaler"). Before that, or when the model
+// fails, a ladder policy holds placeholders up to the next power of two
+// above each used type's count.
+//
+// New placeholders form a virtual instance (a set of same-type instances
+// in one placement group); virtual instances are spread over the placement
+// groups round-robin, and a shrinking type gives back its newest virtual
+// instances first, so placeholders that stay keep their group.
+//
+// The policy's state (history, fitted model, virtual instances) lives in
+// memory: after a restart it re-warms with the ladder, as the paper's
+// prophet does at its initial stage.
+type Predictive struct {
+	Base   policy.Policy
+	Model  string // forecaster name, or "ladder" for the ladder only
+	Tick   float64
+	Warmup int // steps of history before forecasting
+	Refit  int // steps between refits
+	Groups []string
+	// NewForecaster builds the model; the periods are in steps.
+	NewForecaster func(name string, o forecast.Options) (forecast.Forecaster, error)
+	Quick         bool
+
+	cat     embed.Catalog
+	types   map[string]cluster.InstanceType
+	hist    [][]float64
+	start   float64
+	next    float64
+	model   forecast.Forecaster
+	cols    []int  // buckets the model was fitted on
+	fitAt   int    // history length at the last fit (0: never)
+	usedB   []bool // buckets ever non-zero
+	vis     []virtual
+	rr, seq int
+	// Stats for tests and notes.
+	Forecasts, Ladders, Failures int
+	LastErr                      error
+}
+
+// virtual is one virtual instance: Count placeholders of one instance
+// type in one placement group.
+type virtual struct {
+	bucket int
+	group  string
+	count  int
+	seq    int
+}
+
+var (
+	_ policy.Policy     = (*Predictive)(nil)
+	_ policy.TimeDriven = (*Predictive)(nil)
+)
+
+// Name implements policy.Policy.
+func (*Predictive) Name() string { return "predictive" }
+
+// TimeDriven implements policy.TimeDriven: the forecast runs on a clock.
+func (*Predictive) TimeDriven() bool { return true }
+
+// Schedule implements policy.Policy: the base policy's actions, then the
+// placeholder set when it changed.
+func (p *Predictive) Schedule(s *cluster.Snapshot) []policy.Action {
+	out := p.Base.Schedule(s)
+	if p.cat == nil {
+		if len(s.Catalog) == 0 {
+			return out // a fixed cluster: nothing to overprovision
+		}
+		p.cat, p.types = catalog(s.Catalog)
+		p.start, p.next = s.Now, s.Now
+	}
+	if s.Now < p.next {
+		return out
+	}
+	for p.next <= s.Now {
+		p.next += p.Tick
+	}
+	cur, err := p.observe(s)
+	if err != nil {
+		p.Failures++
+		p.LastErr = err
+		return out
+	}
+	want := p.target(cur)
+	if p.adjust(want) {
+		out = append(out, policy.SetPlaceholders{Placeholders: p.placeholders()})
+	}
+	return out
+}
+
+// catalog converts the snapshot's catalogue into embedding buckets,
+// sorted by Alg. 1.
+func catalog(its []cluster.InstanceType) (embed.Catalog, map[string]cluster.InstanceType) {
+	c := make(embed.Catalog, 0, len(its))
+	m := map[string]cluster.InstanceType{}
+	for _, it := range its {
+		c = append(c, embed.InstanceType{Name: it.Name, Cap: embed.FromResource(it.Capacity), Price: it.PricePerHour})
+		m[it.Name] = it
+	}
+	return c.Sorted(), m
+}
+
+// observe embeds the current demand (running replicas where they run,
+// pending jobs at their requested counts) and appends it to the history.
+func (p *Predictive) observe(s *cluster.Snapshot) ([]float64, error) {
+	var d []embed.Vec
+	for _, js := range s.Running {
+		for _, a := range js.Placement {
+			d = append(d, embed.FromResource(js.Job.Groups[a.Group].Demand))
+		}
+	}
+	for js := range s.Pending.All() {
+		d = append(d, embed.JobVectors(js.Job)...)
+	}
+	cur := make([]float64, len(p.cat))
+	if len(d) > 0 {
+		var err error
+		if cur, err = p.cat.Embed(d); err != nil {
+			return nil, fmt.Errorf("predictive: embed demand: %w", err)
+		}
+	}
+	p.hist = append(p.hist, cur)
+	if p.usedB == nil {
+		p.usedB = make([]bool, len(cur))
+	}
+	for b, v := range cur {
+		p.usedB[b] = p.usedB[b] || v > 0
+	}
+	return cur, nil
+}
+
+// target returns the wanted placeholder count per bucket.
+func (p *Predictive) target(cur []float64) []int {
+	want := make([]int, len(cur))
+	pred, err := p.forecast()
+	if err != nil {
+		if !errors.Is(err, errWarming) {
+			p.Failures++
+			p.LastErr = err
+		}
+		p.Ladders++
+		return Ladder(cur, p.usedB)
+	}
+	p.Forecasts++
+	for b := range cur {
+		want[b] = PositiveDelta(pred[b], cur[b])
+	}
+	return want
+}
+
+var errWarming = errors.New("warming up")
+
+// forecast predicts the next step's counts for every bucket; buckets
+// never used get 0.
+func (p *Predictive) forecast() ([]float64, error) {
+	n := len(p.hist)
+	if p.Model == "ladder" || n < p.Warmup {
+		return nil, errWarming
+	}
+	if p.model == nil || n-p.fitAt >= p.Refit {
+		cols := p.usedCols()
+		if len(cols) == 0 {
+			return nil, errWarming
+		}
+		m, err := p.NewForecaster(p.Model, forecast.Options{Periods: p.periods(n), Quick: p.Quick})
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Fit(p.series().Columns(cols)); err != nil {
+			p.fitAt = n // do not retry a failing fit on every tick
+			return nil, fmt.Errorf("predictive: fit %s on %d steps: %w", p.Model, n, err)
+		}
+		p.model, p.cols, p.fitAt = m, cols, n
+	}
+	v, err := p.model.Predict(p.series().Columns(p.cols))
+	if err != nil {
+		return nil, fmt.Errorf("predictive: %s predict: %w", p.Model, err)
+	}
+	out := make([]float64, len(p.cat))
+	for k, b := range p.cols {
+		if math.IsNaN(v[k]) || math.IsInf(v[k], 0) {
+			return nil, fmt.Errorf("predictive: %s forecast %v for %s", p.Model, v[k], p.cat[b].Name)
+		}
+		out[b] = v[k]
+	}
+	return out, nil
+}
+
+// periods are the daily and weekly seasons in steps that the history
+// covers twice (a model cannot learn a season it has seen once).
+func (p *Predictive) periods(n int) []int {
+	var out []int
+	for _, sec := range []float64{forecast.Day, forecast.Week} {
+		if k := int(math.Round(sec / p.Tick)); k >= 2 && 2*k <= n {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		out = []int{max(2, n/4)}
+	}
+	return out
+}
+
+func (p *Predictive) series() forecast.Series {
+	return forecast.Series{Start: p.start, Step: p.Tick, Buckets: p.cat.Names(), Values: p.hist}
+}
+
+// usedCols are the buckets that were ever non-zero.
+func (p *Predictive) usedCols() []int {
+	var out []int
+	for b, u := range p.usedB {
+		if u {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// PositiveDelta is the paper's scale-up rule (§4.4): placeholders for the
+// forecast minus the current count when that is positive, rounded up (a
+// fraction of an instance is an instance); never negative.
+func PositiveDelta(forecast, current float64) int {
+	d := forecast - current
+	if d <= 1e-9 {
+		return 0
+	}
+	return int(math.Ceil(d - 1e-9))
+}
+
+// Ladder is the static ladder overprovisioning used before a model has
+// enough history: each type that was ever used is held at the next rung
+// of 1, 2, 4, 8, ... strictly above its current count, so headroom grows
+// in steps with the demand; the placeholders are the rung minus the count.
+func Ladder(cur []float64, used []bool) []int {
+	out := make([]int, len(cur))
+	for b, c := range cur {
+		if !used[b] && c <= 0 {
+			continue
+		}
+		n := int(math.Ceil(c - 1e-9))
+		rung := 1
+		for rung <= n {
+			rung *= 2
+		}
+		out[b] = rung - n
+	}
+	return out
+}
+
+// adjust moves the virtual instances to the wanted counts per bucket and
+// reports whether anything changed. Growth opens one new virtual instance
+// per bucket in the next placement group round-robin; shrinking removes
+// from the newest virtual instances of the bucket first.
+func (p *Predictive) adjust(want []int) bool {
+	have := make([]int, len(want))
+	for _, v := range p.vis {
+		have[v.bucket] += v.count
+	}
+	changed := false
+	for b := range want {
+		switch {
+		case want[b] > have[b]:
+			g := ""
+			if len(p.Groups) > 0 {
+				g = p.Groups[p.rr%len(p.Groups)]
+				p.rr++
+			}
+			p.seq++
+			p.vis = append(p.vis, virtual{bucket: b, group: g, count: want[b] - have[b], seq: p.seq})
+			changed = true
+		case want[b] < have[b]:
+			drop := have[b] - want[b]
+			for i := len(p.vis) - 1; i >= 0 && drop > 0; i-- {
+				if p.vis[i].bucket != b {
+					continue
+				}
+				k := min(drop, p.vis[i].count)
+				p.vis[i].count -= k
+				drop -= k
+			}
+			changed = true
+		}
+	}
+	if changed {
+		kept := p.vis[:0]
+		for _, v := range p.vis {
+			if v.count > 0 {
+				kept = append(kept, v)
+			}
+		}
+		p.vis = kept
+	}
+	return changed
+}
+
+// placeholders lists the virtual instances as placeholder sets: one pod
+// per instance, the instance type's whole capacity, so that one pending
+// placeholder makes the cluster-autoscaler add exactly that type.
+func (p *Predictive) placeholders() []cluster.Placeholder {
+	out := make([]cluster.Placeholder, 0, len(p.vis))
+	for _, v := range p.vis {
+		it := p.types[p.cat[v.bucket].Name]
+		out = append(out, cluster.Placeholder{Name: fmt.Sprintf("ph-%s-%d", it.Name, v.seq), Demand: it.Capacity,
+			Count: v.count, PlacementGroup: v.group})
+	}
+	return out
+}
+
+// Reactive is the base policy alone under the cluster-autoscaler: nodes
+// are added only once a pod is pending.
+type Reactive struct{ Base policy.Policy }
+
+// Name implements policy.Policy.
+func (*Reactive) Name() string { return "reactive" }
+
+// Schedule implements policy.Policy.
+func (r *Reactive) Schedule(s *cluster.Snapshot) []policy.Action { return r.Base.Schedule(s) }
+
+// basePolicy builds the named baseline.
+func basePolicy(name string) (policy.Policy, error) {
+	var names []string
+	for _, e := range baseline.Entries() {
+		if e.Name == name {
+			return e.New(policy.Params{})
+		}
+		names = append(names, e.Name)
+	}
+	return nil, fmt.Errorf("parameter base=%q: unknown base policy (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Entries returns the registry entries of the autoscaling policies.
+func Entries() []policy.Entry {
+	return []policy.Entry{
+		{Name: "predictive", Description: "base scheduling + predictive placeholder overprovisioning (papers/004); " +
+			"model=" + strings.Join(forecast.Names(), "|") + "|ladder (default holt-winters), tick=s (300), warmup=h (24), refit=h (24), " +
+			"groups=a,b (placement groups, round-robin), base=binpack|k8s-default|fifo|drf, quick=1; needs an instance catalogue and the cluster-autoscaler model",
+			New: newPredictive},
+		{Name: "reactive", Description: "base scheduling only; the cluster-autoscaler adds nodes for pending pods (base=binpack)",
+			New: func(pr policy.Params) (policy.Policy, error) {
+				if err := pr.Check("reactive", "base"); err != nil {
+					return nil, err
+				}
+				b, err := basePolicy(pr.String("base", "binpack"))
+				if err != nil {
+					return nil, err
+				}
+				return &Reactive{Base: b}, nil
+			}},
+	}
+}
+
+func newPredictive(pr policy.Params) (policy.Policy, error) {
+	if err := pr.Check("predictive", "model", "tick", "warmup", "refit", "groups", "base", "quick"); err != nil {
+		return nil, err
+	}
+	p := &Predictive{Model: pr.String("model", "holt-winters"), NewForecaster: forecast.New}
+	if p.Model != "ladder" {
+		if _, err := forecast.New(p.Model, forecast.Options{}); err != nil {
+			return nil, fmt.Errorf("parameter model: %w", err)
+		}
+	}
+	var err error
+	if p.Tick, err = pr.Float("tick", 300); err != nil {
+		return nil, err
+	}
+	if !(p.Tick > 0) || math.IsInf(p.Tick, 0) {
+		return nil, fmt.Errorf("parameter tick=%v: want a positive number of seconds", p.Tick)
+	}
+	warm, err := pr.Float("warmup", 24)
+	if err != nil {
+		return nil, err
+	}
+	refit, err := pr.Float("refit", 24)
+	if err != nil {
+		return nil, err
+	}
+	if warm < 0 || math.IsNaN(warm) || !(refit > 0) || math.IsInf(refit, 0) {
+		return nil, fmt.Errorf("parameters warmup=%v refit=%v: want hours, warmup >= 0 and refit > 0", warm, refit)
+	}
+	p.Warmup = int(math.Ceil(warm * 3600 / p.Tick))
+	p.Refit = max(1, int(math.Round(refit*3600/p.Tick)))
+	if g := pr.String("groups", ""); g != "" {
+		for _, x := range strings.Split(g, ",") {
+			if x = strings.TrimSpace(x); x == "" {
+				return nil, fmt.Errorf("parameter groups=%q: empty group name", g)
+			}
+			p.Groups = append(p.Groups, strings.TrimSpace(x))
+		}
+	}
+	q, err := pr.Int("quick", 0)
+	if err != nil {
+		return nil, err
+	}
+	p.Quick = q != 0
+	if p.Base, err = basePolicy(pr.String("base", "binpack")); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
