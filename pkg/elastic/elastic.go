@@ -39,10 +39,20 @@ type Elastic struct {
 	LocalScaleUp bool
 }
 
-var _ policy.Policy = (*Elastic)(nil)
+var (
+	_ policy.Policy     = (*Elastic)(nil)
+	_ policy.TimeDriven = (*Elastic)(nil)
+)
 
 // Name implements policy.Policy.
 func (*Elastic) Name() string { return "elastic" }
+
+// TimeDriven implements policy.TimeDriven. The article's loop starts at
+// most one job per pass and scales up only in a pass that starts none, so
+// it relies on the controller running it again soon (Kubeflow controllers
+// reconcile on events and on a periodic resync) even when nothing else
+// happened: the simulator must call it on every tick.
+func (*Elastic) TimeDriven() bool { return true }
 
 // Schedule implements policy.Policy.
 func (e *Elastic) Schedule(s *cluster.Snapshot) []policy.Action {

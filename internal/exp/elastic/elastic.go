@@ -188,7 +188,7 @@ func small(ctx context.Context, env *experiment.Env, m Mix) (*experiment.Report,
 
 // Columns are the metrics the tables show.
 var Columns = []string{"completed", "jct_mean_s", "jct_total_s", "train_time_mean_s", "train_time_total_s", "queue_delay_mean_s",
-	"makespan_s", "scale_ups", "scale_downs", "gang_placed_frac", "partial_start_frac", "cpu_util"}
+	"makespan_s", "scale_ups", "scale_downs", "gang_placed_frac", "partial_start_frac", "cpu_alloc_frac"}
 
 // Nodes returns n identical nodes named prefix-0...
 func Nodes(prefix string, n int, capacity resource.Vector) []cluster.Node {

@@ -129,7 +129,7 @@ func TestPhillyJobsRule(t *testing.T) {
 	}
 	got := PhillyJobs(src, elastic.DefaultPSSpeed())
 	tests := []struct {
-		j                    *cluster.Job
+		j                   *cluster.Job
 		prio, w, lo, hi, ps int
 	}{
 		{got[0], 1, 1, 1, 2, 1},

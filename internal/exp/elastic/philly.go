@@ -83,7 +83,7 @@ func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 	if err != nil {
 		return nil, err
 	}
-	cols := append(append([]string{}, Columns...), "jct_p50_s", "jct_p95_s", "gpu_util")
+	cols := append(append([]string{}, Columns...), "jct_p50_s", "jct_p95_s", "gpu_alloc_frac")
 	rep := &experiment.Report{Experiment: "elastic-philly", Seed: env.Seed, Results: rows, Columns: cols,
 		Notes: []string{fmt.Sprintf("Philly jobs %d-%d by submit time (%d jobs) on %d nodes x (%v); workers = GPUs (min g/2, max 2g), ceil(g/4) PS, TE jobs priority 1; scheduling every %d s",
 			po.Skip+1, po.Skip+len(jobs), len(jobs), PhillyNodes, PhillyNode, PhillyTick),

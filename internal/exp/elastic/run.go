@@ -3,12 +3,14 @@ package elasticexp
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/experiment"
 	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -49,8 +51,19 @@ type Run struct {
 //     requested worker count but at or above the minimum (elastic and
 //     DRAGON start a job smaller when that is all that fits);
 //   - train_time_mean_s / train_time_total_s: finish minus first start of
-//     finished jobs, and jct_total_s the summed JCT.
+//     finished jobs, and jct_total_s the summed JCT;
+//   - cpu_alloc_frac, gpu_alloc_frac: allocated CPU (GPU) over the
+//     cluster's, averaged from the first submit to the last finish. (The
+//     simulator's cpu_util and gpu_util run to the end of simulated time,
+//     which for a time-driven policy can extend past the last completion
+//     while stale events drain, so they are not comparable across these
+//     policies.)
 type Recorder struct {
+	capacity   resource.Vector
+	alloc      map[string]resource.Vector
+	allocSum   resource.Vector
+	area       [resource.NumKinds]float64
+	lastT      float64
 	workers    map[string][]metrics.Point
 	last       map[string]int
 	total      []metrics.Point
@@ -62,9 +75,10 @@ type Recorder struct {
 	reduced    int
 }
 
-// NewRecorder returns an empty recorder.
-func NewRecorder() *Recorder {
-	return &Recorder{workers: map[string][]metrics.Point{}, last: map[string]int{}}
+// NewRecorder returns an empty recorder for a cluster of the given total
+// capacity.
+func NewRecorder(capacity resource.Vector) *Recorder {
+	return &Recorder{capacity: capacity, alloc: map[string]resource.Vector{}, workers: map[string][]metrics.Point{}, last: map[string]int{}}
 }
 
 // Observe is the sim.Config.Observe hook.
@@ -105,6 +119,13 @@ func (r *Recorder) Observe(t float64, kind string, js *cluster.JobState, _ strin
 	if w < 0 {
 		return
 	}
+	for k := range r.area {
+		r.area[k] += float64(r.allocSum[k]) * (t - r.lastT)
+	}
+	r.lastT = t
+	d := js.Job.Demand(js.Counts())
+	r.allocSum = r.allocSum.Add(d).Sub(r.alloc[id])
+	r.alloc[id] = d
 	r.sum += w - r.last[id]
 	r.last[id] = w
 	r.workers[id] = append(r.workers[id], metrics.Point{T: t, Value: float64(w)})
@@ -124,17 +145,27 @@ func (r *Recorder) Metrics(res *sim.Result) map[string]float64 {
 		return float64(n) / float64(r.starts)
 	}
 	var train, jct []float64
+	first, last := math.Inf(1), math.Inf(-1)
 	for _, rec := range res.Records {
+		first = math.Min(first, rec.Submit)
 		if rec.Finished() {
 			train = append(train, rec.Finish-rec.FirstStart)
 			jct = append(jct, rec.JCT())
+			last = math.Max(last, rec.Finish)
 		}
+	}
+	alloc := func(k resource.Kind) float64 {
+		if last > first && r.capacity[k] > 0 {
+			return r.area[k] / (float64(r.capacity[k]) * (last - first))
+		}
+		return 0
 	}
 	sum := func(xs []float64) float64 { return metrics.Mean(xs) * float64(len(xs)) }
 	return map[string]float64{
 		"scale_ups": float64(r.ups), "scale_downs": float64(r.downs),
 		"gang_placed_frac": frac(r.gang), "partial_start_frac": frac(r.partial), "reduced_start_frac": frac(r.reduced),
 		"train_time_mean_s": metrics.Mean(train), "train_time_total_s": sum(train), "jct_total_s": sum(jct),
+		"cpu_alloc_frac": alloc(resource.CPU), "gpu_alloc_frac": alloc(resource.GPU),
 	}
 }
 
@@ -161,11 +192,16 @@ func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup,
 			if err != nil {
 				return nil, nil, err
 			}
-			rec := NewRecorder()
+			ns := setup.Nodes()
+			var capacity resource.Vector
+			for _, n := range ns {
+				capacity = capacity.Add(n.Capacity)
+			}
+			rec := NewRecorder(capacity)
 			cfg := setup.Config
 			cfg.Seed = seed
 			cfg.Observe = rec.Observe
-			s, err := sim.New(cfg, setup.Nodes(), jobs, p)
+			s, err := sim.New(cfg, ns, jobs, p)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s %s: %w", label, spec, err)
 			}
