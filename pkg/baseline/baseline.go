@@ -133,12 +133,19 @@ func (d *DRF) Schedule(s *cluster.Snapshot) []policy.Action {
 		use[tenant(js)] = use[tenant(js)].Add(js.Job.Demand(js.Counts()))
 	}
 	cands := window(s, d.Window)
+	pos := make(map[*cluster.JobState]int, len(cands))
+	for i, js := range cands {
+		pos[js] = i
+	}
 	share := func(js *cluster.JobState) float64 {
 		t := tenant(js)
 		return use[t].Add(js.Job.RequestedDemand()).DominantShare(total)
 	}
+	// Ties in share go to the job that has waited longer (queue order).
 	sortByShare := func(c []*cluster.JobState) {
-		slices.SortStableFunc(c, func(a, b *cluster.JobState) int { return cmp.Compare(share(a), share(b)) })
+		slices.SortFunc(c, func(a, b *cluster.JobState) int {
+			return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(pos[a], pos[b]))
+		})
 	}
 	sortByShare(cands)
 	return startInOrder(s, cands, d.Placement, func(started *cluster.JobState, rest []*cluster.JobState) {
