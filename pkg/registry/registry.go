@@ -7,11 +7,13 @@ import (
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
+	expspecon "github.com/drover-sched/drover/internal/exp/specon"
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/experiment"
 	"github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/specon"
 )
 
 // Policies returns a registry of every policy.
@@ -21,6 +23,7 @@ func Policies() (*policy.Registry, error) {
 		baseline.Entries(),
 		elastic.Entries(),
 		fitgpp.Entries(),
+		specon.Entries(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
@@ -36,6 +39,7 @@ func Experiments() (*experiment.Registry, error) {
 		baselines.Experiments(),
 		elasticexp.Experiments(),
 		expfitgpp.Experiments(),
+		expspecon.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

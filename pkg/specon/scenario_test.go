@@ -1,0 +1,109 @@
+package specon
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/sim"
+)
+
+// scenarioJobs is a small mixed workload: 12 jobs of every model, one
+// every 20 s, on 3 workers, so that jobs converge while others progress.
+func scenarioJobs() []*cluster.Job {
+	ms := Models()
+	var jobs []*cluster.Job
+	for i := range 12 {
+		jobs = append(jobs, NewJob(fmt.Sprintf("job-%02d", i+1), ms[i%len(ms)], float64(i*20), uint64(100+i)))
+	}
+	return jobs
+}
+
+func runScenario(t *testing.T, p policy.Policy) *sim.Result {
+	t.Helper()
+	s, err := sim.New(sim.Config{Seed: 1, Tick: 1, SampleEvery: 5, Check: true}, Cluster(3), scenarioJobs(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestScenario runs SpeCon through the simulator with invariant checks:
+// every job finishes, nothing is refused, every job ends labelled with a
+// category, moves at most once, and some converged jobs do move.
+func TestScenario(t *testing.T) {
+	res := runScenario(t, New(DefaultParams))
+	if len(res.Refusals) > 0 {
+		t.Fatalf("refused: %v", res.Refusals)
+	}
+	moved := 0
+	for _, js := range res.Final {
+		if js.Phase != cluster.Done {
+			t.Errorf("%s ended %s", js.Job.ID, js.Phase)
+		}
+		if _, err := ParseCategory(js.Labels[LabelCategory]); err != nil {
+			t.Errorf("%s: %v", js.Job.ID, err)
+		}
+		if js.Migrations > 1 {
+			t.Errorf("%s migrated %d times", js.Job.ID, js.Migrations)
+		}
+		if js.Migrations == 1 {
+			moved++
+			if js.Labels[LabelCategory] != "CC" || js.Labels[LabelMove] == "" {
+				t.Errorf("%s moved but labels say %v", js.Job.ID, js.Labels)
+			}
+		}
+		if js.Labels[LabelMove] != "" && js.Labels[LabelMigrated] != "true" {
+			t.Errorf("%s: move without migrated mark: %v", js.Job.ID, js.Labels)
+		}
+	}
+	if moved == 0 {
+		t.Error("no job was moved: the scenario does not exercise Alg. 2/3")
+	}
+	if m := res.Metrics(); m["migrations"] != float64(moved) {
+		t.Errorf("migrations metric %v, moved %d", m["migrations"], moved)
+	}
+}
+
+// rebuilt throws its SpeCon instance away before every cycle, so that all
+// state comes from labels and the snapshot, as after a controller restart.
+type rebuilt struct{ p Params }
+
+func (r rebuilt) Name() string                                 { return "specon" }
+func (r rebuilt) TimeDriven() bool                             { return true }
+func (r rebuilt) Schedule(s *cluster.Snapshot) []policy.Action { return New(r.p).Schedule(s) }
+
+// TestRebuiltFromLabels: a policy rebuilt from labels on every cycle makes
+// exactly the same decisions as one that keeps its memory.
+func TestRebuiltFromLabels(t *testing.T) {
+	a := runScenario(t, New(DefaultParams))
+	b := runScenario(t, rebuilt{DefaultParams})
+	if !reflect.DeepEqual(a.Records, b.Records) {
+		for i := range a.Records {
+			if !reflect.DeepEqual(a.Records[i], b.Records[i]) {
+				t.Errorf("%s: %+v vs rebuilt %+v", a.Records[i].ID, a.Records[i], b.Records[i])
+			}
+		}
+	}
+	for i := range a.Final {
+		if !reflect.DeepEqual(a.Final[i].Labels, b.Final[i].Labels) {
+			t.Errorf("%s labels %v vs rebuilt %v", a.Final[i].Job.ID, a.Final[i].Labels, b.Final[i].Labels)
+		}
+	}
+}
+
+// TestDeterministic: the same seed gives the same result.
+func TestDeterministic(t *testing.T) {
+	a := runScenario(t, New(DefaultParams))
+	b := runScenario(t, New(DefaultParams))
+	if !reflect.DeepEqual(a.Records, b.Records) {
+		t.Error("two runs of the same scenario differ")
+	}
+}
