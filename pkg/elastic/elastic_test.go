@@ -526,3 +526,48 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopOrder checks the article's scheduling loop on single passes: a
+// pass that starts an ordinary job ends there (no scale-up), a pass that
+// starts the high-priority job goes on to scale-up, and a pass with nothing
+// to start scales up.
+func TestLoopOrder(t *testing.T) {
+	running := psJob("run", 0, 1000, 0, 1, 2, 2, 1, 4)
+	mk := func(pending ...*cluster.Job) *cluster.Snapshot {
+		s := snapshot(nodes(2, 8, 30))
+		rs := cluster.NewJobState(running)
+		rs.Phase, rs.FirstStart = cluster.Running, 0
+		rs.Placement = cluster.Placement{{Group: 0, Node: 0}, {Group: 0, Node: 0}, {Group: 1, Node: 0}}
+		s.Nodes[0].Allocated = running.Demand(rs.Counts())
+		s.Running = []*cluster.JobState{rs}
+		for _, j := range pending {
+			s.Pending.PushBack(cluster.NewJobState(j))
+		}
+		return s
+	}
+	kinds := func(as []policy.Action) string {
+		var k []string
+		for _, a := range as {
+			k = append(k, policy.Kind(a)+":"+a.Target())
+		}
+		return strings.Join(k, " ")
+	}
+	tests := []struct {
+		name    string
+		pending []*cluster.Job
+		want    string
+	}{
+		{"ordinary job: start and stop", []*cluster.Job{psJob("a", 0, 100, 0, 1, 2, 2, 1, 2), psJob("b", 0, 100, 0, 1, 2, 1, 1, 2)},
+			"start:a"},
+		{"high-priority job: start, then scale-up", []*cluster.Job{psJob("h", 0, 100, 1, 1, 2, 2, 1, 2)},
+			"start:h resize:run"},
+		{"nothing pending: scale-up", nil, "resize:run"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := kinds((&Elastic{}).Schedule(mk(tc.pending...))); got != tc.want {
+				t.Errorf("actions %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
