@@ -183,6 +183,54 @@ func Compare(base, pol *sim.Result) Compared {
 	return c
 }
 
+// PooledPS is the bound on what moving jobs between workers can achieve
+// under the simulator's sharing model: the mean JCT and makespan when the
+// workers form one pool that n running jobs share perfectly, each at
+// speed min(1, W/n) (a job uses at most one worker). It is the limit of a
+// balancer that migrates instantly and for free, and it serves jobs in
+// the same processor-sharing way as every worker does; only reordering
+// (favouring some jobs over others) could beat it on mean JCT.
+func PooledPS(jobs []*cluster.Job, workers int) (meanJCT, makespan float64) {
+	js := slices.Clone(jobs)
+	slices.SortStableFunc(js, func(a, b *cluster.Job) int { return cmp.Compare(a.Submit, b.Submit) })
+	if len(js) == 0 || workers <= 0 {
+		return 0, 0
+	}
+	type act struct {
+		j    *cluster.Job
+		left float64
+	}
+	var active []act
+	now, next, sum, last := js[0].Submit, 0, 0.0, 0.0
+	for next < len(js) || len(active) > 0 {
+		for next < len(js) && js[next].Submit <= now {
+			active = append(active, act{js[next], js[next].Work})
+			next++
+		}
+		rate := math.Min(1, float64(workers)/float64(max(1, len(active))))
+		dt := math.Inf(1)
+		for _, a := range active {
+			dt = math.Min(dt, a.left/rate)
+		}
+		if next < len(js) {
+			dt = math.Min(dt, js[next].Submit-now)
+		}
+		now += dt
+		kept := active[:0]
+		for _, a := range active {
+			a.left -= dt * rate
+			if a.left <= 1e-9 {
+				sum += now - a.j.Submit
+				last = now
+				continue
+			}
+			kept = append(kept, a)
+		}
+		active = kept
+	}
+	return sum / float64(len(js)), last - js[0].Submit
+}
+
 // putStranded adds the imbalance diagnostic: stranded_worker_s, and
 // stranded_frac, its share of the workers' capacity over the makespan.
 func putStranded(m map[string]float64, r *Run, sc scenario) {
@@ -205,7 +253,7 @@ func rebalances(res *sim.Result) float64 {
 
 // Columns of the comparison tables.
 var columns = []string{"jct_mean_s", "makespan_s", "jct_change", "makespan_change", "jobs_faster_frac", "best_job_gain_frac",
-	"migrations", "rebalances", "seeds_jct_better", "stranded_frac"}
+	"migrations", "rebalances", "seeds_jct_better", "stranded_frac", "pooled_jct_mean_s", "pooled_makespan_s"}
 
 // pairMetrics runs default and each spec on every seed and returns one
 // row per spec, averaged over seeds. Change keys are the change of the
@@ -225,6 +273,11 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, specs []
 		m := r.Result.Metrics()
 		m["rebalances"] = 0
 		putStranded(m, r, sc)
+		jobs, err := sc.Jobs(env.Seed + uint64(k))
+		if err != nil {
+			return nil, nil, err
+		}
+		m["pooled_jct_mean_s"], m["pooled_makespan_s"] = PooledPS(jobs, sc.workers)
 		baseMs = append(baseMs, m)
 		if k == 0 {
 			first = append(first, r)
