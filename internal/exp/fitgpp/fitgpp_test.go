@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/sim"
 )
 
 func quickEnv(t *testing.T) *experiment.Env {
@@ -249,5 +250,52 @@ func TestUnknownClassIsAnError(t *testing.T) {
 	jobs[7].Class = cluster.ClassUnknown
 	if err := fg.ValidateJobs(jobs); err == nil || !strings.Contains(err.Error(), jobs[7].ID) {
 		t.Errorf("error %v, want one naming %s", err, jobs[7].ID)
+	}
+}
+
+// TestInvariantsUnderCheck runs each policy over a small synthetic
+// workload with the simulator's invariant checks on: no action refused,
+// every job completes, TE jobs are never preempted, and fitgpp with P = 1
+// preempts no job twice.
+func TestInvariantsUnderCheck(t *testing.T) {
+	p := DefaultParams()
+	p.Nodes, p.Jobs = 6, 300
+	env := quickEnv(t)
+	for _, spec := range []string{"fifo", "lrtp", "rand", "fitgpp", "fitgpp:lambda=4;p=inf"} {
+		jobs, err := Generate(3, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := env.Policies.New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sim.New(sim.Config{Tick: p.Tick, Check: true, Seed: 3}, p.ClusterNodes(), jobs, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		if len(res.Refusals) > 0 {
+			t.Errorf("%s: %d refusals, first %v", spec, len(res.Refusals), res.Refusals[0])
+		}
+		pre := 0
+		for _, r := range res.Records {
+			if !r.Finished() {
+				t.Errorf("%s: %s did not finish: %s", spec, r.ID, r.Reason)
+			}
+			if r.Class == cluster.ClassTE && r.Preemptions > 0 {
+				t.Errorf("%s: TE job %s preempted", spec, r.ID)
+			}
+			if spec == "fitgpp" && r.Preemptions > 1 {
+				t.Errorf("fitgpp p=1: %s preempted %d times", r.ID, r.Preemptions)
+			}
+			pre += r.Preemptions
+		}
+		if spec != "fifo" && pre == 0 {
+			t.Errorf("%s: no preemptions; the scenario does not exercise preemption", spec)
+		}
 	}
 }
