@@ -59,7 +59,7 @@ func (s *Sim) apply(a policy.Action) error {
 			n := s.nodes[as.Node]
 			n.Releasing = n.Releasing.Add(st.Job.Groups[as.Group].Demand)
 		}
-		s.push(event{t: st.GraceEnds, kind: evGraceEnd, job: rt, ver: rt.ver})
+		s.push(event{t: st.GraceEnds, kind: evGraceEnd, job: rt, ver: rt.pver})
 	case policy.Migrate:
 		rt, err := s.jobIn(a.Job, cluster.Running)
 		if err != nil {
@@ -77,7 +77,7 @@ func (s *Sim) apply(a policy.Action) error {
 		pause := st.Job.CheckpointCost + st.Job.RestoreCost
 		st.PauseEnds = s.now + pause
 		s.allocate(rt, a.Placement)
-		s.push(event{t: st.PauseEnds, kind: evPauseEnd, job: rt, ver: rt.ver})
+		s.push(event{t: st.PauseEnds, kind: evPauseEnd, job: rt, ver: rt.pver})
 		s.observe("migrate", st, from+" -> "+s.describe(a.Placement))
 	case policy.Resize:
 		rt, err := s.jobIn(a.Job, cluster.Running)
@@ -95,7 +95,7 @@ func (s *Sim) apply(a policy.Action) error {
 			st.Phase = cluster.Migrating
 			st.PauseEnds = s.now + c
 			s.allocate(rt, a.Placement)
-			s.push(event{t: st.PauseEnds, kind: evPauseEnd, job: rt, ver: rt.ver})
+			s.push(event{t: st.PauseEnds, kind: evPauseEnd, job: rt, ver: rt.pver})
 		} else {
 			s.allocate(rt, a.Placement)
 		}

@@ -86,13 +86,24 @@ const maxCyclesPerInstant = 3
 
 // jobRT is the simulator's private bookkeeping for one job.
 type jobRT struct {
-	st        *cluster.JobState
-	ver       uint32
+	st *cluster.JobState
+	// ver versions completion events (a speed change reschedules the
+	// completion); pver versions grace-end and pause-end events, which
+	// only leaving the nodes (suspension, completion, a move) supersedes.
+	ver, pver uint32
 	arrived   bool
 	runIdx    int
 	rec       metrics.JobRecord
 	suspended float64 // time of the last suspension, -1 if none pending
 	lastLeft  float64 // for the no-work-created invariant
+}
+
+// current reports whether event e still applies to the job.
+func (rt *jobRT) current(e *event) bool {
+	if e.kind == evComplete {
+		return rt.ver == e.ver
+	}
+	return rt.pver == e.ver
 }
 
 // Sim is one simulation run. Use New, then Run once.
@@ -252,7 +263,7 @@ func (s *Sim) Run(ctx context.Context) (*Result, error) {
 			s.advance(s.cfg.Horizon)
 			break
 		}
-		if s.ended == len(s.jobs) && !s.timed && (s.cfg.Autoscaler == nil || !s.dirty && math.IsInf(s.ca.next, 1)) {
+		if s.ended == len(s.jobs) && (s.cfg.Autoscaler == nil || !s.dirty && math.IsInf(s.ca.next, 1)) {
 			break // (with the autoscaler model, empty nodes are released first)
 		}
 		runCycle := false
@@ -317,6 +328,16 @@ func (s *Sim) Run(ctx context.Context) (*Result, error) {
 
 func (s *Sim) nextEventTime() float64 {
 	t := math.Inf(1)
+	// Drop superseded job events (a completion rescheduled by a rate
+	// change, a grace end of a job that finished first) so that they
+	// neither keep the run alive nor cost a tick.
+	for len(s.events) > 0 {
+		e := &s.events[0]
+		if e.job == nil || e.job.current(e) {
+			break
+		}
+		heap.Pop(&s.events)
+	}
 	if len(s.events) > 0 {
 		t = s.events[0].t
 	}
@@ -350,7 +371,7 @@ func (s *Sim) step(t float64) {
 	s.advance(t)
 	if len(s.events) > 0 && s.events[0].t == t {
 		e := heap.Pop(&s.events).(event)
-		s.handle(e)
+		s.handle(&e)
 		return
 	}
 	rt := s.jobs[s.next]
@@ -373,18 +394,18 @@ func (s *Sim) arrive(rt *jobRT) {
 	s.queue.PushBack(rt.st)
 }
 
-func (s *Sim) handle(e event) {
+func (s *Sim) handle(e *event) {
 	switch e.kind {
 	case evComplete:
-		if e.job.ver == e.ver {
+		if e.job.current(e) {
 			s.complete(e.job)
 		}
 	case evGraceEnd:
-		if e.job.ver == e.ver && e.job.st.Phase == cluster.Suspending {
+		if e.job.current(e) && e.job.st.Phase == cluster.Suspending {
 			s.suspend(e.job)
 		}
 	case evPauseEnd:
-		if e.job.ver == e.ver && e.job.st.Phase == cluster.Migrating {
+		if e.job.current(e) && e.job.st.Phase == cluster.Migrating {
 			e.job.st.Phase = cluster.Running
 			s.setRate(e.job)
 			s.dirty = true
@@ -429,6 +450,12 @@ func (s *Sim) cycleOnce() bool {
 		Running: s.running, Pending: s.queue, Catalog: s.cfg.Catalog, Placeholders: s.placeholders}
 	actions := s.pol.Schedule(snap)
 	changed := false
+	defer func() {
+		// A cycle that changed the cluster may have enabled more (a
+		// policy that scales one step per cycle, or acts on a suspension):
+		// run the next tick even if no event arrives before it.
+		s.dirty = s.dirty || changed
+	}()
 	for _, a := range actions {
 		if err := s.apply(a); err != nil {
 			s.refusals = append(s.refusals, policy.Refusal{Time: s.now, Action: a, Reason: err.Error()})
@@ -547,6 +574,7 @@ func (s *Sim) release(rt *jobRT) {
 	st := rt.st
 	s.update(rt)
 	rt.ver++
+	rt.pver++
 	old := st.Placement
 	for _, a := range old {
 		n := s.nodes[a.Node]

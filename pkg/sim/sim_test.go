@@ -23,7 +23,7 @@ type script struct {
 	times []float64
 }
 
-func (p *script) Name() string    { return "script" }
+func (p *script) Name() string     { return "script" }
 func (p *script) TimeDriven() bool { return true }
 func (p *script) Schedule(s *cluster.Snapshot) []policy.Action {
 	p.times = append(p.times, s.Now)
@@ -66,7 +66,9 @@ func rec(r *Result, id string) *cluster.JobState {
 	return nil
 }
 
-func fifo() policy.Policy { return &baseline.FIFO{Placement: placement.Options{Strategy: placement.Pack}} }
+func fifo() policy.Policy {
+	return &baseline.FIFO{Placement: placement.Options{Strategy: placement.Pack}}
+}
 
 func TestFIFOHeadOfLineBlocking(t *testing.T) {
 	// Node has 8 GPUs. a (8 GPUs) runs 0-100; b (8 GPUs) waits; c (1 GPU)
@@ -327,5 +329,46 @@ func TestDeterministicAndInvariants(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: two runs with the same seed differ", e.Name)
 		}
+	}
+}
+
+// TestGraceSurvivesSpeedChange: a job preempted with a grace period is
+// suspended when the grace ends even if its speed changed meanwhile (a
+// co-located job finished and contention eased).
+func TestGraceSurvivesSpeedChange(t *testing.T) {
+	mk := func(id string, work float64) *cluster.Job {
+		j := gjob(id, 0, work, 0)
+		j.Groups[0].Demand = resource.New(1, 1, 0)
+		j.Groups[0].Usage = resource.New(8, 1, 0)
+		j.GracePeriod = 100
+		return j
+	}
+	done := false
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		var out []policy.Action
+		for js := range s.Pending.All() {
+			if js.Job.ID == "long" && !done {
+				out = append(out, policy.Start{Job: js.Job.ID, Placement: cluster.Placement{{Node: 0}}})
+			} else if js.Job.ID == "short" {
+				out = append(out, policy.Start{Job: js.Job.ID, Placement: cluster.Placement{{Node: 0}}})
+			}
+		}
+		if s.Now == 10 && !done {
+			done = true
+			out = append(out, policy.Preempt{Job: "long", Grace: 100})
+		}
+		return out
+	}
+	// short (20 s of work at half speed) ends at 40; long is preempted at
+	// 10, speeds up at 40, and must be suspended at 110.
+	r := run(t, Config{Tick: 10}, nodes(1, 0), []*cluster.Job{mk("long", 1000), mk("short", 20)}, p)
+	long := rec(r, "long")
+	if long.Phase != cluster.Pending || long.Preemptions != 1 {
+		t.Fatalf("long job: phase %s preemptions %d, want suspended once", long.Phase, long.Preemptions)
+	}
+	// Work done: 10..40 at 0.5 (15 s) + 0..10 at 0.5 (5 s) + 40..110 at 1 (70 s).
+	if got := long.WorkLeft; math.Abs(got-910) > 1e-9 {
+		t.Errorf("work left %v, want 910", got)
 	}
 }
