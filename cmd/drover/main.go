@@ -28,5 +28,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSimCmd())
+	root.AddCommand(newForecastCmd())
 	return root
 }

@@ -80,3 +80,40 @@ func WalkForward(m Forecaster, s Series, from int) ([][]float64, error) {
 	}
 	return out, nil
 }
+
+// Result is one model's score on a test span.
+type Result struct {
+	Model  string  `json:"model"`
+	MSE    float64 `json:"mse"`
+	PMSE   float64 `json:"pmse"`
+	TrainS float64 `json:"train_s"`
+	// Pred holds the walk-forward forecasts of the test steps.
+	Pred [][]float64 `json:"-"`
+}
+
+// Evaluate fits m on the first s.Len()-test steps, forecasts each of the
+// last test steps from the steps before it, and scores the forecasts
+// (normalised by the training maximum per bucket, see Scales). TrainS is
+// the wall time of Fit, the one figure that is not deterministic.
+func Evaluate(m Forecaster, s Series, test int) (Result, error) {
+	if test <= 0 || test >= s.Len() {
+		return Result{}, fmt.Errorf("evaluate %s: test span of %d steps does not fit a series of %d", m.Name(), test, s.Len())
+	}
+	from := s.Len() - test
+	train := s.Slice(0, from)
+	elapsed := trainTimer()
+	if err := m.Fit(train); err != nil {
+		return Result{}, err
+	}
+	r := Result{Model: m.Name(), TrainS: elapsed()}
+	pred, err := WalkForward(m, s, from)
+	if err != nil {
+		return Result{}, err
+	}
+	r.Pred = pred
+	r.MSE, r.PMSE, err = Errors(s.Values[from:], pred, Scales(train))
+	if err != nil {
+		return Result{}, fmt.Errorf("evaluate %s: %w", m.Name(), err)
+	}
+	return r, nil
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/lstm"
 	"github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/loss"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -63,7 +64,7 @@ type Net struct {
 // units and a linear output, Huber loss, Adam with learning rate 0.02.
 func NewLSTM(o Options) *Net {
 	o = o.withDefaults()
-	n := &Net{Kind: "lstm", Opt: o, Hidden: 51, Layers: 2, LR: 0.02, Batch: 32, TrainSteps: 1500}
+	n := &Net{Kind: "lstm", Opt: o, Hidden: 51, Layers: 2, LR: 0.02, Batch: 32, TrainSteps: 400}
 	return n.applySteps()
 }
 
@@ -80,7 +81,7 @@ func NewLSTM(o Options) *Net {
 func NewTransformer(o Options) *Net {
 	o = o.withDefaults()
 	n := &Net{Kind: "transformer", Opt: o, DModel: 32, Heads: 4, DecLen: 8, EncLayers: 2, DecLayers: 1,
-		Dropout: 0.2, Batch: 32, TrainSteps: 1500}
+		Dropout: 0.2, Batch: 32, TrainSteps: 800}
 	return n.applySteps()
 }
 
@@ -164,7 +165,7 @@ func (n *Net) graphFn(scope *model.Scope, x *gr.Node) *gr.Node {
 			h = gr.TransposeAllDims(gr.Reshape(all, w, bsz, n.Hidden), 1, 0, 2) // [B, W, H]
 		}
 		last := gr.Reshape(gr.Slice(h, gr.AxisRange(), gr.AxisElem(w-1), gr.AxisRange()), bsz, n.Hidden)
-		out := layers.DenseWithBias(scope.In("out"), last, nb)
+		out := layers.DenseWithBias(zeroInit(scope.In("out")), last, nb)
 		lastVal := gr.Reshape(gr.Slice(values, gr.AxisRange(), gr.AxisElem(w-1), gr.AxisRange()), bsz, nb)
 		return gr.Reshape(gr.Add(lastVal, out), bsz, 1, nb)
 	}
@@ -198,10 +199,15 @@ func (n *Net) graphFn(scope *model.Scope, x *gr.Node) *gr.Node {
 		dec = ln(s.In("ln2"), gr.Add(dec, drop(s, c)))
 		dec = ln(s.In("ln3"), gr.Add(dec, drop(s, ffn(s, dec))))
 	}
-	out := layers.DenseWithBias(scope.In("out"), dec, nb) // [B, dl, nb]
+	out := layers.DenseWithBias(zeroInit(scope.In("out")), dec, nb) // [B, dl, nb]
 	lastVals := gr.Slice(values, gr.AxisRange(), gr.AxisRange(w-dl, w), gr.AxisRange())
 	return gr.Add(lastVals, out)
 }
+
+// zeroInit makes the output layer start at zero, so an untrained network
+// forecasts the last value (persistence) and training learns corrections
+// to it instead of first unlearning random output noise.
+func zeroInit(s *model.Scope) *model.Scope { return s.WithInitializer(initializer.Zero) }
 
 // Fit implements Forecaster.
 func (n *Net) Fit(ts Series) error {

@@ -15,7 +15,9 @@ type Options struct {
 	// steps). Holt-Winters, seasonal-naive and the transformer's periodic
 	// encoding use them.
 	Periods []int
-	// Window is the networks' input length in steps (default 48, 4 h).
+	// Window is the networks' input length in steps (default 24, 2 h:
+	// the pure-Go backend's cost grows with it, and the transformer gets
+	// the time of day and week from its periodic encoding instead).
 	Window int
 	// TrainSteps is the networks' number of optimiser steps (default:
 	// the model's; Quick divides it by 10).
@@ -32,7 +34,7 @@ func (o Options) withDefaults() Options {
 		o.Periods = []int{288, 2016}
 	}
 	if o.Window <= 0 {
-		o.Window = 48
+		o.Window = 24
 	}
 	return o
 }

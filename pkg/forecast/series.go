@@ -184,3 +184,14 @@ func Windows(s Series, w int) (x [][][]float64, y [][]float64, err error) {
 	}
 	return x, y, nil
 }
+
+// PhillySeries is the paper's Philly series: the jobs mapped to g4dn
+// types by GPU count (embed.PhillyVectors), 5-minute snapshots, buckets
+// the trace never uses dropped.
+func PhillySeries(jobs []*cluster.Job) (Series, error) {
+	s, err := BuildSeries(jobs, embed.MustAWS("g4dn"), DefaultStep, embed.PhillyVectors)
+	if err != nil {
+		return Series{}, fmt.Errorf("philly series: %w", err)
+	}
+	return s.NonZero(), nil
+}
