@@ -58,8 +58,8 @@ func overview(ctx context.Context, env *experiment.Env) (*experiment.Report, err
 	}
 	return &experiment.Report{Experiment: "overview", Seed: env.Seed, Seeds: seeds, Results: rows,
 		Columns: []string{"completed", "jct_mean_s", "jct_p95_s", "te_slowdown_p50", "te_slowdown_p95", "be_slowdown_p50", "be_slowdown_p95", "preemptions", "makespan_s", "gpu_util"},
-		Notes: []string{fmt.Sprintf("%d nodes x (%v), %d jobs, offered GPU load 1.2, scheduling every 60 s", nodes, node, jobs)},
-		Jobs:  experiment.JobTables(runs), Charts: []experiment.ChartFile{experiment.JCTCDF("JCT CDF, overview", runs), experiment.UtilChart("GPU allocation, overview", runs)}}, nil
+		Notes:   []string{fmt.Sprintf("%d nodes x (%v), %d jobs, offered GPU load 1.2, scheduling every 60 s", nodes, node, jobs)},
+		Jobs:    experiment.JobTables(runs), Charts: []experiment.ChartFile{experiment.JCTCDF("JCT CDF, overview", runs), experiment.UtilChart("GPU allocation, overview", runs)}}, nil
 }
 
 func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
