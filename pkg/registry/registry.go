@@ -4,10 +4,12 @@
 package registry
 
 import (
+	autoscaleexp "github.com/drover-sched/drover/internal/exp/autoscale"
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
 	expspecon "github.com/drover-sched/drover/internal/exp/specon"
+	"github.com/drover-sched/drover/pkg/autoscale"
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/experiment"
@@ -21,6 +23,7 @@ func Policies() (*policy.Registry, error) {
 	r := policy.NewRegistry()
 	for _, es := range [][]policy.Entry{
 		baseline.Entries(),
+		autoscale.Entries(),
 		elastic.Entries(),
 		fitgpp.Entries(),
 		specon.Entries(),
@@ -37,6 +40,7 @@ func Experiments() (*experiment.Registry, error) {
 	r := experiment.NewRegistry()
 	for _, es := range [][]experiment.Experiment{
 		baselines.Experiments(),
+		autoscaleexp.Experiments(),
 		elasticexp.Experiments(),
 		expfitgpp.Experiments(),
 		expspecon.Experiments(),
