@@ -58,6 +58,12 @@ type Config struct {
 	Horizon float64
 	// Check verifies the invariants after every event (tests turn it on).
 	Check bool
+	// Interference is co-location overhead beyond fair sharing: on a node
+	// whose summed usage exceeds its capacity, each of its k jobs is
+	// slowed further by 1 / (1 + Interference·(k-1)), as thread
+	// oversubscription and cache or memory-bandwidth contention do. 0,
+	// the default, is pure fair sharing (Node.Contention alone).
+	Interference float64
 	// SeriesEvery is the spacing of utilisation samples (default 3600 s).
 	SeriesEvery float64
 	// OnProgress, when set, is told the number of jobs that have ended
@@ -168,6 +174,9 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 	}
 	if cfg.SeriesEvery <= 0 {
 		cfg.SeriesEvery = 3600
+	}
+	if !(cfg.Interference >= 0) || math.IsInf(cfg.Interference, 0) {
+		return nil, fmt.Errorf("config: interference %v is not a finite number >= 0", cfg.Interference)
 	}
 	s := &Sim{cfg: cfg, pol: p, queue: cluster.NewQueue(), byID: make(map[string]*jobRT, len(jobs)),
 		nodeSeq: map[string]int{}, extra: map[string]float64{}, ca: caState{next: math.Inf(1)}}
@@ -499,7 +508,12 @@ func (s *Sim) setRate(rt *jobRT) {
 	nodes := st.Placement.Nodes()
 	rate := st.Job.SpeedAt(counts, len(nodes))
 	for _, n := range nodes {
-		rate *= s.nodes[n].Contention()
+		ns := s.nodes[n]
+		c := ns.Contention()
+		if c < 1 && s.cfg.Interference > 0 && len(ns.Jobs) > 1 {
+			c /= 1 + s.cfg.Interference*float64(len(ns.Jobs)-1)
+		}
+		rate *= c
 	}
 	st.Rate = rate
 	if rate > 0 {

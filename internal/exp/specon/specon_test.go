@@ -175,3 +175,25 @@ func TestJobsDeterministic(t *testing.T) {
 		t.Errorf("unknown model error %v", err)
 	}
 }
+
+// TestInterferenceExperiment: the sensitivity study has a default and a
+// specon row per workload and level, and SpeCon's mean-JCT gain grows
+// with interference, as docs/specon.md reports.
+func TestInterferenceExperiment(t *testing.T) {
+	rep := run(t, "specon-interference")
+	if len(rep.Results) != 2*2*len(Interference) {
+		t.Fatalf("%d rows", len(rep.Results))
+	}
+	change := map[string]float64{}
+	for _, r := range rep.Results {
+		if r.Policy == "specon" {
+			change[r.Params["workload"]+"/"+r.Params["interference"]] = r.Metrics["jct_change"]
+		}
+	}
+	for _, w := range []string{"specon-random", "specon-large"} {
+		lo, hi := change[w+"/0"], change[w+"/0.2"]
+		if !(hi < lo) {
+			t.Errorf("%s: JCT change %v at interference 0.2, %v at 0: want a larger gain with interference", w, hi, lo)
+		}
+	}
+}
