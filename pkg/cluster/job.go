@@ -122,6 +122,10 @@ type PSParams struct {
 	GradientMB    float64 // e_i
 	WorkerBW      float64 // b_i, MB/s
 	PSBW          float64 // B_i, MB/s
+	// Sensitivity is the utility class OASiS's experiments report by:
+	// "insensitive", "sensitive" or "critical" (sigmoid decay 0, small,
+	// large); "" when unset.
+	Sensitivity string
 }
 
 // Demand returns the total demand of the job at the given replica counts.

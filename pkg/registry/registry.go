@@ -8,12 +8,14 @@ import (
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
+	expoasis "github.com/drover-sched/drover/internal/exp/oasis"
 	expspecon "github.com/drover-sched/drover/internal/exp/specon"
 	"github.com/drover-sched/drover/pkg/autoscale"
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/experiment"
 	"github.com/drover-sched/drover/pkg/fitgpp"
+	"github.com/drover-sched/drover/pkg/oasis"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/specon"
 )
@@ -26,6 +28,7 @@ func Policies() (*policy.Registry, error) {
 		autoscale.Entries(),
 		elastic.Entries(),
 		fitgpp.Entries(),
+		oasis.Entries(),
 		specon.Entries(),
 	} {
 		if err := r.Add(es...); err != nil {
@@ -43,6 +46,7 @@ func Experiments() (*experiment.Registry, error) {
 		autoscaleexp.Experiments(),
 		elasticexp.Experiments(),
 		expfitgpp.Experiments(),
+		expoasis.Experiments(),
 		expspecon.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {

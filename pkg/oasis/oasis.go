@@ -1,0 +1,700 @@
+package oasis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// Config sets up the OASiS policy.
+type Config struct {
+	// Slot is the slot length in seconds; it must equal the executor's
+	// scheduling tick, since the schedule changes only at slot starts.
+	Slot float64
+	// Slots is the timespan T: slots [0, T) starting at time 0.
+	Slots int
+	// Eta is the price functions' scaling factor (the paper's eta_1 and
+	// eta_2, taken equal).
+	Eta float64
+	// Bounds are the price constants; nil learns them online from the jobs
+	// seen so far (the largest U and smallest L so far).
+	Bounds *Bounds
+	// LFloor is the smallest L as a fraction of the largest U (0 means
+	// DefaultLFloor). See Bounds.floor.
+	LFloor float64
+}
+
+// LabelSchedule is the job label that holds an admitted job's schedule
+// (EncodeSchedule's format), so that a restarted scheduler rebuilds its
+// allocations, and with them every price, from the cluster alone.
+const LabelSchedule = "oasis.schedule"
+
+// Slot plan of one job: where its workers and PSs run in one slot.
+type slotPlan struct {
+	W, P []nodeCount
+}
+
+type nodeCount struct{ Node, N int }
+
+// Plan is an admitted job's schedule: slot t's plan is Slots[t-Start].
+type Plan struct {
+	Start, End int // first slot and completion slot (inclusive)
+	Slots      []slotPlan
+	Utility    float64 // at the planned completion
+	Cost       float64 // priced resource cost at admission
+}
+
+// Counts returns the worker and PS counts in slot t.
+func (p *Plan) Counts(t int) (w, s int) {
+	if t < p.Start || t > p.End {
+		return 0, 0
+	}
+	sp := &p.Slots[t-p.Start]
+	for _, c := range sp.W {
+		w += c.N
+	}
+	for _, c := range sp.P {
+		s += c.N
+	}
+	return w, s
+}
+
+// OASiS is the policy. Its state is the schedule of every admitted job and
+// the resulting allocation per slot, server and resource; prices are a
+// function of the allocation and are recomputed when needed, never stored.
+type OASiS struct {
+	cfg     Config
+	bounds  Bounds
+	learned bool // bounds learned online
+	ready   bool
+	wp, pp  Pool
+	nodeIdx map[string]int
+	caps    []resource.Vector
+	// alloc[t][h] is what admitted schedules take on node h in slot t.
+	alloc   [][]resource.Vector
+	plans   map[string]*Plan
+	decided map[string]bool
+	// Decisions made, for tests and reports.
+	Admitted, Rejected int
+	// PlannedUtility sums the admitted jobs' utilities at their planned
+	// completion slots' ends.
+	PlannedUtility float64
+	scratch        scratch
+}
+
+// New returns an OASiS policy.
+func New(cfg Config) (*OASiS, error) {
+	if cfg.Slot <= 0 || math.IsNaN(cfg.Slot) {
+		return nil, fmt.Errorf("slot: %v is not a positive duration", cfg.Slot)
+	}
+	if cfg.Slots <= 0 {
+		return nil, fmt.Errorf("slots: %d is not positive", cfg.Slots)
+	}
+	if cfg.Eta <= 0 || math.IsNaN(cfg.Eta) {
+		return nil, fmt.Errorf("eta: %v is not positive", cfg.Eta)
+	}
+	if cfg.LFloor == 0 {
+		cfg.LFloor = DefaultLFloor
+	}
+	if cfg.LFloor < 0 || cfg.LFloor > 1 {
+		return nil, fmt.Errorf("lfloor: %v is not in (0, 1]", cfg.LFloor)
+	}
+	o := &OASiS{cfg: cfg, plans: map[string]*Plan{}, decided: map[string]bool{}}
+	if cfg.Bounds != nil {
+		o.bounds = cfg.Bounds.floor(cfg.LFloor)
+	} else {
+		o.learned = true
+		o.bounds.LW, o.bounds.LP = math.Inf(1), math.Inf(1)
+	}
+	o.alloc = make([][]resource.Vector, cfg.Slots)
+	return o, nil
+}
+
+var (
+	_ policy.Policy     = (*OASiS)(nil)
+	_ policy.TimeDriven = (*OASiS)(nil)
+)
+
+// Name implements policy.Policy.
+func (*OASiS) Name() string { return "oasis" }
+
+// TimeDriven implements policy.TimeDriven: the schedule changes at every
+// slot start whether or not anything else happened.
+func (*OASiS) TimeDriven() bool { return true }
+
+// Plan returns the schedule of an admitted job, or nil.
+func (o *OASiS) Plan(id string) *Plan { return o.plans[id] }
+
+func (o *OASiS) init(s *cluster.Snapshot) {
+	o.wp, o.pp = newPool(s.Nodes, RoleWorker), newPool(s.Nodes, RolePS)
+	o.nodeIdx = make(map[string]int, len(s.Nodes))
+	o.caps = make([]resource.Vector, len(s.Nodes))
+	for _, n := range s.Nodes {
+		o.nodeIdx[n.Name] = n.Index
+		if n.Ready && !n.Gone {
+			o.caps[n.Index] = n.Capacity
+		}
+	}
+	for t := range o.alloc {
+		o.alloc[t] = make([]resource.Vector, len(s.Nodes))
+	}
+	o.ready = true
+}
+
+// slotAt is the slot containing time t.
+func (o *OASiS) slotAt(t float64) int { return int(math.Floor(t/o.cfg.Slot + 1e-9)) }
+
+// Schedule implements policy.Policy: it rebuilds state from labels after a
+// restart, decides every new arrival (Alg. 1), and moves every admitted
+// job to its plan for the current slot.
+func (o *OASiS) Schedule(s *cluster.Snapshot) []policy.Action {
+	if !o.ready {
+		o.init(s)
+	}
+	var out []policy.Action
+	o.restore(s)
+	// Decisions, in arrival order.
+	var fresh []*cluster.JobState
+	for js := range s.Pending.All() {
+		if !o.decided[js.Job.ID] {
+			fresh = append(fresh, js)
+		}
+	}
+	sort.SliceStable(fresh, func(a, b int) bool { return fresh[a].Job.Submit < fresh[b].Job.Submit })
+	first := arrivalSlot(s.Now, o.cfg.Slot)
+	for _, js := range fresh {
+		j := js.Job
+		o.decided[j.ID] = true
+		if err := CheckJob(j); err != nil {
+			o.Rejected++
+			out = append(out, policy.Reject{Job: j.ID, Reason: "oasis: " + err.Error()})
+			continue
+		}
+		if o.learned {
+			o.learn(j)
+		}
+		plan := o.BestSchedule(j, first)
+		if plan == nil || plan.Utility-plan.Cost <= 0 {
+			o.Rejected++
+			reason := "oasis: no schedule finishes within the timespan"
+			if plan != nil {
+				reason = fmt.Sprintf("oasis: payoff %.4g <= 0 (utility %.4g, priced cost %.4g)", plan.Utility-plan.Cost, plan.Utility, plan.Cost)
+			}
+			out = append(out, policy.Reject{Job: j.ID, Reason: reason})
+			continue
+		}
+		o.admit(j, plan)
+		o.Admitted++
+		o.PlannedUtility += plan.Utility
+		out = append(out, policy.SetLabel{Job: j.ID, Key: LabelSchedule, Value: o.EncodeSchedule(plan, s)})
+	}
+	return append(out, o.follow(s)...)
+}
+
+// learn widens the online bounds with a new job.
+func (o *OASiS) learn(j *cluster.Job) {
+	jb := jobBounds(j, &o.wp, &o.pp, o.cfg.Slot, o.cfg.Slots)
+	b := &o.bounds
+	for r := range b.UW {
+		b.UW[r] = math.Max(b.UW[r], jb.UW[r])
+		b.UP[r] = math.Max(b.UP[r], jb.UP[r])
+	}
+	b.LW = math.Min(b.LW, jb.LW)
+	b.LP = math.Min(b.LP, jb.LP)
+	*b = b.floor(o.cfg.LFloor)
+}
+
+func (o *OASiS) admit(j *cluster.Job, p *Plan) {
+	o.plans[j.ID] = p
+	for i := range p.Slots {
+		t := p.Start + i
+		for _, c := range p.Slots[i].W {
+			o.alloc[t][c.Node] = o.alloc[t][c.Node].Add(j.Groups[GWorker].Demand.Scale(int64(c.N)))
+		}
+		for _, c := range p.Slots[i].P {
+			o.alloc[t][c.Node] = o.alloc[t][c.Node].Add(j.Groups[GPS].Demand.Scale(int64(c.N)))
+		}
+	}
+}
+
+// UnitPrice is the current price of resource r on node h in slot t.
+func (o *OASiS) UnitPrice(t, h int, r resource.Kind, ps bool) float64 {
+	u, l := o.bounds.UW[r], o.bounds.LW
+	if ps {
+		u, l = o.bounds.UP[r], o.bounds.LP
+	}
+	return Price(float64(o.alloc[t][h][r]), float64(o.capacity(h)[r]), u, l, o.cfg.Eta)
+}
+
+func (o *OASiS) capacity(h int) resource.Vector { return o.caps[h] }
+
+// ---- Alg. 2: the best schedule of one job ----
+
+// scratch holds buffers reused across decisions.
+type scratch struct {
+	srv    []srvCost
+	dp     []float64
+	next   []float64
+	pick   [][]int16
+	costs  [][]float64 // per slot, cost of w workers (with their PSs)
+	order  [][]srvCost // per slot: sorted worker servers, then PS servers
+	porder [][]srvCost
+}
+
+type srvCost struct {
+	node int
+	unit float64
+	cap  int
+}
+
+// BestSchedule is Alg. 2: for every completion slot from the first usable
+// slot to T-1, the minimum-cost schedule (a dynamic program over how many
+// workers, hence how much workload, each slot carries, each slot's cost
+// from the greedy fill COST_t) and the payoff utility minus cost; it
+// returns the plan with the highest payoff, or nil when no schedule
+// finishes within the timespan. It does not change any state.
+func (o *OASiS) BestSchedule(j *cluster.Job, first int) *Plan {
+	p := j.PS
+	T := o.cfg.Slots
+	if first >= T {
+		return nil
+	}
+	W := WorkerSlots(p, o.cfg.Slot)
+	n := T - first
+	sc := &o.scratch
+	if cap(sc.costs) < n {
+		sc.costs = make([][]float64, n)
+		sc.order = make([][]srvCost, n)
+		sc.porder = make([][]srvCost, n)
+		sc.pick = make([][]int16, n)
+	}
+	sc.costs, sc.order, sc.porder, sc.pick = sc.costs[:n], sc.order[:n], sc.porder[:n], sc.pick[:n]
+	dw := o.wp.norm(j.Groups[GWorker].Demand)
+	dp := o.pp.norm(j.Groups[GPS].Demand)
+	// COST_t for every slot and worker count.
+	for i := 0; i < n; i++ {
+		t := first + i
+		sc.order[i] = o.sortServers(sc.order[i][:0], t, &o.wp, j.Groups[GWorker].Demand, dw, false)
+		sc.porder[i] = o.sortServers(sc.porder[i][:0], t, &o.pp, j.Groups[GPS].Demand, dp, true)
+		wmax := min(p.Chunks, W)
+		c := sc.costs[i][:0]
+		c = append(c, 0)
+		wcost, pcost := 0.0, 0.0
+		wi, wleft := 0, 0
+		if len(sc.order[i]) > 0 {
+			wleft = sc.order[i][0].cap
+		}
+		pi, pleft, placedPS := 0, 0, 0
+		if len(sc.porder[i]) > 0 {
+			pleft = sc.porder[i][0].cap
+		}
+		for w := 1; w <= wmax; w++ {
+			for wi < len(sc.order[i]) && wleft == 0 {
+				wi++
+				if wi < len(sc.order[i]) {
+					wleft = sc.order[i][wi].cap
+				}
+			}
+			if wi >= len(sc.order[i]) {
+				break
+			}
+			wcost += sc.order[i][wi].unit
+			wleft--
+			need, ok := PSFor(p, w)
+			if !ok {
+				break
+			}
+			for placedPS < need {
+				for pi < len(sc.porder[i]) && pleft == 0 {
+					pi++
+					if pi < len(sc.porder[i]) {
+						pleft = sc.porder[i][pi].cap
+					}
+				}
+				if pi >= len(sc.porder[i]) {
+					break
+				}
+				pcost += sc.porder[i][pi].unit
+				pleft--
+				placedPS++
+			}
+			if placedPS < need {
+				break
+			}
+			c = append(c, wcost+pcost)
+		}
+		sc.costs[i] = c
+	}
+	// DP_COST: dp[u] = least cost of u worker-slots in slots first..t.
+	if cap(sc.dp) < W+1 {
+		sc.dp, sc.next = make([]float64, W+1), make([]float64, W+1)
+	}
+	dpv, next := sc.dp[:W+1], sc.next[:W+1]
+	for u := range dpv {
+		dpv[u] = math.Inf(1)
+	}
+	dpv[0] = 0
+	best := -1
+	bestPay, bestCost, bestUtil := math.Inf(-1), 0.0, 0.0
+	for i := 0; i < n; i++ {
+		c := sc.costs[i]
+		if cap(sc.pick[i]) < W+1 {
+			sc.pick[i] = make([]int16, W+1)
+		}
+		pk := sc.pick[i][:W+1]
+		for u := 0; u <= W; u++ {
+			bv, bw := dpv[u], 0
+			for w := 1; w < len(c) && w <= u; w++ {
+				if v := dpv[u-w] + c[w]; v < bv {
+					bv, bw = v, w
+				}
+			}
+			next[u], pk[u] = bv, int16(bw)
+		}
+		sc.pick[i] = pk
+		dpv, next = next, dpv
+		if math.IsInf(dpv[W], 1) {
+			continue
+		}
+		t := first + i
+		util := utility(j, float64(t+1)*o.cfg.Slot-j.Submit)
+		if pay := util - dpv[W]; pay > bestPay {
+			best, bestPay, bestCost, bestUtil = i, pay, dpv[W], util
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	// Backtrack the worker counts and fill each slot greedily.
+	counts := make([]int, best+1)
+	u := W
+	for i := best; i >= 0; i-- {
+		counts[i] = int(sc.pick[i][u])
+		u -= counts[i]
+	}
+	start := 0
+	for start < best && counts[start] == 0 {
+		start++
+	}
+	plan := &Plan{Start: first + start, End: first + best, Utility: bestUtil, Cost: bestCost}
+	for i := start; i <= best; i++ {
+		w := counts[i]
+		ps, _ := PSFor(p, w)
+		plan.Slots = append(plan.Slots, slotPlan{W: fill(sc.order[i], w), P: fill(sc.porder[i], ps)})
+	}
+	return plan
+}
+
+// fill takes n replicas from the cheapest servers first.
+func fill(order []srvCost, n int) []nodeCount {
+	var out []nodeCount
+	for _, s := range order {
+		if n == 0 {
+			break
+		}
+		k := min(s.cap, n)
+		out = append(out, nodeCount{s.node, k})
+		n -= k
+	}
+	return out
+}
+
+// sortServers lists the pool's servers that can hold at least one replica
+// of demand d in slot t, with the replica's priced cost, cheapest first
+// (ties by node index, for determinism).
+func (o *OASiS) sortServers(buf []srvCost, t int, pool *Pool, d resource.Vector, dn [resource.NumKinds]float64, ps bool) []srvCost {
+	u, l := o.bounds.UW, o.bounds.LW
+	if ps {
+		u, l = o.bounds.UP, o.bounds.LP
+	}
+	for _, h := range pool.Nodes {
+		free := o.caps[h].Sub(o.alloc[t][h])
+		c := maxFit(d, free)
+		if c <= 0 {
+			continue
+		}
+		unit := 0.0
+		for r := range dn {
+			if dn[r] > 0 {
+				unit += dn[r] * Price(float64(o.alloc[t][h][r]), float64(o.caps[h][r]), u[r], l, o.cfg.Eta)
+			}
+		}
+		buf = append(buf, srvCost{node: h, unit: unit, cap: c})
+	}
+	slices.SortFunc(buf, func(a, b srvCost) int {
+		if a.unit != b.unit {
+			if a.unit < b.unit {
+				return -1
+			}
+			return 1
+		}
+		return a.node - b.node
+	})
+	return buf
+}
+
+// maxFit is how many replicas of demand d fit in free.
+func maxFit(d, free resource.Vector) int {
+	n := math.MaxInt
+	for r := range d {
+		if d[r] > 0 {
+			if free[r] < d[r] {
+				return 0
+			}
+			n = min(n, int(free[r]/d[r]))
+		}
+	}
+	if n == math.MaxInt {
+		return 0
+	}
+	return n
+}
+
+// ---- following the schedule ----
+
+// follow moves every admitted job to its plan for the current slot, in two
+// phases so that no action needs capacity another job has yet to give
+// back: first every job that changes shrinks to what it keeps (or stops),
+// then every job grows to (or starts on) its new placement.
+func (o *OASiS) follow(s *cluster.Snapshot) []policy.Action {
+	t := o.slotAt(s.Now)
+	want := func(js *cluster.JobState) cluster.Placement {
+		p := o.plans[js.Job.ID]
+		if p == nil || t < p.Start || t > p.End {
+			return nil
+		}
+		return p.placement(t)
+	}
+	var jobs []*cluster.JobState
+	jobs = append(jobs, s.Running...)
+	for js := range s.Pending.All() {
+		jobs = append(jobs, js)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Job.ID < jobs[b].Job.ID })
+	targets := make([]cluster.Placement, len(jobs))
+	for i, js := range jobs {
+		targets[i] = want(js)
+	}
+	return Transition(jobs, targets, func(js *cluster.JobState) bool {
+		p := o.plans[js.Job.ID]
+		return p != nil && t > p.End // overran its plan: leave it be
+	})
+}
+
+// placement returns the plan's placement for slot t in canonical order.
+func (p *Plan) placement(t int) cluster.Placement {
+	sp := &p.Slots[t-p.Start]
+	var out cluster.Placement
+	for _, c := range sp.W {
+		for k := 0; k < c.N; k++ {
+			out = append(out, cluster.Assignment{Group: GWorker, Node: c.Node})
+		}
+	}
+	for _, c := range sp.P {
+		for k := 0; k < c.N; k++ {
+			out = append(out, cluster.Assignment{Group: GPS, Node: c.Node})
+		}
+	}
+	return canonical(out)
+}
+
+func canonical(p cluster.Placement) cluster.Placement {
+	slices.SortFunc(p, func(a, b cluster.Assignment) int {
+		if a.Group != b.Group {
+			return a.Group - b.Group
+		}
+		return a.Node - b.Node
+	})
+	return p
+}
+
+// Transition returns the actions that move each job to its target
+// placement (nil: not running), shrinking first and growing second. keep
+// says which running jobs without a target are left alone. Jobs are
+// visited in the given order.
+func Transition(jobs []*cluster.JobState, targets []cluster.Placement, keep func(*cluster.JobState) bool) []policy.Action {
+	var shrink, grow []policy.Action
+	for i, js := range jobs {
+		tgt := targets[i]
+		id := js.Job.ID
+		switch js.Phase {
+		case cluster.Pending:
+			if len(tgt) > 0 {
+				grow = append(grow, policy.Start{Job: id, Placement: tgt})
+			}
+		case cluster.Running:
+			cur := canonical(slices.Clone(js.Placement))
+			if len(tgt) == 0 {
+				if keep == nil || !keep(js) {
+					shrink = append(shrink, policy.Preempt{Job: id, Reason: "schedule: no replicas this slot"})
+				}
+				continue
+			}
+			if slices.Equal(cur, tgt) {
+				continue
+			}
+			common := intersect(cur, tgt)
+			switch {
+			case len(common) == 0:
+				shrink = append(shrink, policy.Preempt{Job: id, Reason: "schedule: moves to other servers"})
+				grow = append(grow, policy.Start{Job: id, Placement: tgt})
+			case !slices.Equal(common, cur):
+				shrink = append(shrink, policy.Resize{Job: id, Placement: common, Reason: "schedule: shrink"})
+				if !slices.Equal(common, tgt) {
+					grow = append(grow, policy.Resize{Job: id, Placement: tgt, Reason: "schedule: grow"})
+				}
+			default:
+				grow = append(grow, policy.Resize{Job: id, Placement: tgt, Reason: "schedule: grow"})
+			}
+		}
+	}
+	return append(shrink, grow...)
+}
+
+// intersect returns the assignments two canonical placements share.
+func intersect(a, b cluster.Placement) cluster.Placement {
+	var out cluster.Placement
+	i, k := 0, 0
+	for i < len(a) && k < len(b) {
+		switch {
+		case a[i] == b[k]:
+			out = append(out, a[i])
+			i++
+			k++
+		case a[i].Group < b[k].Group || a[i].Group == b[k].Group && a[i].Node < b[k].Node:
+			i++
+		default:
+			k++
+		}
+	}
+	return out
+}
+
+// ---- persistence ----
+
+// EncodeSchedule writes a plan compactly for a job label:
+// "start-end|t:node*n,node*n/node*n;t:..." with workers before the slash
+// and parameter servers after it; slots without replicas are left out.
+// Node names, not indices, so that it survives a rebuilt snapshot.
+func (o *OASiS) EncodeSchedule(p *Plan, s *cluster.Snapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d-%d|", p.Start, p.End)
+	sep := ""
+	for i, sp := range p.Slots {
+		if len(sp.W) == 0 {
+			continue
+		}
+		b.WriteString(sep)
+		sep = ";"
+		b.WriteString(strconv.Itoa(p.Start + i))
+		b.WriteByte(':')
+		for k, c := range sp.W {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%s*%d", s.Nodes[c.Node].Name, c.N)
+		}
+		b.WriteByte('/')
+		for k, c := range sp.P {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%s*%d", s.Nodes[c.Node].Name, c.N)
+		}
+	}
+	return b.String()
+}
+
+// DecodeSchedule parses EncodeSchedule's format, resolving node names with
+// index.
+func DecodeSchedule(v string, index map[string]int) (*Plan, error) {
+	head, body, ok := strings.Cut(v, "|")
+	if !ok {
+		return nil, fmt.Errorf("schedule %q: missing '|'", v)
+	}
+	a, b, ok := strings.Cut(head, "-")
+	start, err1 := strconv.Atoi(a)
+	end, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || start < 0 || end < start {
+		return nil, fmt.Errorf("schedule %q: bad slot range %q", v, head)
+	}
+	p := &Plan{Start: start, End: end, Slots: make([]slotPlan, end-start+1)}
+	list := func(s string) ([]nodeCount, error) {
+		var out []nodeCount
+		if s == "" {
+			return nil, nil
+		}
+		for _, item := range strings.Split(s, ",") {
+			name, cnt, ok := strings.Cut(item, "*")
+			n, err := strconv.Atoi(cnt)
+			h, known := index[name]
+			if !ok || err != nil || n <= 0 || !known {
+				return nil, fmt.Errorf("schedule %q: bad entry %q", v, item)
+			}
+			out = append(out, nodeCount{h, n})
+		}
+		return out, nil
+	}
+	if body == "" {
+		return p, nil
+	}
+	for _, part := range strings.Split(body, ";") {
+		ts, rest, ok := strings.Cut(part, ":")
+		t, err := strconv.Atoi(ts)
+		if !ok || err != nil || t < start || t > end {
+			return nil, fmt.Errorf("schedule %q: bad slot %q", v, ts)
+		}
+		ws, pss, _ := strings.Cut(rest, "/")
+		w, err := list(ws)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := list(pss)
+		if err != nil {
+			return nil, err
+		}
+		p.Slots[t-start] = slotPlan{W: w, P: ps}
+	}
+	return p, nil
+}
+
+// restore adopts the labelled schedules of jobs this instance has not seen
+// (after a restart): allocations, and so prices, follow from them. Jobs
+// that finished before the restart are not in the snapshot; their leftover
+// reservations are forgotten, which only lowers prices of slots they no
+// longer use.
+func (o *OASiS) restore(s *cluster.Snapshot) {
+	visit := func(js *cluster.JobState) {
+		id := js.Job.ID
+		if o.decided[id] {
+			return
+		}
+		v, ok := js.Labels[LabelSchedule]
+		if !ok {
+			return
+		}
+		p, err := DecodeSchedule(v, o.nodeIdx)
+		if err != nil || p.End >= o.cfg.Slots {
+			return // decided again as a new job
+		}
+		o.decided[id] = true
+		o.Admitted++
+		if o.learned && CheckJob(js.Job) == nil {
+			o.learn(js.Job)
+		}
+		o.admit(js.Job, p)
+	}
+	for _, js := range s.Running {
+		visit(js)
+	}
+	for js := range s.Pending.All() {
+		visit(js)
+	}
+}
