@@ -20,6 +20,7 @@ import (
 // against.
 type FIFO struct {
 	Placement placement.Options
+	ledger    placement.Ledger // reused across cycles
 }
 
 var _ policy.Policy = (*FIFO)(nil)
@@ -30,10 +31,12 @@ func (*FIFO) Name() string { return "fifo" }
 // Schedule implements policy.Policy.
 func (f *FIFO) Schedule(s *cluster.Snapshot) []policy.Action {
 	var out []policy.Action
-	var l *placement.Ledger
+	l := &f.ledger
+	first := true
 	for js := range s.Pending.All() {
-		if l == nil {
-			l = placement.NewLedger(s, true)
+		if first {
+			l.Reset(s, true)
+			first = false
 		}
 		p, err := placement.Place(l, js.Job, js.Job.RequestedCounts(), f.Placement)
 		if err != nil {

@@ -29,9 +29,24 @@ type undoEntry struct {
 // ready or are gone have nothing free. Placeholder capacity counts as free
 // when takePlaceholders is set, as it does for every real job.
 func NewLedger(s *cluster.Snapshot, takePlaceholders bool) *Ledger {
-	l := &Ledger{snap: s, free: make([]resource.Vector, len(s.Nodes))}
+	l := &Ledger{}
+	l.Reset(s, takePlaceholders)
+	return l
+}
+
+// Reset makes l a fresh ledger for s, reusing its memory. A policy that runs
+// every cycle of a long replay keeps one Ledger and resets it, rather than
+// allocating a free-resource array per cycle.
+func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
+	l.snap = s
+	if cap(l.free) < len(s.Nodes) {
+		l.free = make([]resource.Vector, len(s.Nodes), len(s.Nodes)+len(s.Nodes)/4)
+	}
+	l.free = l.free[:len(s.Nodes)]
+	l.undo, l.marks = l.undo[:0], l.marks[:0]
 	for i, n := range s.Nodes {
 		if !n.Ready || n.Gone {
+			l.free[i] = resource.Vector{}
 			continue
 		}
 		l.free[i] = n.Free()
@@ -39,7 +54,6 @@ func NewLedger(s *cluster.Snapshot, takePlaceholders bool) *Ledger {
 			l.free[i] = l.free[i].Add(n.Placeholder)
 		}
 	}
-	return l
 }
 
 // Snapshot returns the snapshot the ledger was built from.
