@@ -66,7 +66,7 @@ type RunStats struct {
 // Summary computes the standard metric set.
 func Summary(recs []JobRecord, st RunStats) map[string]float64 {
 	m := map[string]float64{}
-	var jct, slow, qd, te, be []float64
+	var jct, slow, qd, te, be, teJCT, beJCT []float64
 	var preempts, migr, resizes, preemptedJobs, rejected, util float64
 	for i := range recs {
 		r := &recs[i]
@@ -92,8 +92,10 @@ func Summary(recs []JobRecord, st RunStats) map[string]float64 {
 		switch r.Class {
 		case cluster.ClassTE:
 			te = append(te, s)
+			teJCT = append(teJCT, r.JCT())
 		case cluster.ClassBE:
 			be = append(be, s)
+			beJCT = append(beJCT, r.JCT())
 		}
 	}
 	m["jobs"] = float64(len(recs))
@@ -106,6 +108,10 @@ func Summary(recs []JobRecord, st RunStats) map[string]float64 {
 	m["slowdown_mean"] = Mean(slow)
 	putPercentiles(m, "te_slowdown", "", te)
 	putPercentiles(m, "be_slowdown", "", be)
+	m["te_slowdown_mean"], m["be_slowdown_mean"] = Mean(te), Mean(be)
+	m["te_jct_mean_s"], m["be_jct_mean_s"] = Mean(teJCT), Mean(beJCT)
+	putPercentiles(m, "te_jct", "_s", teJCT)
+	putPercentiles(m, "be_jct", "_s", beJCT)
 	m["queue_delay_mean_s"] = Mean(qd)
 	m["preemptions"] = preempts
 	m["preempted_jobs"] = preemptedJobs

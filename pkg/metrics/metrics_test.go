@@ -27,7 +27,7 @@ func TestSummary(t *testing.T) {
 	}
 	m := Summary(recs, RunStats{Makespan: 300, Cost: 12})
 	want := map[string]float64{"jobs": 3, "completed": 2, "rejected": 1, "jct_mean_s": 205, "te_slowdown_p50": 1.1,
-		"be_slowdown_p50": 3, "queue_delay_mean_s": 5, "preemptions": 2, "preempted_jobs": 1, "utility_total": 2, "cost": 12, "makespan_s": 300}
+		"be_slowdown_p50": 3, "te_jct_mean_s": 110, "be_jct_p95_s": 300, "queue_delay_mean_s": 5, "preemptions": 2, "preempted_jobs": 1, "utility_total": 2, "cost": 12, "makespan_s": 300}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
