@@ -53,8 +53,10 @@ func (s *Sim) apply(a policy.Action) error {
 			return nil
 		}
 		st := rt.st
+		s.update(rt)
 		st.Phase = cluster.Suspending
 		st.GraceEnds = s.now + a.Grace
+		s.setRate(rt)
 		for _, as := range st.Placement {
 			n := s.nodes[as.Node]
 			n.Releasing = n.Releasing.Add(st.Job.Groups[as.Group].Demand)

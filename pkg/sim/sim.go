@@ -58,6 +58,13 @@ type Config struct {
 	Horizon float64
 	// Check verifies the invariants after every event (tests turn it on).
 	Check bool
+	// ProgressDuringGrace lets a preempted job keep training through its
+	// grace period. By default it does not: the grace period is the time
+	// the job spends on "suspension processing (e.g., writing data back to
+	// persistent storage)" (FitGpp, Sec. 2), which is also what a
+	// Kubernetes trainer does between SIGTERM and the end of its
+	// terminationGracePeriodSeconds. Its resources stay held either way.
+	ProgressDuringGrace bool
 	// Interference is co-location overhead beyond fair sharing: on a node
 	// whose summed usage exceeds its capacity, each of its k jobs is
 	// slowed further by 1 / (1 + Interference·(k-1)), as thread
@@ -500,7 +507,7 @@ func (s *Sim) setRate(rt *jobRT) {
 	s.update(rt)
 	st := rt.st
 	rt.ver++
-	if st.Phase == cluster.Migrating {
+	if st.Phase == cluster.Migrating || st.Phase == cluster.Suspending && !s.cfg.ProgressDuringGrace {
 		st.Rate = 0
 		return
 	}

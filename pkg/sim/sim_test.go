@@ -120,10 +120,11 @@ func TestPreemptGraceSuspendResume(t *testing.T) {
 	if got.Preemptions != 1 {
 		t.Fatalf("preemptions = %d", got.Preemptions)
 	}
-	// Suspended at 150 with 850 s left; restarted at the 150 tick (the
-	// grace-end event precedes the cycle at the same time); done at 1000.
-	if got.Finish != 1000 {
-		t.Errorf("finish = %v, want 1000 (no work lost or created)", got.Finish)
+	// The grace is spent checkpointing, not training: suspended at 150
+	// with 900 s left; restarted at the 150 tick (the grace-end event
+	// precedes the cycle at the same time); done at 1050.
+	if got.Finish != 1050 {
+		t.Errorf("finish = %v, want 1050 (no work lost or created)", got.Finish)
 	}
 	if len(got.RescheduleDelays) != 1 || got.RescheduleDelays[0] != 0 {
 		t.Errorf("reschedule delays = %v", got.RescheduleDelays)
@@ -362,7 +363,7 @@ func TestGraceSurvivesSpeedChange(t *testing.T) {
 	}
 	// short (20 s of work at half speed) ends at 40; long is preempted at
 	// 10, speeds up at 40, and must be suspended at 110.
-	r := run(t, Config{Tick: 10}, nodes(1, 0), []*cluster.Job{mk("long", 1000), mk("short", 20)}, p)
+	r := run(t, Config{Tick: 10, ProgressDuringGrace: true}, nodes(1, 0), []*cluster.Job{mk("long", 1000), mk("short", 20)}, p)
 	long := rec(r, "long")
 	if long.Phase != cluster.Pending || long.Preemptions != 1 {
 		t.Fatalf("long job: phase %s preemptions %d, want suspended once", long.Phase, long.Preemptions)
@@ -370,5 +371,36 @@ func TestGraceSurvivesSpeedChange(t *testing.T) {
 	// Work done: 10..40 at 0.5 (15 s) + 0..10 at 0.5 (5 s) + 40..110 at 1 (70 s).
 	if got := long.WorkLeft; math.Abs(got-910) > 1e-9 {
 		t.Errorf("work left %v, want 910", got)
+	}
+}
+
+// TestNoProgressDuringGrace: by default a preempted job holds its
+// resources through the grace but makes no progress, and so cannot finish
+// within it.
+func TestNoProgressDuringGrace(t *testing.T) {
+	a := gjob("a", 0, 120, 8)
+	p := &script{}
+	p.fn = func(s *cluster.Snapshot) []policy.Action {
+		if h := s.Pending.Head(); h != nil && s.Now < 100 {
+			return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		}
+		if s.Now == 100 && len(s.Running) == 1 {
+			return []policy.Action{policy.Preempt{Job: "a", Grace: 60}}
+		}
+		if s.Now == 130 {
+			if n := s.Nodes[0]; n.Releasing != n.Allocated || n.Allocated.IsZero() {
+				t.Errorf("during grace: allocated %v releasing %v", n.Allocated, n.Releasing)
+			}
+		}
+		if h := s.Pending.Head(); h != nil && s.Now >= 200 {
+			return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}}}
+		}
+		return nil
+	}
+	r := run(t, Config{Tick: 10}, nodes(1, 8), []*cluster.Job{a}, p)
+	// 100 s of work before the preemption, none in 100..160, 20 s after the
+	// restart at 200.
+	if got := r.Records[0]; got.Finish != 220 || got.Preemptions != 1 {
+		t.Fatalf("finish %v preemptions %d, want 220 and 1", got.Finish, got.Preemptions)
 	}
 }
