@@ -24,6 +24,7 @@ type forecastFlags struct {
 	out      string
 	seed     uint64
 	testDays float64
+	skipDays float64
 	window   int
 	steps    int
 	quick    bool
@@ -57,6 +58,7 @@ Examples:
 	fl.StringVar(&f.out, "out", "", "directory for the series CSV, predicted-vs-actual SVG and the saved networks")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the networks' initialisation and batches")
 	fl.Float64Var(&f.testDays, "test-days", 7, "days at the end of the series held out for testing")
+	fl.Float64Var(&f.skipDays, "skip-days", 0, "drop this many days from the end of the series first (test on an earlier week)")
 	fl.IntVar(&f.window, "window", 0, "networks' input window in steps (default 24)")
 	fl.IntVar(&f.steps, "train-steps", 0, "networks' optimiser steps (default: the model's)")
 	fl.BoolVar(&f.quick, "quick", false, "smoke run: the last 3 weeks of the series, a 1-day test, 1/10 of the network training")
@@ -88,6 +90,15 @@ func runForecast(w io.Writer, f forecastFlags) error {
 	s, err := loadForecastSeries(f)
 	if err != nil {
 		return err
+	}
+	if f.skipDays < 0 {
+		return fmt.Errorf("--skip-days %v: want >= 0", f.skipDays)
+	}
+	if k := s.StepsIn(f.skipDays * forecast.Day); k > 0 {
+		if k >= s.Len() {
+			return fmt.Errorf("--skip-days %v: the series has only %.1f days", f.skipDays, float64(s.Len())*s.Step/forecast.Day)
+		}
+		s = s.Slice(0, s.Len()-k)
 	}
 	testDays := f.testDays
 	if f.quick {

@@ -24,6 +24,30 @@ func checkHistory(name string, h Series, buckets int) error {
 	return nil
 }
 
+// Naive forecasts the last value (persistence): the reference every
+// one-step forecaster of a slowly moving count has to beat.
+type Naive struct{ buckets int }
+
+// Name implements Forecaster.
+func (*Naive) Name() string { return "naive" }
+
+// Fit implements Forecaster.
+func (m *Naive) Fit(train Series) error {
+	if err := train.Validate(); err != nil {
+		return fmt.Errorf("naive: %w", err)
+	}
+	m.buckets = len(train.Buckets)
+	return nil
+}
+
+// Predict implements Forecaster.
+func (m *Naive) Predict(h Series) ([]float64, error) {
+	if err := checkHistory("naive", h, m.buckets); err != nil {
+		return nil, err
+	}
+	return append([]float64(nil), h.Values[h.Len()-1]...), nil
+}
+
 // SeasonalNaive forecasts the value one season ago: the longest of its
 // periods (in steps) that the history covers, else the last value.
 type SeasonalNaive struct {
@@ -69,6 +93,12 @@ func (m *SeasonalNaive) Predict(h Series) ([]float64, error) {
 // asks.
 type HoltWinters struct {
 	Periods []int // in steps, e.g. {288, 2016}
+	// Fixed, when set, skips fitting and uses these alpha, beta and
+	// gammas (one per period kept) for every bucket: the paper's
+	// "SES" row used fixed alpha=0.5, beta=0.001, gamma=0.3, m=2016.
+	Fixed []float64
+	// Label overrides Name (registry variants).
+	Label string
 	// fitted, per bucket
 	params  [][]float64 // alpha, beta, gamma_1..gamma_k
 	periods []int
@@ -81,7 +111,12 @@ type hwState struct {
 }
 
 // Name implements Forecaster.
-func (*HoltWinters) Name() string { return "holt-winters" }
+func (m *HoltWinters) Name() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return "holt-winters"
+}
 
 func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
@@ -103,9 +138,16 @@ func (m *HoltWinters) Fit(train Series) error {
 	nb := len(train.Buckets)
 	m.params = make([][]float64, nb)
 	m.init = make([]hwState, nb)
+	if m.Fixed != nil && len(m.Fixed) != 2+len(m.periods) {
+		return fmt.Errorf("holt-winters: %d fixed parameters for %d periods, want alpha, beta and one gamma per period", len(m.Fixed), len(m.periods))
+	}
 	for b := range nb {
 		y := train.Column(b)
 		m.init[b] = hwInit(y, m.periods)
+		if m.Fixed != nil {
+			m.params[b] = append([]float64(nil), m.Fixed...)
+			continue
+		}
 		obj := func(x []float64) float64 {
 			p := make([]float64, len(x))
 			for i := range x {

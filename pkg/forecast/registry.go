@@ -46,7 +46,7 @@ type Entry struct {
 }
 
 // Entries lists every model, in the order of the paper's Table 4 (plus
-// seasonal-naive).
+// seasonal-naive and naive, references the paper does not report).
 func Entries() []Entry {
 	return []Entry{
 		{"transformer", "encoder-decoder transformer with periodic positional encoding (GoMLX)", func(o Options) Forecaster { return NewTransformer(o) }},
@@ -55,11 +55,17 @@ func Entries() []Entry {
 			o = o.withDefaults()
 			return &HoltWinters{Periods: o.Periods}
 		}},
+		{"holt-winters-paper", "Holt-Winters with the paper's fixed alpha=0.5, beta=0.001, gamma=0.3, weekly period", func(o Options) Forecaster {
+			o = o.withDefaults()
+			week := o.Periods[len(o.Periods)-1]
+			return &HoltWinters{Periods: []int{week}, Fixed: []float64{0.5, 0.001, 0.3}, Label: "holt-winters-paper"}
+		}},
 		{"arima", "ARIMA(7,1,7) with constant, conditional sum of squares", func(Options) Forecaster { return &ARIMA{P: 7, Q: 7} }},
 		{"seasonal-naive", "the value one week (or day) earlier", func(o Options) Forecaster {
 			o = o.withDefaults()
 			return &SeasonalNaive{Periods: o.Periods}
 		}},
+		{"naive", "the last value (persistence), the reference for one-step forecasts", func(Options) Forecaster { return &Naive{} }},
 		{"static", "the training maximum (static allocation at peak)", func(Options) Forecaster { return &Static{} }},
 	}
 }
