@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-sched/drover/pkg/chart"
+	"github.com/drover-sched/drover/pkg/embed"
 	"github.com/drover-sched/drover/pkg/forecast"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -28,6 +29,7 @@ type forecastFlags struct {
 	window   int
 	steps    int
 	quick    bool
+	base     bool
 }
 
 func newForecastCmd() *cobra.Command {
@@ -61,6 +63,7 @@ Examples:
 	fl.Float64Var(&f.skipDays, "skip-days", 0, "drop this many days from the end of the series first (test on an earlier week)")
 	fl.IntVar(&f.window, "window", 0, "networks' input window in steps (default 24)")
 	fl.IntVar(&f.steps, "train-steps", 0, "networks' optimiser steps (default: the model's)")
+	fl.BoolVar(&f.base, "base", false, "only select the base instance type for the Philly trace (Figure 7: scale per dropped smallest type) and exit")
 	fl.BoolVar(&f.quick, "quick", false, "smoke run: the last 3 weeks of the series, a 1-day test, 1/10 of the network training")
 	return cmd
 }
@@ -77,6 +80,9 @@ func runForecast(w io.Writer, f forecastFlags) error {
 	}
 	if len(names) == 0 {
 		return fmt.Errorf("--models is empty (want some of %s)", strings.Join(forecast.Names(), ", "))
+	}
+	if f.base {
+		return runBase(w, f)
 	}
 	opt := forecast.Options{Seed: f.seed, Window: f.window, TrainSteps: f.steps, Quick: f.quick}
 	models := make([]forecast.Forecaster, len(names))
@@ -226,4 +232,49 @@ func writeForecastOut(dir string, s forecast.Series, test int, models []forecast
 		}
 	}
 	return nil
+}
+
+// runBase reproduces Figure 7 on the Philly trace: the scale (summed
+// hourly price of the rounded-up bucket counts, hourly snapshots) as the
+// smallest g4dn types are removed, and the base type SelectBase keeps.
+func runBase(w io.Writer, f forecastFlags) error {
+	jobs, err := workload.LoadPhilly(f.philly, workload.DefaultPhillyOptions())
+	if err != nil {
+		return err
+	}
+	snaps, err := forecast.DemandSnapshots(jobs, 3600, embed.PhillyVectors)
+	if err != nil {
+		return err
+	}
+	cat := embed.MustAWS("g4dn")
+	b, err := embed.SelectBase(cat, snaps)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Smallest string  `json:"smallest_type"`
+		Scale    float64 `json:"scale_usd"`
+	}
+	var rows []row
+	for k, sc := range b.Scales {
+		rows = append(rows, row{cat[k].Name, sc})
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Base   string `json:"base"`
+			Scales []row  `json:"scales"`
+		}{b.Catalog[0].Name, rows})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "smallest type\tscale (USD, hourly snapshots)\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.0f\t\n", r.Smallest, r.Scale)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "base instance type: %s\n", b.Catalog[0].Name)
+	return err
 }

@@ -389,3 +389,44 @@ func TestNetsTrainDeterministicallyAndRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestDemandSnapshotsMatchSeries checks the two views of a trace agree:
+// embedding each demand snapshot gives BuildSeries' row.
+func TestDemandSnapshotsMatchSeries(t *testing.T) {
+	g := embed.MustAWS("g4dn")
+	r := rand.New(rand.NewPCG(9, 9))
+	var jobs []*cluster.Job
+	for i := range 200 {
+		gpus := []int{1, 1, 1, 2, 4, 8}[r.IntN(6)]
+		reps := 1 + r.IntN(2)
+		jobs = append(jobs, &cluster.Job{ID: "j" + string(rune('a'+i%26)), Submit: float64(r.IntN(20000)), Work: float64(1 + r.IntN(5000)),
+			Groups: []cluster.ReplicaGroup{{Name: "w", Replicas: reps, Min: reps, Max: reps, Demand: resource.New(6*float64(gpus), 48*float64(gpus), int64(gpus))}}})
+	}
+	s, err := BuildSeries(jobs, g, 300, embed.PhillyVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := DemandSnapshots(jobs, 300, embed.PhillyVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != s.Len() {
+		t.Fatalf("%d snapshots, %d series steps", len(snaps), s.Len())
+	}
+	for k, d := range snaps {
+		counts, err := g.Embed(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(s.Values[k], counts); diff != "" {
+			t.Fatalf("step %d (-series +snapshot):\n%s", k, diff)
+		}
+	}
+	b, err := embed.SelectBase(g, snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Catalog[0].Name != "g4dn.xlarge" {
+		t.Errorf("base %s, want g4dn.xlarge (1-GPU jobs fit it)", b.Catalog[0].Name)
+	}
+}

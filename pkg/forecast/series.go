@@ -195,3 +195,33 @@ func PhillySeries(jobs []*cluster.Job) (Series, error) {
 	}
 	return s.NonZero(), nil
 }
+
+// DemandSnapshots returns the demand vectors of the jobs running or
+// pending at t = k*step for k = 0 .. last submit / step, for base-instance
+// selection (embed.SelectBase), which must re-embed every snapshot per
+// candidate catalogue. demand nil means embed.JobVectors.
+func DemandSnapshots(jobs []*cluster.Job, step float64, demand embed.DemandFunc) ([][]embed.Vec, error) {
+	if len(jobs) == 0 {
+		return nil, errors.New("demand snapshots: no jobs")
+	}
+	if !(step > 0) || math.IsInf(step, 0) {
+		return nil, fmt.Errorf("demand snapshots: step %v is not a positive number of seconds", step)
+	}
+	if demand == nil {
+		demand = embed.JobVectors
+	}
+	last := 0.0
+	for _, j := range jobs {
+		last = math.Max(last, j.Submit)
+	}
+	n := int(math.Floor(last/step)) + 1
+	out := make([][]embed.Vec, n)
+	for _, j := range jobs {
+		vs := demand(j)
+		first := int(math.Ceil(j.Submit / step))
+		for k := first; k < n && float64(k)*step < j.Submit+j.Work; k++ {
+			out[k] = append(out[k], vs...)
+		}
+	}
+	return out, nil
+}
