@@ -6,9 +6,14 @@
 // trial-and-error (TE) jobs in queue order, which are never preempted and
 // may preempt best-effort (BE) jobs; then they start BE jobs in strict
 // queue order with head-of-line blocking, exactly like baseline.FIFO. A
-// preempted BE job keeps running for its grace period (Preempt.Grace is the
-// job's GracePeriod), is then suspended and goes back to the head of the
-// queue (the executor does that), so it is the first BE job to restart.
+// preempted BE job holds its resources for its grace period (Preempt.Grace
+// is the job's GracePeriod), is then suspended and goes back to the head
+// of the queue (the executor does that), so it is the first BE job to
+// restart. Whether it trains during the grace period is the executor's
+// model (in the simulator it does not by default: the paper's grace period
+// is suspension processing; sim.Config.ProgressDuringGrace lets it). The
+// policies assume neither: they only count a victim's resources as coming
+// back (NodeState.Releasing) and never re-pick it while it is Suspending.
 //
 // The policies differ only in how they choose victims for a TE job that
 // does not fit:

@@ -28,6 +28,8 @@ func Experiments() []experiment.Experiment {
 		{Name: "fitgpp-p", Description: "FitGpp paper, Fig. 5: TE and BE slowdown against P, the cap on preemptions per job", Run: pSweep},
 		{Name: "fitgpp-te-share", Description: "FitGpp paper, Fig. 6: p95 slowdown against the share of TE jobs, every policy", Run: teShareSweep},
 		{Name: "fitgpp-gp-scale", Description: "FitGpp paper, Fig. 7: p95 slowdown with grace periods scaled x1, x2, x4, x8", Run: gpScaleSweep},
+		{Name: "fitgpp-grace-model", Description: "ablation: the fitgpp setup (8 seeds) with grace periods x1 and x8, a victim making no progress during its grace period (the simulator's default, the paper's suspension processing) vs progressing through it (sim.Config.ProgressDuringGrace)",
+			Run: graceModel},
 		{Name: "fitgpp-philly", Description: "FitGpp paper, Table 5, on the Philly trace: all 82,247 jobs, TE = ran <= 300 s, BE grace periods drawn as in the synthetic setup, 80 nodes of 8 GPUs",
 			Run: philly},
 	}
@@ -61,6 +63,14 @@ func scale(env *experiment.Env, fullSeeds int) (p0 Params, seeds int, note strin
 // runSet runs specs on the synthetic workload of p and adds the per-job
 // metrics the paper reports to each row.
 func runSet(ctx context.Context, env *experiment.Env, label string, p Params, specs []string, seeds int) ([]experiment.Row, []experiment.Run, error) {
+	return runSetGrace(ctx, env, label, p, specs, seeds, false)
+}
+
+// runSetGrace is runSet with the simulator's grace-period model chosen:
+// progress=true lets a victim keep training through its grace period
+// (sim.Config.ProgressDuringGrace); the default, false, holds its
+// resources without progress.
+func runSetGrace(ctx context.Context, env *experiment.Env, label string, p Params, specs []string, seeds int, progress bool) ([]experiment.Row, []experiment.Run, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", label, err)
 	}
@@ -73,7 +83,7 @@ func runSet(ctx context.Context, env *experiment.Env, label string, p Params, sp
 			}
 			return jobs, fg.ValidateJobs(jobs)
 		},
-		Config: sim.Config{Tick: p.Tick},
+		Config: sim.Config{Tick: p.Tick, ProgressDuringGrace: progress},
 	}
 	rows, runs, err := experiment.RunPolicies(ctx, env, label, setup, specs, seeds)
 	if err != nil {
@@ -381,6 +391,81 @@ func gpScaleSweep(ctx context.Context, env *experiment.Env) (*experiment.Report,
 	notes := append(sweepNotes(p, quick, seeds), fmt.Sprintf("grace periods: mean, sd and truncation of N(%g, %g) in [%g, %g] s multiplied by the scale",
 		p.Grace.Mean, p.Grace.SD, p.Grace.Lo, p.Grace.Hi))
 	return sweep(ctx, env, "fitgpp-gp-scale", "gp_scale", "grace-period scale", pts, seeds, lines, notes)
+}
+
+// Grace models compared by fitgpp-grace-model, and the grace-period
+// scales they are compared at (x8 is where a victim's lost grace period
+// weighs most).
+var (
+	GraceModels      = []string{"no-progress", "progress"}
+	GraceModelScales = []float64{1, 8}
+	// graceModelPolicies are the preemptive policies; FIFO never
+	// preempts, so it runs once, as the reference.
+	graceModelPolicies = []string{"lrtp", "rand", "fitgpp"}
+)
+
+// graceModel is the ablation behind docs/fitgpp.md's explanation of the BE
+// slowdowns: the main setup with the victims' grace periods spent without
+// progress (the simulator's default: suspension processing, as in the
+// paper) or training (sim.Config.ProgressDuringGrace, the model of the
+// first version of this reproduction), at grace-period scales 1 and 8.
+// Rows are tagged grace_model and gp_scale; the FIFO row is the same under
+// every model and scale, since it never preempts.
+func graceModel(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 8)
+	fifo, _, err := runSet(ctx, env, "fitgpp-grace-model fifo", p, []string{"fifo"}, seeds)
+	if err != nil {
+		return nil, err
+	}
+	fifo[0].Params = map[string]string{"grace_model": "any", "gp_scale": "any"}
+	all := []experiment.Row{fifo[0]}
+	byKey := map[string]map[string]float64{}
+	c := &chart.Line{Title: "fitgpp-grace-model: BE p95 slowdown (solid: no progress during grace; dashed: progress)",
+		XLabel: "grace-period scale", YLabel: "BE p95 slowdown"}
+	for gi, gm := range GraceModels {
+		xy := map[string][][2]float64{}
+		for _, sc := range GraceModelScales {
+			q := p
+			q.GraceScale = sc
+			scs := strconv.FormatFloat(sc, 'g', -1, 64)
+			rows, _, err := runSetGrace(ctx, env, "fitgpp-grace-model "+gm+" gp_scale="+scs, q, graceModelPolicies, seeds, gm == "progress")
+			if err != nil {
+				return nil, err
+			}
+			for i, r := range rows {
+				r.Params = map[string]string{"grace_model": gm, "gp_scale": scs}
+				all = append(all, r)
+				byKey[graceModelPolicies[i]+"|"+gm+"|"+scs] = r.Metrics
+				xy[graceModelPolicies[i]] = append(xy[graceModelPolicies[i]], [2]float64{sc, r.Metrics["be_slowdown_p95"]})
+			}
+		}
+		for _, sp := range graceModelPolicies {
+			s := chart.Series{Name: sp + " " + gm, Dashed: gi == 1}
+			for _, v := range xy[sp] {
+				s.X, s.Y = append(s.X, v[0]), append(s.Y, v[1])
+			}
+			c.Series = append(c.Series, s)
+		}
+	}
+	notes := sweepNotes(p, quick, seeds)
+	notes = append(notes, "no-progress: a victim holds its resources through its grace period without training (simulator default); progress: it keeps training (sim.Config.ProgressDuringGrace)")
+	f := fifo[0].Metrics
+	for _, scs := range []string{"1", "8"} {
+		for _, sp := range graceModelPolicies {
+			np, pr := byKey[sp+"|no-progress|"+scs], byKey[sp+"|progress|"+scs]
+			if np == nil || pr == nil {
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("gp x%s %s: BE p50 vs fifo %+.1f%% (no progress) / %+.1f%% (progress), BE p95 vs fifo %+.1f%% / %+.1f%%",
+				scs, sp,
+				100*experiment.Change(f["be_slowdown_p50"], np["be_slowdown_p50"]), 100*experiment.Change(f["be_slowdown_p50"], pr["be_slowdown_p50"]),
+				100*experiment.Change(f["be_slowdown_p95"], np["be_slowdown_p95"]), 100*experiment.Change(f["be_slowdown_p95"], pr["be_slowdown_p95"])))
+		}
+	}
+	return &experiment.Report{Experiment: "fitgpp-grace-model", Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes,
+		Columns: []string{"te_slowdown_p95", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99", "be_slowdown_mean",
+			"preempted_frac", "preemptions", "reschedule_interval_p50_min", "gpu_util"},
+		Charts: []experiment.ChartFile{{File: "fitgpp-grace-model.svg", Line: c}}}, nil
 }
 
 // The Philly run replays the whole trace (PhillySkip and PhillyJobs select
