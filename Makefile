@@ -36,4 +36,4 @@ bench:
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.19.0
 generate:
 	GOFLAGS= $(CONTROLLER_GEN) object paths=./pkg/apis/...
-	GOFLAGS= $(CONTROLLER_GEN) crd:allowDangerousTypes=true,maxDescLen=0 paths=./pkg/apis/... output:crd:artifacts:config=config/crd
+	GOFLAGS= $(CONTROLLER_GEN) crd:allowDangerousTypes=true,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./pkg/apis/... output:crd:artifacts:config=config/crd

@@ -27,7 +27,7 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 		file string
 	}{
 		{[]string{"object", "paths=./pkg/apis/...", "output:object:stdout"}, "pkg/apis/drover/v1alpha1/zz_generated.deepcopy.go"},
-		{[]string{"crd:allowDangerousTypes=true,maxDescLen=0", "paths=./pkg/apis/...", "output:crd:stdout"}, "config/crd/drover.dev_trainingjobs.yaml"},
+		{[]string{"crd:allowDangerousTypes=true,maxDescLen=0,generateEmbeddedObjectMeta=true", "paths=./pkg/apis/...", "output:crd:stdout"}, "config/crd/drover.dev_trainingjobs.yaml"},
 	} {
 		cmd := exec.Command("go", append([]string{"run", controllerGen}, c.args...)...)
 		cmd.Dir = root

@@ -1,0 +1,521 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/policy"
+	dres "github.com/drover-sched/drover/pkg/resource"
+)
+
+// applier carries out one cycle's actions. Like the simulator, it
+// validates every action against the state the earlier actions of the
+// cycle left (free capacity per node, each job's phase) before any API
+// call, and refuses an invalid one with a reason instead of half-applying
+// it.
+type applier struct {
+	e *Executor
+	v *View
+	w *World
+	// free is what each node can still take this cycle, placeholder
+	// capacity included.
+	free []dres.Vector
+}
+
+func newApplier(e *Executor, v *View, w *World) *applier {
+	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes))}
+	for i, n := range v.Snap.Nodes {
+		if n.Ready && !n.Gone {
+			a.free[i] = n.Free().Add(n.Placeholder)
+		}
+	}
+	return a
+}
+
+func (a *applier) job(id string, want cluster.Phase) (*jobView, error) {
+	jv := a.v.jobs[id]
+	if jv == nil || jv.st == nil {
+		return nil, fmt.Errorf("unknown job %q", id)
+	}
+	if jv.st.Phase != want {
+		return nil, fmt.Errorf("job %s is %s, not %s", id, jv.st.Phase, want)
+	}
+	return jv, nil
+}
+
+// check validates a placement for a job whose current placement (nil when
+// pending) is given back first, as the simulator does.
+func (a *applier) check(jv *jobView, p, current cluster.Placement) error {
+	j := jv.st.Job
+	if len(p) == 0 {
+		return errors.New("empty placement")
+	}
+	for _, as := range p {
+		if as.Group < 0 || as.Group >= len(j.Groups) {
+			return fmt.Errorf("placement names group %d; the job has %d", as.Group, len(j.Groups))
+		}
+		if as.Node < 0 || as.Node >= len(a.v.Snap.Nodes) {
+			return fmt.Errorf("placement names node %d; there are %d", as.Node, len(a.v.Snap.Nodes))
+		}
+		n := a.v.Snap.Nodes[as.Node]
+		if !n.Ready || n.Gone {
+			return fmt.Errorf("node %s is not ready", n.Name)
+		}
+		if n.Role != "" && n.Role != j.Groups[as.Group].Name {
+			return fmt.Errorf("node %s is for %s replicas, not %s", n.Name, n.Role, j.Groups[as.Group].Name)
+		}
+	}
+	for g, c := range p.Counts(len(j.Groups)) {
+		if c > j.Groups[g].Max {
+			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
+		}
+	}
+	have := current.DemandOn(j)
+	for ni, d := range p.DemandOn(j) {
+		if f := a.free[ni].Add(have[ni]); !d.Fits(f) {
+			return fmt.Errorf("over capacity on node %s: needs %v, %v free (short of %s)", a.v.Snap.Nodes[ni].Name, d, f, d.Short(f))
+		}
+	}
+	return nil
+}
+
+func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
+	for ni, d := range p.DemandOn(j) {
+		a.free[ni] = a.free[ni].Sub(d.Scale(sign))
+	}
+}
+
+// toStatus converts a placement to status assignments, sorted.
+func (a *applier) toStatus(j *cluster.Job, p cluster.Placement) []v1alpha1.Assignment {
+	m := map[[2]int]int32{}
+	for _, as := range p {
+		m[[2]int{as.Group, as.Node}]++
+	}
+	out := make([]v1alpha1.Assignment, 0, len(m))
+	for k, c := range m {
+		out = append(out, v1alpha1.Assignment{Group: j.Groups[k[0]].Name, Node: a.v.Snap.Nodes[k[1]].Name, Count: c})
+	}
+	slices.SortFunc(out, func(x, y v1alpha1.Assignment) int {
+		return strings.Compare(x.Group+"/"+x.Node, y.Group+"/"+y.Node)
+	})
+	return out
+}
+
+func (a *applier) describe(p cluster.Placement) string {
+	var names []string
+	for _, ni := range p.Nodes() {
+		names = append(names, a.v.Snap.Nodes[ni].Name)
+	}
+	return strings.Join(names, ",")
+}
+
+func (a *applier) apply(ctx context.Context, act policy.Action) error {
+	e := a.e
+	now := metav1.Time{Time: e.Now()}
+	switch act := act.(type) {
+	case policy.Start:
+		jv, err := a.job(act.Job, cluster.Pending)
+		if err != nil {
+			return err
+		}
+		if err := a.check(jv, act.Placement, nil); err != nil {
+			return err
+		}
+		place := a.toStatus(jv.st.Job, act.Placement)
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
+				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			}
+			resumed := o.Status.StartTime != nil
+			o.Status.Phase = v1alpha1.PhaseAdmitted
+			o.Status.Placement = place
+			o.Status.Attempt++
+			o.Status.Reason = ""
+			o.Status.RequeuedAt = nil
+			o.Status.Migrating = false
+			if !resumed {
+				o.Status.StartTime = &now
+			}
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue,
+				Reason: "Placed", Message: "placed on " + a.describe(act.Placement)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		a.take(jv.st.Job, act.Placement, 1)
+		jv.st.Phase = cluster.Running
+		verb := "admitted"
+		if jv.tj.Status.Attempt > 1 {
+			verb = "resumed"
+		}
+		e.m.Actions.WithLabelValues("start").Inc()
+		e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), a.describe(act.Placement))
+		if err := a.evictPlaceholders(ctx, jv.st.Job, act.Placement); err != nil {
+			return err
+		}
+		st := jv.tj.Status
+		return e.ensurePods(ctx, jv, &st)
+	case policy.Preempt:
+		jv, err := a.job(act.Job, cluster.Running)
+		if err != nil {
+			return err
+		}
+		if act.Grace < 0 || math.IsNaN(act.Grace) {
+			return fmt.Errorf("grace %v is below 0", act.Grace)
+		}
+		grace := int64(math.Ceil(act.Grace))
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			}
+			o.Status.Phase = v1alpha1.PhaseSuspended
+			o.Status.Placement = nil
+			o.Status.Migrating = false
+			o.Status.Preemptions++
+			o.Status.RequeuedAt = &now
+			o.Status.Reason = preemptReason(act)
+			o.Status.Replicas = nil
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+				Reason: "Preempted", Message: o.Status.Reason})
+			return nil
+		}); err != nil {
+			return err
+		}
+		jv.st.Phase = cluster.Suspending
+		e.m.Actions.WithLabelValues("preempt").Inc()
+		e.event(jv.tj, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
+		return e.deletePods(ctx, jv, jv.live(), grace)
+	case policy.Migrate:
+		jv, err := a.job(act.Job, cluster.Running)
+		if err != nil {
+			return err
+		}
+		if err := a.check(jv, act.Placement, jv.st.Placement); err != nil {
+			return err
+		}
+		from := a.describe(jv.st.Placement)
+		place := a.toStatus(jv.st.Job, act.Placement)
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			}
+			o.Status.Phase = v1alpha1.PhaseAdmitted
+			o.Status.Placement = place
+			o.Status.Attempt++
+			o.Status.Migrating = true
+			o.Status.Migrations++
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionTrue,
+				Reason: "Checkpointing", Message: fmt.Sprintf("from %s to %s: %s", from, a.describe(act.Placement), act.Reason)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		a.take(jv.st.Job, jv.st.Placement, -1)
+		a.take(jv.st.Job, act.Placement, 1)
+		jv.st.Phase = cluster.Migrating
+		e.m.Actions.WithLabelValues("migrate").Inc()
+		e.event(jv.tj, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
+		return e.deletePods(ctx, jv, jv.live(), jv.tj.Grace())
+	case policy.Resize:
+		jv, err := a.job(act.Job, cluster.Running)
+		if err != nil {
+			return err
+		}
+		if err := a.check(jv, act.Placement, jv.st.Placement); err != nil {
+			return err
+		}
+		j := jv.st.Job
+		for g, c := range act.Placement.Counts(len(j.Groups)) {
+			if c < j.Groups[g].Min {
+				return fmt.Errorf("group %s: %d replicas is below min %d", j.Groups[g].Name, c, j.Groups[g].Min)
+			}
+		}
+		from, to := jv.st.Counts(), act.Placement.Counts(len(j.Groups))
+		place := a.toStatus(j, act.Placement)
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			}
+			o.Status.Placement = place
+			o.Status.Resizes++
+			return nil
+		}); err != nil {
+			return err
+		}
+		a.take(j, jv.st.Placement, -1)
+		a.take(j, act.Placement, 1)
+		jv.st.Phase = cluster.Migrating // no second action on it this cycle
+		e.m.Actions.WithLabelValues("resize").Inc()
+		e.event(jv.tj, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
+		if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
+			return err
+		}
+		st := jv.tj.Status
+		return e.ensurePods(ctx, jv, &st)
+	case policy.Reject:
+		jv, err := a.job(act.Job, cluster.Pending)
+		if err != nil {
+			return err
+		}
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			}
+			o.Status.Phase = v1alpha1.PhaseRejected
+			o.Status.Reason = act.Reason
+			o.Status.CompletionTime = &now
+			return nil
+		}); err != nil {
+			return err
+		}
+		jv.st.Phase = cluster.Rejected
+		e.m.Actions.WithLabelValues("reject").Inc()
+		e.event(jv.tj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+		return nil
+	case policy.Wait:
+		jv, err := a.job(act.Job, cluster.Pending)
+		if err != nil {
+			return err
+		}
+		if jv.tj.Status.Reason == act.Reason {
+			return nil
+		}
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			o.Status.Reason = act.Reason
+			return nil
+		}); err != nil {
+			return err
+		}
+		e.event(jv.tj, false, "Waiting", "%s", act.Reason)
+		return nil
+	case policy.SetLabel:
+		jv := a.v.jobs[act.Job]
+		if jv == nil || jv.st == nil {
+			return fmt.Errorf("unknown job %q", act.Job)
+		}
+		key := v1alpha1.AnnotationLabelPrefix + act.Key
+		if jv.tj.Annotations[key] == act.Value {
+			return nil
+		}
+		if len(validation.IsQualifiedName(key)) > 0 {
+			return fmt.Errorf("label key %q is not a valid annotation key", act.Key)
+		}
+		if err := e.updateMeta(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Annotations == nil {
+				o.Annotations = map[string]string{}
+			}
+			o.Annotations[key] = act.Value
+			return nil
+		}); err != nil {
+			return err
+		}
+		if jv.st.Labels == nil {
+			jv.st.Labels = map[string]string{}
+		}
+		jv.st.Labels[act.Key] = act.Value
+		return nil
+	case policy.ProvisionNode:
+		return fmt.Errorf("node provisioning is left to the cluster autoscaler (drover expresses demand with placeholders)")
+	case policy.ReleaseNode:
+		return fmt.Errorf("node release is left to the cluster autoscaler")
+	case policy.SetPlaceholders:
+		for _, p := range act.Placeholders {
+			if p.Count < 0 || p.Demand.AnyNegative() || p.Demand.IsZero() {
+				return fmt.Errorf("placeholder %q: count %d or demand %v is invalid", p.Name, p.Count, p.Demand)
+			}
+			if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
+				return fmt.Errorf("placeholder name %q is not a DNS-1123 label", p.Name)
+			}
+		}
+		e.m.Actions.WithLabelValues("placeholders").Inc()
+		return a.setPlaceholders(ctx, act.Placeholders)
+	}
+	return fmt.Errorf("unsupported action %T", act)
+}
+
+func preemptReason(p policy.Preempt) string {
+	s := "preempted"
+	if p.By != "" {
+		s += " by " + p.By
+	}
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return s
+}
+
+// evictPlaceholders deletes placeholder pods on the nodes of a placement
+// until the job's demand fits without them, as kube-scheduler's preemption
+// evicts the -10 priority overprovisioning pods.
+func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p cluster.Placement) error {
+	for ni, d := range p.DemandOn(j) {
+		n := a.v.Snap.Nodes[ni]
+		if n.Placeholder.IsZero() || d.Fits(n.Free()) {
+			continue
+		}
+		for i := range a.w.Pods {
+			pod := &a.w.Pods[i]
+			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.DeletionTimestamp != nil {
+				continue
+			}
+			if d.Fits(n.Free()) {
+				break
+			}
+			if err := a.e.fault("evict placeholder " + pod.Name); err != nil {
+				return err
+			}
+			if err := a.e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				return &apiError{err: fmt.Errorf("evicting placeholder pod %s: %w", pod.Name, err)}
+			}
+			pd := PodDemand(&pod.Spec)
+			n.Allocated = n.Allocated.Sub(pd)
+			n.Placeholder = n.Placeholder.Sub(pd)
+			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
+		}
+	}
+	return nil
+}
+
+// PlaceholderDeployment names the Deployment of a placeholder.
+func PlaceholderDeployment(name string) string { return "drover-placeholder-" + name }
+
+// setPlaceholders makes the placeholder Deployments match: one Deployment
+// of pause pods per placeholder at the placeholder PriorityClass (-10, the
+// cluster-autoscaler's overprovisioning convention), scheduled by the
+// default scheduler, so that a pending placeholder pod makes the
+// autoscaler add a node and any real pod preempts it.
+func (a *applier) setPlaceholders(ctx context.Context, ps []cluster.Placeholder) error {
+	e := a.e
+	want := map[string]bool{}
+	var errs []error
+	for _, p := range ps {
+		want[p.Name] = true
+		replicas := int32(p.Count)
+		labels := map[string]string{v1alpha1.LabelPlaceholder: p.Name}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: PlaceholderDeployment(p.Name), Namespace: e.cfg.PlaceholderNamespace}}
+		if err := e.fault("placeholders " + p.Name); err != nil {
+			return err
+		}
+		zero := int64(0)
+		spec := corev1.PodSpec{
+			PriorityClassName:             e.cfg.PlaceholderPriorityClass,
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{Name: "pause", Image: e.cfg.PauseImage,
+				Resources: corev1.ResourceRequirements{Requests: resourceList(p.Demand), Limits: resourceList(p.Demand)}}},
+		}
+		if p.PlacementGroup != "" {
+			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+				Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: LabelPlacementGroup, Operator: corev1.NodeSelectorOpIn, Values: []string{p.PlacementGroup}}}}}}}}
+		}
+		err := e.createOrUpdate(ctx, d, func() {
+			d.Labels = labels
+			d.Spec.Replicas = &replicas
+			d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+			d.Spec.Template.Labels = labels
+			d.Spec.Template.Spec = spec
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := range a.w.Deployments {
+		d := &a.w.Deployments[i]
+		if !want[d.Labels[v1alpha1.LabelPlaceholder]] {
+			if err := e.c.Delete(ctx, d); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting placeholder deployment %s: %w", d.Name, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &apiError{err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+func (e *Executor) createOrUpdate(ctx context.Context, d *appsv1.Deployment, mutate func()) error {
+	for try := 0; ; try++ {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(d), d)
+		if apierrors.IsNotFound(err) {
+			mutate()
+			err = e.c.Create(ctx, d)
+			if err == nil || !apierrors.IsAlreadyExists(err) {
+				return wrapAPI(err, "creating deployment "+d.Name)
+			}
+			continue
+		}
+		if err != nil {
+			return wrapAPI(err, "reading deployment "+d.Name)
+		}
+		before := d.DeepCopy()
+		mutate()
+		if equalDeployment(before, d) {
+			return nil
+		}
+		err = e.c.Update(ctx, d)
+		if !apierrors.IsConflict(err) || try >= 5 {
+			return wrapAPI(err, "updating deployment "+d.Name)
+		}
+		e.m.Conflicts.Inc()
+		if err := e.api.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return wrapAPI(err, "re-reading deployment "+d.Name)
+		}
+	}
+}
+
+func equalDeployment(a, b *appsv1.Deployment) bool {
+	return *a.Spec.Replicas == *b.Spec.Replicas && a.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().Equal(*b.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu()) &&
+		a.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().Equal(*b.Spec.Template.Spec.Containers[0].Resources.Requests.Memory())
+}
+
+func wrapAPI(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return &apiError{err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// resourceList converts a vector back to a resource list.
+func resourceList(v dres.Vector) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if v[dres.CPU] > 0 {
+		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(v[dres.CPU], resource.DecimalSI)
+	}
+	if v[dres.Memory] > 0 {
+		l[corev1.ResourceMemory] = *resource.NewQuantity(v[dres.Memory], resource.BinarySI)
+	}
+	if v[dres.GPU] > 0 {
+		l[GPUResource] = *resource.NewQuantity(v[dres.GPU], resource.DecimalSI)
+	}
+	if v[dres.Storage] > 0 {
+		l[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(v[dres.Storage], resource.BinarySI)
+	}
+	return l
+}
+
+// EnsurePriorityClass creates the placeholder PriorityClass (value -10)
+// when it is missing.
+func (e *Executor) EnsurePriorityClass(ctx context.Context) error {
+	pc := &schedv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.PlaceholderPriorityClass}, Value: -10,
+		Description: "drover overprovisioning placeholders: evicted by any real pod (cluster-autoscaler convention)"}
+	if err := e.c.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package k8s
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the scheduler's configuration file (YAML or JSON). Every field
+// has a default, so an empty file is valid.
+type Config struct {
+	// Policy is the policy spec, "name" or "name:k=v;k=v" (see `drover sim
+	// --list`). Default fifo.
+	Policy string `json:"policy,omitempty"`
+	// Period is the time between scheduling cycles. Default 1s.
+	Period metav1.Duration `json:"period,omitempty"`
+	// Seed seeds the policies' random choices.
+	Seed uint64 `json:"seed,omitempty"`
+	// SchedulerName is set on replica pods (and names the Event source).
+	// Default drover.
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// Namespace limits the TrainingJobs scheduled to one namespace; empty
+	// means all.
+	Namespace string `json:"namespace,omitempty"`
+	// DefaultDurationSeconds is the work assumed for a job without
+	// spec.estimatedDurationSeconds. Default 3600.
+	DefaultDurationSeconds float64 `json:"defaultDurationSeconds,omitempty"`
+	// StuckAfter is how long past its grace period a terminating pod may
+	// stay before it is reported and no longer waited for. Default 30s.
+	StuckAfter metav1.Duration `json:"stuckAfter,omitempty"`
+	// PlaceholderNamespace holds the placeholder Deployments. Default
+	// drover-system.
+	PlaceholderNamespace string `json:"placeholderNamespace,omitempty"`
+	// PlaceholderPriorityClass is the PriorityClass of placeholder pods;
+	// the scheduler creates it with value -10 when missing. Default
+	// drover-placeholder.
+	PlaceholderPriorityClass string `json:"placeholderPriorityClass,omitempty"`
+	// PauseImage is the placeholder pods' image.
+	PauseImage string `json:"pauseImage,omitempty"`
+	// LeaderElection enables leader election so that several replicas can
+	// run with one active. LeaderElectionNamespace holds its Lease.
+	LeaderElection          bool   `json:"leaderElection,omitempty"`
+	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
+	LeaderElectionID        string `json:"leaderElectionID,omitempty"`
+	// MetricsAddr serves Prometheus metrics on /metrics ("0" disables).
+	// Default :8080. HealthAddr serves /healthz and /readyz. Default :8081.
+	MetricsAddr string `json:"metricsAddr,omitempty"`
+	HealthAddr  string `json:"healthAddr,omitempty"`
+}
+
+// Defaults fills unset fields.
+func (c *Config) Defaults() {
+	if c.Policy == "" {
+		c.Policy = "fifo"
+	}
+	if c.Period.Duration == 0 {
+		c.Period.Duration = time.Second
+	}
+	if c.SchedulerName == "" {
+		c.SchedulerName = "drover"
+	}
+	if c.DefaultDurationSeconds == 0 {
+		c.DefaultDurationSeconds = 3600
+	}
+	if c.StuckAfter.Duration == 0 {
+		c.StuckAfter.Duration = 30 * time.Second
+	}
+	if c.PlaceholderNamespace == "" {
+		c.PlaceholderNamespace = "drover-system"
+	}
+	if c.PlaceholderPriorityClass == "" {
+		c.PlaceholderPriorityClass = "drover-placeholder"
+	}
+	if c.PauseImage == "" {
+		c.PauseImage = "registry.k8s.io/pause:3.10"
+	}
+	if c.LeaderElectionNamespace == "" {
+		c.LeaderElectionNamespace = "drover-system"
+	}
+	if c.LeaderElectionID == "" {
+		c.LeaderElectionID = "drover-scheduler"
+	}
+	if c.MetricsAddr == "" {
+		c.MetricsAddr = ":8080"
+	}
+	if c.HealthAddr == "" {
+		c.HealthAddr = ":8081"
+	}
+}
+
+// Validate checks the fields; errors name the field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Period.Duration < 10*time.Millisecond:
+		return fmt.Errorf("period: %v is below 10ms", c.Period.Duration)
+	case c.DefaultDurationSeconds <= 0:
+		return fmt.Errorf("defaultDurationSeconds: %v is not positive", c.DefaultDurationSeconds)
+	case c.StuckAfter.Duration < 0:
+		return fmt.Errorf("stuckAfter: %v is negative", c.StuckAfter.Duration)
+	}
+	return nil
+}
+
+// LoadConfig reads a configuration file; unknown fields are errors so that
+// a typo is not silently ignored. An empty path gives the defaults.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("reading scheduler config: %w", err)
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			if err := yaml.UnmarshalStrict(b, &c); err != nil {
+				return c, fmt.Errorf("scheduler config %s: %w", path, err)
+			}
+		}
+	}
+	c.Defaults()
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("scheduler config %s: %w", path, err)
+	}
+	return c, nil
+}

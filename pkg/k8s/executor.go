@@ -1,0 +1,307 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/report"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// Executor runs scheduling cycles against an API server. It is not safe
+// for concurrent use: the manager runs one cycle at a time.
+type Executor struct {
+	cfg Config
+	// c reads through the informer cache and writes to the API server; api
+	// reads the API server directly (to retry after a conflict).
+	c   client.Client
+	api client.Reader
+	rec record.EventRecorder
+	pol policy.Policy
+	m   *Metrics
+	log logr.Logger
+
+	cycle uint64
+	// written remembers the TrainingJobs this executor wrote, so that a
+	// cycle that reads an informer cache lagging behind its own writes
+	// does not act on the stale copy (start a job twice, say).
+	written map[string]*v1alpha1.TrainingJob
+	// reported remembers stuck pods already reported, by UID.
+	reported map[types.UID]bool
+
+	mu      sync.Mutex
+	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+	// Fault, when set, is called before every API write with a short
+	// description; an error it returns aborts the write. Tests use it to
+	// kill the scheduler in the middle of a cycle.
+	Fault func(op string) error
+}
+
+// New returns an executor. reader may be nil, in which case c is used for
+// conflict retries too.
+func New(cfg Config, c client.Client, reader client.Reader, rec record.EventRecorder, pol policy.Policy, log logr.Logger) *Executor {
+	if reader == nil {
+		reader = c
+	}
+	return &Executor{
+		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
+		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{}, Now: time.Now,
+	}
+}
+
+// Policy returns the policy the executor runs.
+func (e *Executor) Policy() policy.Policy { return e.pol }
+
+// Run runs cycles every period until ctx is done. A failed cycle is
+// logged and retried at the next period: every cycle starts again from the
+// API server's state.
+func (e *Executor) Run(ctx context.Context) error {
+	t := time.NewTicker(e.cfg.Period.Duration)
+	defer t.Stop()
+	for {
+		if _, err := e.Cycle(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			e.log.Error(err, "scheduling cycle failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// CycleResult summarises one cycle, for tests and benchmarks.
+type CycleResult struct {
+	Actions  []policy.Action
+	Refusals []policy.Refusal
+}
+
+// Read lists the world from the (cached) client.
+func (e *Executor) Read(ctx context.Context) (*World, error) {
+	w := &World{}
+	var nodes corev1.NodeList
+	if err := e.c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	w.Nodes = nodes.Items
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	w.Pods = pods.Items
+	var jobs v1alpha1.TrainingJobList
+	var opts []client.ListOption
+	if e.cfg.Namespace != "" {
+		opts = append(opts, client.InNamespace(e.cfg.Namespace))
+	}
+	if err := e.c.List(ctx, &jobs, opts...); err != nil {
+		return nil, fmt.Errorf("listing trainingjobs: %w", err)
+	}
+	w.Jobs = jobs.Items
+	for i := range w.Jobs {
+		key := JobKey(&w.Jobs[i])
+		if mine, ok := e.written[key]; ok {
+			if olderThan(w.Jobs[i].ResourceVersion, mine.ResourceVersion) {
+				w.Jobs[i] = *mine.DeepCopy()
+			} else {
+				delete(e.written, key)
+			}
+		}
+	}
+	var deps appsv1.DeploymentList
+	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
+		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
+	}
+	w.Deployments = deps.Items
+	return w, nil
+}
+
+// olderThan compares resourceVersions. They are opaque in general but
+// etcd revisions in practice; when either does not parse, the cache wins.
+func olderThan(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
+}
+
+// Cycle runs one scheduling cycle: read the world, bring pods and status
+// in line with what was decided before (completions, progress, pods to
+// create or bind), run the policy on a fresh snapshot and apply its
+// actions.
+func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
+	start := time.Now()
+	defer func() { e.m.CycleSeconds.Observe(time.Since(start).Seconds()) }()
+	w, err := e.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.cycle++
+	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds, StuckAfter: e.cfg.StuckAfter.Duration}
+	v := Build(w, e.Now(), opts)
+	var errs []error
+	changed := false
+	for _, key := range v.order {
+		c, err := e.reconcile(ctx, v, v.jobs[key])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
+		}
+		changed = changed || c
+	}
+	if changed {
+		// Completions and requeues change what the policy sees: rebuild
+		// from the objects as written.
+		for i := range w.Jobs {
+			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil {
+				w.Jobs[i] = *jv.tj
+			}
+		}
+		v = Build(w, e.Now(), opts)
+	}
+	e.observe(v)
+	acts := e.pol.Schedule(v.Snap)
+	res := &CycleResult{Actions: acts}
+	ap := newApplier(e, v, w)
+	for _, a := range acts {
+		if err := ap.apply(ctx, a); err != nil {
+			var fatal *apiError
+			if errors.As(err, &fatal) {
+				errs = append(errs, err)
+				if ctx.Err() != nil || fatal.abort {
+					break
+				}
+				continue
+			}
+			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
+			res.Refusals = append(res.Refusals, r)
+			e.m.Refused.WithLabelValues(policy.Kind(a)).Inc()
+			e.log.V(1).Info("action refused", "action", policy.Kind(a), "target", a.Target(), "reason", err.Error())
+			continue
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func (e *Executor) observe(v *View) {
+	counts := map[string]int{"TE": 0, "BE": 0}
+	for js := range v.Snap.Pending.All() {
+		counts[js.Job.Class.String()]++
+	}
+	for c, n := range counts {
+		e.m.QueueLength.WithLabelValues(c).Set(float64(n))
+	}
+	e.m.Running.Set(float64(len(v.Snap.Running)))
+	stuck := 0
+	for _, jv := range v.jobs {
+		stuck += len(jv.stuck)
+	}
+	e.m.StuckPods.Set(float64(stuck))
+}
+
+// apiError wraps a failed API call: unlike a refusal, the action was valid
+// but could not be carried out now; the next cycle retries from the API
+// server's state. abort stops the cycle (the fault hook fired).
+type apiError struct {
+	err   error
+	abort bool
+}
+
+func (a *apiError) Error() string { return a.err.Error() }
+func (a *apiError) Unwrap() error { return a.err }
+
+// errFault is what a Fault hook returns to simulate a crash.
+var errFault = errors.New("fault injected")
+
+// ErrFault is the error tests return from Fault.
+var ErrFault = errFault
+
+func (e *Executor) fault(op string) error {
+	if e.Fault == nil {
+		return nil
+	}
+	if err := e.Fault(op); err != nil {
+		return &apiError{err: fmt.Errorf("%s: %w", op, err), abort: true}
+	}
+	return nil
+}
+
+// errPrecondition is returned by a status mutation whose precondition no
+// longer holds on the fresh object.
+type errPrecondition struct{ msg string }
+
+func (e errPrecondition) Error() string { return e.msg }
+
+// updateStatus applies mutate to the job and writes its status, retrying
+// on a resourceVersion conflict with the object re-read from the API
+// server (mutate is applied again, so it must check its preconditions on
+// the object it is given). It never overwrites a newer version blindly.
+func (e *Executor) updateStatus(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
+	return e.write(ctx, jv, "status", mutate)
+}
+
+// updateMeta is updateStatus for metadata (annotations).
+func (e *Executor) updateMeta(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
+	return e.write(ctx, jv, "meta", mutate)
+}
+
+func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate func(*v1alpha1.TrainingJob) error) error {
+	if err := e.fault("update " + what + " " + JobKey(jv.tj)); err != nil {
+		return err
+	}
+	obj := jv.tj.DeepCopy()
+	for try := 0; ; try++ {
+		if err := mutate(obj); err != nil {
+			return err
+		}
+		var err error
+		if what == "status" {
+			err = e.c.Status().Update(ctx, obj)
+		} else {
+			err = e.c.Update(ctx, obj)
+		}
+		if err == nil {
+			jv.tj = obj
+			e.written[JobKey(obj)] = obj.DeepCopy()
+			return nil
+		}
+		if !apierrors.IsConflict(err) || try >= 5 {
+			return &apiError{err: fmt.Errorf("updating %s of %s: %w", what, JobKey(obj), err)}
+		}
+		e.m.Conflicts.Inc()
+		fresh := &v1alpha1.TrainingJob{}
+		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", JobKey(obj), err)}
+		}
+		obj = fresh
+	}
+}
+
+// event records a Kubernetes Event on the TrainingJob.
+func (e *Executor) event(tj *v1alpha1.TrainingJob, warning bool, reason, format string, args ...any) {
+	if e.rec == nil {
+		return
+	}
+	t := corev1.EventTypeNormal
+	if warning {
+		t = corev1.EventTypeWarning
+	}
+	e.rec.Eventf(tj, t, reason, format, args...)
+}

@@ -1,0 +1,87 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// Scheme returns a scheme with the built-in types and TrainingJob.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// NewManager builds a controller-runtime manager whose informers feed the
+// executor, with leader election (when configured), /metrics and health
+// probes, and adds the executor to it as a leader-only runnable: only the
+// leader schedules, and a new leader rebuilds everything from the API
+// server.
+func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Manager, *Executor, error) {
+	pol, err := reg.New(cfg.Policy)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scheduler config: policy: %w", err)
+	}
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:        cfg.HealthAddr,
+		LeaderElection:                cfg.LeaderElection,
+		LeaderElectionID:              cfg.LeaderElectionID,
+		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	ex := New(cfg, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor(cfg.SchedulerName), pol,
+		ctrl.Log.WithName("drover-scheduler"))
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { observe(ex, o) },
+		UpdateFunc: func(_, o any) { observe(ex, o) },
+	}); err != nil {
+		return nil, nil, fmt.Errorf("pod informer: %w", err)
+	}
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := ex.EnsurePriorityClass(ctx); err != nil {
+			ex.log.Error(err, "placeholders will not get their PriorityClass")
+		}
+		return ex.Run(ctx)
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	return mgr, ex, nil
+}
+
+func observe(ex *Executor, o any) {
+	if p, ok := o.(*corev1.Pod); ok {
+		ex.ObserveReport(p)
+	}
+}

@@ -1,0 +1,76 @@
+package k8s
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics are the scheduler's Prometheus metrics, served by the manager on
+// /metrics together with controller-runtime's own.
+type Metrics struct {
+	CycleSeconds prometheus.Histogram
+	QueueLength  *prometheus.GaugeVec
+	Running      prometheus.Gauge
+	Actions      *prometheus.CounterVec // by kind: start, preempt, migrate, resize, reject
+	Refused      *prometheus.CounterVec // by kind
+	Bindings     prometheus.Counter
+	Conflicts    prometheus.Counter
+	StuckPods    prometheus.Gauge
+}
+
+var (
+	metricsOnce sync.Once
+	metricsInst *Metrics
+)
+
+// DefaultMetrics returns the process-wide metrics, registered with
+// controller-runtime's registry on first use (several executors in one
+// process, as in tests, share them).
+func DefaultMetrics() *Metrics {
+	metricsOnce.Do(func() {
+		metricsInst = newMetrics(crmetrics.Registry)
+	})
+	return metricsInst
+}
+
+func newMetrics(r prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		CycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "drover_cycle_duration_seconds", Help: "Duration of one scheduling cycle (snapshot, policy, API calls).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		QueueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "drover_queue_length", Help: "Pending TrainingJobs by class.",
+		}, []string{"class"}),
+		Running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drover_running_jobs", Help: "TrainingJobs holding resources.",
+		}),
+		Actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_actions_total", Help: "Policy actions carried out, by kind (start, preempt, migrate, resize, reject, ...).",
+		}, []string{"kind"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_refused_actions_total", Help: "Policy actions the executor refused, by kind.",
+		}, []string{"kind"}),
+		Bindings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_bindings_total", Help: "Pods bound through the Binding subresource.",
+		}),
+		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_conflicts_total", Help: "resourceVersion conflicts retried.",
+		}),
+		StuckPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drover_stuck_terminating_pods", Help: "Replica pods terminating past their grace period.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods} {
+		if err := r.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+	return m
+}

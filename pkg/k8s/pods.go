@@ -1,0 +1,534 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/report"
+)
+
+// maxEvals bounds the metric history kept in a TrainingJob's status.
+const maxEvals = 64
+
+// reconcile brings a job's pods and status in line with what was decided
+// in earlier cycles and with what its pods did: completion and failure,
+// progress reports, pods to create, bind or delete, stuck terminations. It
+// reports whether the job's phase changed.
+func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, error) {
+	tj := jv.tj
+	if jv.invalid != nil {
+		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			o.Status.Phase = v1alpha1.PhaseFailed
+			o.Status.Reason = "invalid spec: " + jv.invalid.Error()
+			return nil
+		})
+		if err == nil {
+			e.event(jv.tj, true, "InvalidSpec", "%v", jv.invalid)
+		}
+		return true, err
+	}
+	for _, p := range jv.stuck {
+		if !e.reported[p.UID] {
+			e.reported[p.UID] = true
+			e.event(tj, true, "TerminationStuck", "pod %s is still terminating %s after its grace period ended; no longer waiting for it",
+				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
+		}
+	}
+	before := tj.Status.Phase
+	next := tj.Status.DeepCopy()
+	e.copyProgress(jv, next)
+	if len(jv.stuck) > 0 {
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionTrue,
+			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.stuck))})
+	} else if meta.IsStatusConditionTrue(next.Conditions, v1alpha1.ConditionStuck) {
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
+	}
+
+	var podErr error
+	switch tj.Status.Phase {
+	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
+		desired := map[string]int32{}
+		for _, a := range tj.Status.Placement {
+			desired[a.Group] += a.Count
+		}
+		first := tj.Spec.ReplicaGroups[0].Name
+		switch {
+		case len(jv.failed) > 0:
+			p := jv.failed[0]
+			e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
+			podErr = e.deletePods(ctx, jv, jv.live(), 0)
+			e.event(tj, true, "Failed", "%s", next.Reason)
+		case desired[first] > 0 && int32(jv.succeeded[first]) >= desired[first]:
+			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
+			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
+		case len(jv.missingNodes) > 0:
+			// A node of the placement is gone: the job cannot run as
+			// placed. Requeue it at the head like a preemption.
+			next.Phase = v1alpha1.PhaseSuspended
+			next.Placement = nil
+			next.Migrating = false
+			next.RequeuedAt = &metav1.Time{Time: e.Now()}
+			next.Reason = "node " + jv.missingNodes[0] + " is gone"
+			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.missingNodes[0])
+		default:
+			if next.Migrating && !jv.waiting() {
+				next.Migrating = false
+				meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
+					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
+			}
+			podErr = e.ensurePods(ctx, jv, next)
+			if inv := (*invalidPod)(nil); errors.As(podErr, &inv) {
+				// A template the API server refuses will never run: fail
+				// the job with the server's message instead of retrying.
+				e.finish(next, v1alpha1.PhaseFailed, inv.Error())
+				e.event(tj, true, "Failed", "%s", inv.Error())
+				podErr = e.deletePods(ctx, jv, jv.live(), 0)
+				break
+			}
+			running := map[string]int32{}
+			for _, p := range jv.pods {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(tj.Status.Attempt)) {
+					running[p.Labels[v1alpha1.LabelGroup]]++
+				}
+			}
+			next.Replicas = next.Replicas[:0]
+			all := !next.Migrating
+			for _, g := range tj.Spec.ReplicaGroups {
+				next.Replicas = append(next.Replicas, v1alpha1.GroupStatus{Name: g.Name, Desired: desired[g.Name], Running: running[g.Name]})
+				if running[g.Name] < desired[g.Name] {
+					all = false
+				}
+			}
+			if all && next.Phase == v1alpha1.PhaseAdmitted {
+				next.Phase = v1alpha1.PhaseRunning
+			}
+		}
+	case v1alpha1.PhaseSuspended, v1alpha1.PhasePending, "":
+		// Replica pods of a job that holds no placement are leftovers (a
+		// scheduler that stopped between the status write and the
+		// deletions): delete them.
+		podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+		if next.Phase == "" {
+			next.Phase = v1alpha1.PhasePending
+		}
+	}
+	next.ProgressCategory = category(jv, next)
+	if equality.Semantic.DeepEqual(next, &tj.Status) {
+		return false, podErr
+	}
+	err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Generation != tj.Generation || o.Status.Phase != tj.Status.Phase || o.Status.Attempt != tj.Status.Attempt {
+			return errPrecondition{"job changed since the cycle started"}
+		}
+		o.Status = *next.DeepCopy()
+		return nil
+	})
+	if _, ok := err.(errPrecondition); ok {
+		err = nil
+	}
+	if err == nil && podErr != nil {
+		err = podErr
+	}
+	return before != jv.tj.Status.Phase, err
+}
+
+func (e *Executor) finish(s *v1alpha1.TrainingJobStatus, phase v1alpha1.TrainingJobPhase, reason string) {
+	s.Phase = phase
+	s.Reason = reason
+	s.CompletionTime = &metav1.Time{Time: e.Now()}
+	s.Migrating = false
+	if s.Progress != nil && phase == v1alpha1.PhaseSucceeded {
+		s.Progress.Fraction = 1
+	}
+}
+
+func podMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil {
+			return fmt.Sprintf("container %s exited %d (%s)", c.Name, t.ExitCode, t.Reason)
+		}
+	}
+	if p.Status.Message != "" {
+		return p.Status.Message
+	}
+	return "phase Failed"
+}
+
+// category is the policy's "category" label when set, else the progress
+// quartile.
+func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
+	if c := jv.tj.Annotations[v1alpha1.AnnotationLabelPrefix+"category"]; c != "" {
+		return c
+	}
+	if s.Progress == nil {
+		return ""
+	}
+	f := s.Progress.Fraction
+	switch {
+	case f >= 1:
+		return "done"
+	case f >= 0.75:
+		return "late"
+	case f >= 0.25:
+		return "middle"
+	default:
+		return "early"
+	}
+}
+
+// live returns the job's pods that are not terminating.
+func (jv *jobView) live() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range jv.pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waiting reports whether terminating pods (not yet stuck) remain.
+func (jv *jobView) waiting() bool {
+	for _, p := range jv.pods {
+		if p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyProgress copies the newest trainer report found on the job's pods
+// into the status, and appends its metric to the eval history.
+func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
+	best := e.observedReport(JobKey(jv.tj))
+	for _, p := range jv.pods {
+		r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
+		if err != nil || r == nil {
+			continue
+		}
+		if best == nil || r.Time.After(best.Time) {
+			best = r
+		}
+	}
+	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
+		return
+	}
+	ps := &v1alpha1.ProgressStatus{Fraction: clamp01(best.Progress), Metric: best.Metric, ReportedAt: metav1.Time{Time: best.Time}}
+	if s.Progress != nil {
+		ps.Checkpoint, ps.CheckpointFraction = s.Progress.Checkpoint, s.Progress.CheckpointFraction
+	}
+	if best.Checkpoint != "" {
+		ps.Checkpoint = best.Checkpoint
+		ps.CheckpointFraction = clamp01(best.CheckpointProgress)
+	}
+	s.Progress = ps
+	if best.Metric != nil {
+		s.Evals = append(s.Evals, v1alpha1.EvalSample{Time: metav1.Time{Time: best.Time}, Value: *best.Metric})
+		if len(s.Evals) > maxEvals {
+			s.Evals = append([]v1alpha1.EvalSample(nil), s.Evals[len(s.Evals)-maxEvals:]...)
+		}
+	}
+}
+
+// ensurePods creates, binds and deletes the replica pods of an admitted
+// job so that they match its placement in status s. Pod names are
+// deterministic (job, group, attempt, index), so creating a pod twice
+// fails harmlessly with AlreadyExists; a pod records its node before it is
+// bound, so a restarted scheduler completes the same binding; binding a
+// pod that is already bound is refused by the API server. Together these
+// make every step safe to repeat.
+func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.TrainingJobStatus) error {
+	tj := jv.tj
+	attempt := strconv.Itoa(int(s.Attempt))
+	type key struct{ group, node string }
+	have := map[key][]*corev1.Pod{}
+	used := map[string]map[int]bool{}
+	var stale []*corev1.Pod
+	for _, p := range jv.pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Labels[v1alpha1.LabelAttempt] != attempt {
+			stale = append(stale, p)
+			continue
+		}
+		g := p.Labels[v1alpha1.LabelGroup]
+		k := key{g, podNode(p)}
+		have[k] = append(have[k], p)
+		if used[g] == nil {
+			used[g] = map[int]bool{}
+		}
+		used[g][podIndex(p.Name)] = true
+	}
+	var errs []error
+	if err := e.deletePods(ctx, jv, stale, tj.Grace()); err != nil {
+		errs = append(errs, err)
+	}
+	if s.Migrating {
+		// The old replicas are checkpointing; the new ones start once they
+		// are gone.
+		return joinErrs(errs)
+	}
+	for _, a := range s.Placement {
+		k := key{a.Group, a.Node}
+		pods := have[k]
+		slices.SortFunc(pods, func(x, y *corev1.Pod) int { return podIndex(x.Name) - podIndex(y.Name) })
+		if extra := len(pods) - int(a.Count); extra > 0 {
+			if err := e.deletePods(ctx, jv, pods[len(pods)-extra:], tj.Grace()); err != nil {
+				errs = append(errs, err)
+			}
+			pods = pods[:len(pods)-extra]
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == "" {
+				if err := e.bind(ctx, p, a.Node); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		for range int(a.Count) - len(pods) {
+			if used[a.Group] == nil {
+				used[a.Group] = map[int]bool{}
+			}
+			idx := 0
+			for used[a.Group][idx] {
+				idx++
+			}
+			used[a.Group][idx] = true
+			p, err := e.newPod(tj, s, a.Group, idx, a.Node)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := e.createPod(ctx, p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := e.bind(ctx, p, a.Node); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// Pods of the current attempt on (group, node) pairs no longer in the
+	// placement (a resize moved them).
+	for k, pods := range have {
+		found := false
+		for _, a := range s.Placement {
+			if a.Group == k.group && a.Node == k.node {
+				found = true
+			}
+		}
+		if !found {
+			if err := e.deletePods(ctx, jv, pods, tj.Grace()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return joinErrs(errs)
+}
+
+// invalidPod is a replica pod the API server refuses as invalid.
+type invalidPod struct{ err error }
+
+func (i *invalidPod) Error() string { return i.err.Error() }
+func (i *invalidPod) Unwrap() error { return i.err }
+
+func joinErrs(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	for _, e := range errs {
+		if inv := (*invalidPod)(nil); errors.As(e, &inv) {
+			return e
+		}
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &apiError{err: fmt.Errorf("%d errors: %s", len(errs), strings.Join(msgs, "; "))}
+}
+
+// PodName is the name of a replica pod.
+func PodName(job, group string, attempt int32, idx int) string {
+	return fmt.Sprintf("%s-%s-a%d-%d", job, group, attempt, idx)
+}
+
+func podIndex(name string) int {
+	i := strings.LastIndexByte(name, '-')
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// newPod builds a replica pod from the group's template.
+func (e *Executor) newPod(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatus, group string, idx int, node string) (*corev1.Pod, error) {
+	var tpl *corev1.PodTemplateSpec
+	for i := range tj.Spec.ReplicaGroups {
+		if tj.Spec.ReplicaGroups[i].Name == group {
+			tpl = &tj.Spec.ReplicaGroups[i].Template
+		}
+	}
+	if tpl == nil {
+		return nil, fmt.Errorf("placement names group %q, which the spec does not have", group)
+	}
+	p := &corev1.Pod{ObjectMeta: *tpl.ObjectMeta.DeepCopy(), Spec: *tpl.Spec.DeepCopy()}
+	p.Name = PodName(tj.Name, group, s.Attempt, idx)
+	p.GenerateName = ""
+	p.Namespace = tj.Namespace
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[v1alpha1.LabelJob] = tj.Name
+	p.Labels[v1alpha1.LabelGroup] = group
+	p.Labels[v1alpha1.LabelAttempt] = strconv.Itoa(int(s.Attempt))
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[v1alpha1.AnnotationNode] = node
+	work := e.cfg.DefaultDurationSeconds
+	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
+		work = float64(*d)
+	}
+	p.Annotations[v1alpha1.AnnotationWork] = strconv.FormatFloat(work, 'g', -1, 64)
+	resume := ""
+	if pr := s.Progress; pr != nil && pr.Checkpoint != "" {
+		resume = pr.Checkpoint
+		p.Annotations[v1alpha1.AnnotationResume] = pr.Checkpoint
+		p.Annotations[v1alpha1.AnnotationResumeProgress] = strconv.FormatFloat(pr.CheckpointFraction, 'g', -1, 64)
+	}
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(tj, v1alpha1.GroupVersion.WithKind("TrainingJob"))}
+	p.Spec.SchedulerName = e.cfg.SchedulerName
+	p.Spec.NodeName = ""
+	g := tj.Grace()
+	p.Spec.TerminationGracePeriodSeconds = &g
+	if p.Spec.RestartPolicy == "" || p.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+		// A replica that exits must stay exited so its job can complete.
+		p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	}
+	env := []corev1.EnvVar{
+		{Name: report.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: report.EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: report.EnvResumeFrom, Value: resume},
+	}
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, env...)
+	}
+	return p, nil
+}
+
+func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
+	if err := e.fault("create pod " + p.Name); err != nil {
+		return err
+	}
+	err := e.c.Create(ctx, p)
+	if apierrors.IsAlreadyExists(err) {
+		// Created in an earlier cycle that the cache has not shown yet, or
+		// by a scheduler that died before binding it.
+		cur := &corev1.Pod{}
+		if gerr := e.api.Get(ctx, client.ObjectKeyFromObject(p), cur); gerr != nil {
+			return &apiError{err: fmt.Errorf("reading existing pod %s: %w", p.Name, gerr)}
+		}
+		*p = *cur
+		return nil
+	}
+	if apierrors.IsInvalid(err) {
+		return &invalidPod{err: fmt.Errorf("the API server refuses replica pod %s: %w", p.Name, err)}
+	}
+	if err != nil {
+		return &apiError{err: fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)}
+	}
+	return nil
+}
+
+// bind binds a pod through the Binding subresource. A pod that is already
+// bound is left alone (the API server refuses to bind it again).
+func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
+	if p.Spec.NodeName != "" {
+		return nil
+	}
+	if err := e.fault("bind pod " + p.Name); err != nil {
+		return err
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	err := e.c.SubResource("binding").Create(ctx, p, b)
+	switch {
+	case err == nil:
+		e.m.Bindings.Inc()
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		// Already bound (by an earlier run of this step) or gone.
+		return nil
+	}
+	return &apiError{err: fmt.Errorf("binding pod %s/%s to %s: %w", p.Namespace, p.Name, node, err)}
+}
+
+// deletePods deletes pods with the given grace period (the container gets
+// SIGTERM and that long to checkpoint).
+func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.Pod, grace int64) error {
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if err := e.fault("delete pod " + p.Name); err != nil {
+			return err
+		}
+		err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace), client.Preconditions{UID: &p.UID})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return &apiError{err: joinErrs(errs)}
+	}
+	return nil
+}
+
+// ObserveReport records the report on a replica pod as the informer
+// delivers it. A trainer that checkpoints on SIGTERM writes its report and
+// exits at once, so the pod may be gone before the next cycle reads it;
+// the informer's update event still carries it.
+func (e *Executor) ObserveReport(p *corev1.Pod) {
+	name := p.Labels[v1alpha1.LabelJob]
+	if name == "" {
+		return
+	}
+	r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
+	if err != nil || r == nil {
+		return
+	}
+	key := p.Namespace + "/" + name
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old := e.reports[key]; old == nil || r.Time.After(old.Time) {
+		e.reports[key] = r
+	}
+}
+
+func (e *Executor) observedReport(key string) *report.Report {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.reports[key]
+}

@@ -1,0 +1,531 @@
+// Package k8s is drover's Kubernetes executor: it rebuilds a
+// cluster.Snapshot from the API server (nodes, TrainingJobs, their pods and
+// the placeholder Deployments), runs the configured policy on it and turns
+// the policy's actions into API calls: replica pods bound through the
+// Binding subresource, deletions with the job's grace period, status
+// updates, annotations, Events and placeholder Deployments.
+//
+// All scheduler state lives in the API server (TrainingJob status and
+// annotations, and the pods themselves), so a restarted scheduler, or a new
+// leader, carries on where the old one stopped. See docs/kubernetes.md.
+package k8s
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// Node labels the snapshot reads.
+const (
+	LabelRole           = "drover.dev/role"
+	LabelPlacementGroup = "drover.dev/placement-group"
+	GPUResource         = corev1.ResourceName("nvidia.com/gpu")
+)
+
+// World is what one cycle reads from the API server (through the informer
+// cache).
+type World struct {
+	Nodes       []corev1.Node
+	Pods        []corev1.Pod
+	Jobs        []v1alpha1.TrainingJob
+	Deployments []appsv1.Deployment
+}
+
+// jobView ties a TrainingJob to its JobState and its pods.
+type jobView struct {
+	tj     *v1alpha1.TrainingJob
+	st     *cluster.JobState
+	groups map[string]int
+	// pods are the job's replica pods that are not finished, any attempt.
+	pods []*corev1.Pod
+	// finished are pods of the current attempt that completed.
+	succeeded map[string]int // per group
+	failed    []*corev1.Pod
+	// stuck are terminating pods past their deadline plus the slack.
+	stuck []*corev1.Pod
+	// missingNodes lists placement nodes that no longer exist.
+	missingNodes []string
+	invalid      error
+}
+
+// View is a snapshot together with the objects it was built from.
+type View struct {
+	Snap    *cluster.Snapshot
+	nodeIdx map[string]int
+	jobs    map[string]*jobView
+	order   []string // job keys, sorted
+}
+
+// Options tune how the snapshot is built.
+type Options struct {
+	// Seed seeds policies' random choices.
+	Seed uint64
+	// Cycle is the cycle counter.
+	Cycle uint64
+	// DefaultDuration is the work assumed for a job without
+	// spec.estimatedDurationSeconds, in seconds.
+	DefaultDuration float64
+	// StuckAfter is how long past its deletion deadline a terminating pod
+	// may stay before it is reported and no longer waited for.
+	StuckAfter time.Duration
+}
+
+// Seconds converts a time to the snapshot clock: seconds since the Unix
+// epoch. Wall-clock time keeps a restarted scheduler's clock consistent
+// with the timestamps stored in the API server.
+func Seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// JobKey is the snapshot job ID of a TrainingJob: namespace/name.
+func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
+
+// Build turns the world into a snapshot. It never fails as a whole: a
+// TrainingJob that cannot be converted is kept aside with its error (the
+// executor marks it Failed) and left out of the snapshot.
+func Build(w *World, now time.Time, o Options) *View {
+	t := Seconds(now)
+	v := &View{
+		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue()},
+		nodeIdx: make(map[string]int, len(w.Nodes)),
+		jobs:    make(map[string]*jobView, len(w.Jobs)),
+	}
+	nodes := make([]*corev1.Node, len(w.Nodes))
+	for i := range w.Nodes {
+		nodes[i] = &w.Nodes[i]
+	}
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	v.Snap.Nodes = make([]*cluster.NodeState, len(nodes))
+	for i, n := range nodes {
+		v.Snap.Nodes[i] = &cluster.NodeState{Node: cluster.Node{
+			Name:           n.Name,
+			InstanceType:   n.Labels[corev1.LabelInstanceTypeStable],
+			Zone:           n.Labels[corev1.LabelTopologyZone],
+			PlacementGroup: n.Labels[LabelPlacementGroup],
+			Role:           n.Labels[LabelRole],
+			Capacity:       Vector(n.Status.Allocatable),
+		}, Index: i, Ready: nodeReady(n)}
+		v.nodeIdx[n.Name] = i
+	}
+
+	// Jobs first, so pods can be attached to them.
+	for i := range w.Jobs {
+		tj := &w.Jobs[i]
+		if tj.Status.Phase.Terminal() || tj.DeletionTimestamp != nil {
+			continue
+		}
+		jv := &jobView{tj: tj, succeeded: map[string]int{}}
+		job, err := ToJob(tj, o.DefaultDuration)
+		if err != nil {
+			jv.invalid = err
+		} else {
+			jv.st = cluster.NewJobState(job)
+			jv.groups = make(map[string]int, len(job.Groups))
+			for g := range job.Groups {
+				jv.groups[job.Groups[g].Name] = g
+			}
+		}
+		v.jobs[JobKey(tj)] = jv
+		v.order = append(v.order, JobKey(tj))
+	}
+	slices.Sort(v.order)
+
+	// Pods: replica pods go to their job; everything else bound to a node
+	// and not finished takes capacity there (placeholders as placeholder
+	// capacity, which any real job may take).
+	for i := range w.Pods {
+		p := &w.Pods[i]
+		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if name, ok := p.Labels[v1alpha1.LabelJob]; ok {
+			jv := v.jobs[p.Namespace+"/"+name]
+			if jv == nil || jv.invalid != nil {
+				if !done {
+					v.chargeForeign(p)
+				}
+				continue
+			}
+			cur := p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(jv.tj.Status.Attempt))
+			switch {
+			case done && cur && p.Status.Phase == corev1.PodSucceeded:
+				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
+			case done && cur:
+				jv.failed = append(jv.failed, p)
+			case !done:
+				jv.pods = append(jv.pods, p)
+			}
+			continue
+		}
+		if done {
+			continue
+		}
+		if p.Labels[v1alpha1.LabelPlaceholder] != "" {
+			if ni, ok := v.nodeIdx[p.Spec.NodeName]; ok {
+				d := PodDemand(&p.Spec)
+				n := v.Snap.Nodes[ni]
+				n.Allocated = n.Allocated.Add(d)
+				n.Placeholder = n.Placeholder.Add(d)
+			}
+			continue
+		}
+		v.chargeForeign(p)
+	}
+
+	var requeued, queued []*jobView
+	for _, key := range v.order {
+		jv := v.jobs[key]
+		if jv.invalid != nil {
+			continue
+		}
+		v.fillJob(jv, now, o)
+		switch jv.st.Phase {
+		case cluster.Pending:
+			if jv.tj.Status.RequeuedAt != nil {
+				requeued = append(requeued, jv)
+			} else {
+				queued = append(queued, jv)
+			}
+		default:
+			v.Snap.Running = append(v.Snap.Running, jv.st)
+		}
+	}
+	// A preempted job goes back to the head of the queue, the most recently
+	// preempted first (as the simulator's PushFront does); the rest wait in
+	// arrival order.
+	slices.SortStableFunc(requeued, func(a, b *jobView) int {
+		return b.tj.Status.RequeuedAt.Time.Compare(a.tj.Status.RequeuedAt.Time)
+	})
+	slices.SortStableFunc(queued, func(a, b *jobView) int {
+		if c := a.tj.CreationTimestamp.Time.Compare(b.tj.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(JobKey(a.tj), JobKey(b.tj))
+	})
+	for _, jv := range append(requeued, queued...) {
+		v.Snap.Pending.PushBack(jv.st)
+	}
+
+	for i := range w.Deployments {
+		d := &w.Deployments[i]
+		name := d.Labels[v1alpha1.LabelPlaceholder]
+		if name == "" {
+			continue
+		}
+		c := 0
+		if d.Spec.Replicas != nil {
+			c = int(*d.Spec.Replicas)
+		}
+		v.Snap.Placeholders = append(v.Snap.Placeholders, cluster.Placeholder{
+			Name: name, Demand: PodDemand(&d.Spec.Template.Spec), Count: c,
+			PlacementGroup: d.Spec.Template.Spec.NodeSelector[LabelPlacementGroup],
+		})
+	}
+	slices.SortFunc(v.Snap.Placeholders, func(a, b cluster.Placeholder) int { return strings.Compare(a.Name, b.Name) })
+	return v
+}
+
+// chargeForeign charges a pod drover does not manage to its node.
+func (v *View) chargeForeign(p *corev1.Pod) {
+	ni, ok := v.nodeIdx[p.Spec.NodeName]
+	if !ok {
+		return
+	}
+	n := v.Snap.Nodes[ni]
+	d := PodDemand(&p.Spec)
+	n.Allocated = n.Allocated.Add(d)
+	n.Usage = n.Usage.Add(d)
+	if p.DeletionTimestamp != nil {
+		n.Releasing = n.Releasing.Add(d)
+	}
+}
+
+// podNode is the node a replica pod runs on or was assigned to.
+func podNode(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	return p.Annotations[v1alpha1.AnnotationNode]
+}
+
+// fillJob derives the job's phase, placement and progress from its status
+// and pods, and charges its resources to nodes.
+func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
+	tj, st := jv.tj, jv.st
+	t := Seconds(now)
+	st.Preemptions = int(tj.Status.Preemptions)
+	st.Migrations = int(tj.Status.Migrations)
+	st.Resizes = int(tj.Status.Resizes)
+	st.Reason = tj.Status.Reason
+	st.Enqueued = st.Job.Submit
+	if tj.Status.RequeuedAt != nil {
+		st.Enqueued = Seconds(tj.Status.RequeuedAt.Time)
+	}
+	if tj.Status.StartTime != nil {
+		st.FirstStart = Seconds(tj.Status.StartTime.Time)
+	}
+	st.LastStart = st.FirstStart
+	for _, c := range tj.Status.Conditions {
+		if c.Type == v1alpha1.ConditionAdmitted && c.Status == "True" {
+			st.LastStart = Seconds(c.LastTransitionTime.Time)
+		}
+	}
+	for k, val := range tj.Annotations {
+		if key, ok := strings.CutPrefix(k, v1alpha1.AnnotationLabelPrefix); ok {
+			if st.Labels == nil {
+				st.Labels = map[string]string{}
+			}
+			st.Labels[key] = val
+		}
+	}
+	for _, e := range tj.Status.Evals {
+		st.Evals = append(st.Evals, cluster.EvalSample{T: Seconds(e.Time.Time), Value: e.Value})
+	}
+	st.Updated = t
+	if p := tj.Status.Progress; p != nil {
+		st.WorkLeft = st.Job.Work * (1 - clamp01(p.Fraction))
+		st.Updated = Seconds(p.ReportedAt.Time)
+	}
+
+	// Terminating pods hold their node's resources until they are gone,
+	// marked as releasing; one stuck past its deadline is reported and no
+	// longer waited for, but its resources stay charged.
+	var live []*corev1.Pod
+	var graceEnds float64
+	for _, p := range jv.pods {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+			continue
+		}
+		d := p.DeletionTimestamp.Time
+		if now.After(d.Add(o.StuckAfter)) {
+			jv.stuck = append(jv.stuck, p)
+		} else if s := Seconds(d); s > graceEnds {
+			graceEnds = s
+		}
+		if ni, ok := v.nodeIdx[podNode(p)]; ok {
+			n := v.Snap.Nodes[ni]
+			dm := PodDemand(&p.Spec)
+			n.Allocated = n.Allocated.Add(dm)
+			n.Usage = n.Usage.Add(dm)
+			n.Releasing = n.Releasing.Add(dm)
+		}
+	}
+	waiting := graceEnds > 0 // terminating pods not yet stuck
+
+	switch tj.Status.Phase {
+	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
+		st.Phase = cluster.Running
+		for _, a := range tj.Status.Placement {
+			g, gok := jv.groups[a.Group]
+			ni, nok := v.nodeIdx[a.Node]
+			if !gok || !nok {
+				jv.missingNodes = append(jv.missingNodes, a.Node)
+				continue
+			}
+			for range a.Count {
+				st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
+			}
+		}
+		// Charge the placement (pods to be created included) rather than
+		// the pods seen: the informer cache may not show pods created a
+		// moment ago, and the placement is what the scheduler committed to.
+		// Live pods beyond the placement (about to be deleted) are charged
+		// too.
+		want := map[[2]int]int{}
+		for _, a := range st.Placement {
+			want[[2]int{a.Group, a.Node}]++
+		}
+		for _, p := range live {
+			g, gok := jv.groups[p.Labels[v1alpha1.LabelGroup]]
+			ni, nok := v.nodeIdx[podNode(p)]
+			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
+				if nok {
+					v.charge(ni, PodDemand(&p.Spec), false)
+				}
+				continue
+			}
+			k := [2]int{g, ni}
+			if want[k] > 0 {
+				want[k]--
+				continue
+			}
+			v.charge(ni, PodDemand(&p.Spec), false)
+		}
+		for _, a := range st.Placement {
+			v.chargeJob(jv, a)
+		}
+		switch {
+		case tj.Status.Migrating && waiting:
+			st.Phase = cluster.Migrating
+			st.PauseEnds = graceEnds
+		case tj.Status.Phase == v1alpha1.PhaseRunning:
+			st.Rate = st.Job.SpeedAt(st.Counts(), len(st.Placement.Nodes()))
+		}
+	case v1alpha1.PhaseSuspended:
+		// Preempted: Suspending while its pods checkpoint, then pending.
+		for _, p := range live {
+			if ni, ok := v.nodeIdx[podNode(p)]; ok {
+				v.charge(ni, PodDemand(&p.Spec), true)
+			}
+		}
+		if waiting || len(live) > 0 {
+			st.Phase = cluster.Suspending
+			st.GraceEnds = graceEnds
+			for _, p := range jv.pods {
+				g, gok := jv.groups[p.Labels[v1alpha1.LabelGroup]]
+				ni, nok := v.nodeIdx[podNode(p)]
+				if gok && nok && p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
+					st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
+				}
+			}
+			v.linkNodes(jv)
+		} else {
+			st.Phase = cluster.Pending
+		}
+	default: // Pending or unset
+		st.Phase = cluster.Pending
+		for _, p := range live {
+			if ni, ok := v.nodeIdx[podNode(p)]; ok {
+				v.charge(ni, PodDemand(&p.Spec), true)
+			}
+		}
+	}
+}
+
+func (v *View) charge(ni int, d resource.Vector, releasing bool) {
+	n := v.Snap.Nodes[ni]
+	n.Allocated = n.Allocated.Add(d)
+	n.Usage = n.Usage.Add(d)
+	if releasing {
+		n.Releasing = n.Releasing.Add(d)
+	}
+}
+
+func (v *View) chargeJob(jv *jobView, a cluster.Assignment) {
+	g := &jv.st.Job.Groups[a.Group]
+	n := v.Snap.Nodes[a.Node]
+	n.Allocated = n.Allocated.Add(g.Demand)
+	n.Usage = n.Usage.Add(g.EffectiveUsage())
+	if !slices.Contains(n.Jobs, jv.st) {
+		n.Jobs = append(n.Jobs, jv.st)
+	}
+}
+
+func (v *View) linkNodes(jv *jobView) {
+	for _, ni := range jv.st.Placement.Nodes() {
+		n := v.Snap.Nodes[ni]
+		if !slices.Contains(n.Jobs, jv.st) {
+			n.Jobs = append(n.Jobs, jv.st)
+		}
+	}
+}
+
+// ToJob converts a TrainingJob's spec to the policy's job model. Errors
+// name the field.
+func ToJob(tj *v1alpha1.TrainingJob, defaultDuration float64) (*cluster.Job, error) {
+	j := &cluster.Job{
+		ID:          JobKey(tj),
+		Tenant:      cmp.Or(tj.Spec.Tenant, tj.Namespace),
+		Priority:    int(tj.Spec.Priority),
+		Submit:      Seconds(tj.CreationTimestamp.Time),
+		Work:        defaultDuration,
+		GracePeriod: float64(tj.Grace()),
+		Model:       tj.Labels["drover.dev/model"],
+	}
+	switch tj.Spec.Class {
+	case v1alpha1.ClassTE:
+		j.Class = cluster.ClassTE
+	case v1alpha1.ClassBE, "":
+		j.Class = cluster.ClassBE
+	default:
+		return nil, fmt.Errorf("spec.class: %q is not TE or BE", tj.Spec.Class)
+	}
+	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
+		j.Work = float64(*d)
+	}
+	if u := tj.Spec.Utility; u != nil {
+		j.Utility = cluster.Sigmoid{G1: u.Weight, G2: u.Decay, G3: u.TargetSeconds}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(tj.UID))
+	h.Write([]byte(j.ID))
+	j.Seed = h.Sum64()
+	for i := range tj.Spec.ReplicaGroups {
+		g := &tj.Spec.ReplicaGroups[i]
+		lo, hi := g.Bounds()
+		j.Groups = append(j.Groups, cluster.ReplicaGroup{
+			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
+			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi),
+		})
+	}
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// Vector converts a resource list to drover's vector.
+func Vector(l corev1.ResourceList) resource.Vector {
+	var v resource.Vector
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		v[resource.CPU] = q.MilliValue()
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		v[resource.Memory] = q.Value()
+	}
+	if q, ok := l[GPUResource]; ok {
+		v[resource.GPU] = q.Value()
+	}
+	if q, ok := l[corev1.ResourceEphemeralStorage]; ok {
+		v[resource.Storage] = q.Value()
+	}
+	return v
+}
+
+// PodDemand is what a pod requests, as kube-scheduler computes it: the sum
+// over containers (limits where requests are unset), at least the largest
+// init container, plus the pod overhead.
+func PodDemand(s *corev1.PodSpec) resource.Vector {
+	var sum resource.Vector
+	for i := range s.Containers {
+		sum = sum.Add(containerDemand(&s.Containers[i]))
+	}
+	for i := range s.InitContainers {
+		sum = sum.Max(containerDemand(&s.InitContainers[i]))
+	}
+	return sum.Add(Vector(s.Overhead))
+}
+
+func containerDemand(c *corev1.Container) resource.Vector {
+	r := Vector(c.Resources.Requests)
+	l := Vector(c.Resources.Limits)
+	for k := range r {
+		if r[k] == 0 {
+			r[k] = l[k]
+		}
+	}
+	return r
+}
+
+func nodeReady(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func clamp01(x float64) float64 { return min(max(x, 0), 1) }
