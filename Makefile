@@ -37,3 +37,11 @@ CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.1
 generate:
 	GOFLAGS= $(CONTROLLER_GEN) object paths=./pkg/apis/...
 	GOFLAGS= $(CONTROLLER_GEN) crd:allowDangerousTypes=true,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./pkg/apis/... output:crd:artifacts:config=config/crd
+
+# A local cluster on loopback: etcd + kube-apiserver (from hack/testbin),
+# stand-in nodes and trainers, and the scheduler (POLICY, default fitgpp).
+# Prints the KUBECONFIG to use with `kubectl apply -f examples/`.
+POLICY ?= fitgpp
+dev-cluster:
+	@assets=$$(hack/testbin/build.sh | tail -n 1) && \
+		$(GO) run ./cmd/drover dev-cluster --assets $$assets --policy '$(POLICY)'

@@ -28,6 +28,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSimCmd())
+	root.AddCommand(newSchedulerCmd(), newReportCmd(), newDevClusterCmd())
 	root.AddCommand(newForecastCmd())
 	return root
 }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/drover-sched/drover/pkg/k8s"
+	"github.com/drover-sched/drover/pkg/k8s/standin"
+	"github.com/drover-sched/drover/pkg/registry"
+)
+
+func newDevClusterCmd() *cobra.Command {
+	var assets, crdDir, kubeconfigOut, config, policy, cpu, gpu, mem string
+	var nodes int
+	var scale float64
+	var verbosity int
+	cmd := &cobra.Command{
+		Use:   "dev-cluster",
+		Short: "Start etcd, kube-apiserver, stand-in nodes and the scheduler on loopback, for trying drover locally",
+		Long: `Starts etcd and kube-apiserver (the binaries hack/testbin/build.sh builds;
+--assets or KUBEBUILDER_ASSETS), installs the TrainingJob CRD, registers
+stand-in nodes whose pods run simulated trainers, runs the scheduler, and
+writes a kubeconfig. Then, in another shell:
+
+  export KUBECONFIG=<printed path>
+  kubectl apply -f examples/
+  kubectl get trainingjobs -w
+
+Stops on Ctrl-C.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			setLogger(verbosity)
+			if assets == "" {
+				assets = os.Getenv("KUBEBUILDER_ASSETS")
+			}
+			if assets == "" {
+				return fmt.Errorf("--assets or KUBEBUILDER_ASSETS must name the directory with etcd and kube-apiserver (run hack/testbin/build.sh)")
+			}
+			cfg, err := k8s.LoadConfig(config)
+			if err != nil {
+				return err
+			}
+			if policy != "" {
+				cfg.Policy = policy
+			}
+			cfg.MetricsAddr = "127.0.0.1:8080"
+			cfg.HealthAddr = "0"
+			env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+			rc, err := env.Start()
+			if err != nil {
+				return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+			}
+			defer func() { _ = env.Stop() }()
+			user, err := env.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
+			if err != nil {
+				return fmt.Errorf("creating the admin user: %w", err)
+			}
+			kc, err := user.KubeConfig()
+			if err != nil {
+				return err
+			}
+			if kubeconfigOut, err = filepath.Abs(kubeconfigOut); err != nil {
+				return err
+			}
+			if err := os.WriteFile(kubeconfigOut, kc, 0o600); err != nil {
+				return fmt.Errorf("writing kubeconfig: %w", err)
+			}
+			rc.QPS, rc.Burst = 200, 400
+			c, err := client.New(rc, client.Options{Scheme: k8s.Scheme()})
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			for _, ns := range []string{"drover-system"} {
+				_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			}
+			kube := standin.New(c, standin.Config{Nodes: nodes, Prefix: "node", TimeScale: scale, Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
+				k8s.GPUResource: resource.MustParse(gpu), corev1.ResourcePods: resource.MustParse("110")}})
+			if err := kube.RegisterNodes(ctx); err != nil {
+				return err
+			}
+			reg, err := registry.Policies()
+			if err != nil {
+				return err
+			}
+			mgr, _, err := k8s.NewManager(rc, cfg, reg)
+			if err != nil {
+				return err
+			}
+			go func() { _ = kube.Run(ctx) }()
+			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up: %d stand-in nodes (%s CPU, %s GPU each), policy %s, training time x%g\n", nodes, cpu, gpu, cfg.Policy, scale)
+			fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", cfg.MetricsAddr)
+			fmt.Fprintf(cmd.OutOrStdout(), "KUBECONFIG=%s\n", kubeconfigOut)
+			start := time.Now()
+			err = mgr.Start(ctx)
+			ctrl.Log.Info("dev cluster stopping", "uptime", time.Since(start).Round(time.Second).String())
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&assets, "assets", "", "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
+	cmd.Flags().StringVar(&crdDir, "crds", "config/crd", "CRD directory")
+	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", "dev-cluster.kubeconfig", "where to write the kubeconfig")
+	cmd.Flags().StringVar(&config, "config", "", "scheduler config file")
+	cmd.Flags().StringVar(&policy, "policy", "fitgpp", "policy spec")
+	cmd.Flags().IntVar(&nodes, "nodes", 4, "stand-in nodes")
+	cmd.Flags().StringVar(&cpu, "node-cpu", "16", "CPU per node")
+	cmd.Flags().StringVar(&gpu, "node-gpu", "4", "GPUs per node")
+	cmd.Flags().StringVar(&mem, "node-memory", "64Gi", "memory per node")
+	cmd.Flags().Float64Var(&scale, "time-scale", 5, "training seconds per wall second for the stand-in trainers")
+	cmd.Flags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity")
+	return cmd
+}

@@ -1,0 +1,173 @@
+package k8s
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/cluster"
+	dres "github.com/drover-sched/drover/pkg/resource"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testNode(name string, cpu, gpu string, ready bool) corev1.Node {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Gi"), GPUResource: resource.MustParse(gpu)}
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Allocatable: rl, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}}}
+}
+
+func testJob(name string, created time.Time, replicas int32, cpu, gpu string) v1alpha1.TrainingJob {
+	return v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(created), UID: "uid-" + "name"},
+		Spec: v1alpha1.TrainingJobSpec{Class: v1alpha1.ClassBE, ReplicaGroups: []v1alpha1.ReplicaGroup{{Name: "worker", Replicas: replicas,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), GPUResource: resource.MustParse(gpu)}}}}}}}}}}
+}
+
+func replicaPod(job, group, node string, attempt string, deleting *metav1.Time) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-" + group + "-" + node, Namespace: "ns", DeletionTimestamp: deleting,
+		Labels:      map[string]string{v1alpha1.LabelJob: job, v1alpha1.LabelGroup: group, v1alpha1.LabelAttempt: attempt},
+		Annotations: map[string]string{v1alpha1.AnnotationNode: node}},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), GPUResource: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+// Build maps TrainingJob status and pods to the snapshot's phases, queue
+// order and node accounting.
+func TestBuild(t *testing.T) {
+	running := testJob("run", t0, 2, "2", "1")
+	running.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseRunning, Attempt: 1,
+		Placement: []v1alpha1.Assignment{{Group: "worker", Node: "a", Count: 2}}}
+	suspended := testJob("sus", t0.Add(time.Second), 1, "2", "1")
+	req := metav1.NewTime(t0.Add(50 * time.Second))
+	suspended.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseSuspended, Attempt: 1, RequeuedAt: &req}
+	suspending := testJob("susp", t0.Add(2*time.Second), 1, "2", "1")
+	suspending.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseSuspended, Attempt: 1, RequeuedAt: &req}
+	later := testJob("later", t0.Add(3*time.Second), 1, "2", "1")
+	earlier := testJob("earlier", t0.Add(-time.Second), 1, "2", "1")
+	done := testJob("done", t0, 1, "2", "1")
+	done.Status.Phase = v1alpha1.PhaseSucceeded
+	now := t0.Add(60 * time.Second)
+	grace := metav1.NewTime(now.Add(10 * time.Second))
+	w := &World{
+		Nodes: []corev1.Node{testNode("b", "8", "4", true), testNode("a", "8", "4", true), testNode("c", "8", "4", false)},
+		Jobs:  []v1alpha1.TrainingJob{later, running, suspended, suspending, earlier, done},
+		Pods: []corev1.Pod{
+			// Only one of run's two pods is visible yet: the placement is charged.
+			replicaPod("run", "worker", "a", "1", nil),
+			replicaPod("susp", "worker", "b", "1", &grace),
+			// A pod drover does not manage.
+			{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "x"}, Spec: corev1.PodSpec{NodeName: "b", Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}},
+		},
+	}
+	v := Build(w, now, Options{DefaultDuration: 100, StuckAfter: time.Minute})
+	s := v.Snap
+	var names []string
+	for _, n := range s.Nodes {
+		names = append(names, fmt.Sprintf("%s:%v", n.Name, n.Ready))
+	}
+	if got := strings.Join(names, " "); got != "a:true b:true c:false" {
+		t.Errorf("nodes %s", got)
+	}
+	var q []string
+	for js := range s.Pending.All() {
+		q = append(q, js.Job.ID)
+	}
+	// The preempted job with no pods left heads the queue; then arrival order.
+	if got := strings.Join(q, " "); got != "ns/sus ns/earlier ns/later" {
+		t.Errorf("queue %q", got)
+	}
+	phases := map[string]cluster.Phase{}
+	for _, js := range s.Running {
+		phases[js.Job.ID] = js.Phase
+	}
+	if phases["ns/run"] != cluster.Running || phases["ns/susp"] != cluster.Suspending || len(phases) != 2 {
+		t.Errorf("running %v", phases)
+	}
+	a, b := s.Nodes[0], s.Nodes[1]
+	if a.Allocated[dres.CPU] != 4000 || a.Allocated[dres.GPU] != 2 {
+		t.Errorf("node a allocated %v, want the 2-replica placement", a.Allocated)
+	}
+	if b.Allocated[dres.CPU] != 3000 || b.Releasing[dres.CPU] != 2000 {
+		t.Errorf("node b allocated %v releasing %v", b.Allocated, b.Releasing)
+	}
+	if js := s.Job("ns/susp"); js.GraceEnds != Seconds(grace.Time) {
+		t.Errorf("grace ends %v", js.GraceEnds)
+	}
+	if js := s.Job("ns/run"); js.Rate <= 0 || js.Job.Work != 100 {
+		t.Errorf("running job rate %v work %v", js.Rate, js.Job.Work)
+	}
+}
+
+// A pod terminating past its deadline plus StuckAfter is reported and no
+// longer holds its job in Suspending.
+func TestBuildStuck(t *testing.T) {
+	j := testJob("j", t0, 1, "2", "1")
+	req := metav1.NewTime(t0)
+	j.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseSuspended, Attempt: 1, RequeuedAt: &req}
+	del := metav1.NewTime(t0.Add(time.Second))
+	w := &World{Nodes: []corev1.Node{testNode("a", "8", "4", true)}, Jobs: []v1alpha1.TrainingJob{j},
+		Pods: []corev1.Pod{replicaPod("j", "worker", "a", "1", &del)}}
+	for _, c := range []struct {
+		after time.Duration
+		phase cluster.Phase
+		stuck int
+	}{{5 * time.Second, cluster.Suspending, 0}, {time.Minute, cluster.Pending, 1}} {
+		v := Build(w, t0.Add(c.after), Options{DefaultDuration: 100, StuckAfter: 10 * time.Second})
+		jv := v.jobs["ns/j"]
+		if jv.st.Phase != c.phase || len(jv.stuck) != c.stuck {
+			t.Errorf("after %v: phase %s stuck %d, want %s %d", c.after, jv.st.Phase, len(jv.stuck), c.phase, c.stuck)
+		}
+		if v.Snap.Nodes[0].Allocated[dres.CPU] != 2000 {
+			t.Errorf("after %v: the terminating pod's CPU is not charged: %v", c.after, v.Snap.Nodes[0].Allocated)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	// The config shipped in deploy/ parses.
+	b, err := os.ReadFile("../../deploy/30-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, body, wantErr string }{
+		{"deploy", cm.Data["config.yaml"], ""},
+		{"empty", "", ""},
+		{"typo", "polcy: fifo\n", "polcy"},
+		{"period", "period: 1ms\n", "period"},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, c.name+".yaml")
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(p)
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s: error %v, want one naming %q", c.name, err, c.wantErr)
+		case c.wantErr == "" && (cfg.Policy == "" || cfg.Period.Duration == 0):
+			t.Errorf("%s: defaults not filled: %+v", c.name, cfg)
+		}
+	}
+}
