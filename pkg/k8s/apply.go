@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -309,18 +310,25 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		if jv == nil || jv.st == nil {
 			return fmt.Errorf("unknown job %q", act.Job)
 		}
-		key := v1alpha1.AnnotationLabelPrefix + act.Key
-		if jv.tj.Annotations[key] == act.Value {
-			return nil
-		}
-		if len(validation.IsQualifiedName(key)) > 0 {
-			return fmt.Errorf("label key %q is not a valid annotation key", act.Key)
+		if jv.st.Labels[act.Key] == act.Value {
+			if _, ok := jv.st.Labels[act.Key]; ok {
+				return nil
+			}
 		}
 		if err := e.updateMeta(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			labels := PolicyLabels(o)
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[act.Key] = act.Value
+			b, err := json.Marshal(labels)
+			if err != nil {
+				return err
+			}
 			if o.Annotations == nil {
 				o.Annotations = map[string]string{}
 			}
-			o.Annotations[key] = act.Value
+			o.Annotations[v1alpha1.AnnotationLabels] = string(b)
 			return nil
 		}); err != nil {
 			return err

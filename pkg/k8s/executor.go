@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,11 @@ type Executor struct {
 
 	mu      sync.Mutex
 	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+
+	// Origin is time 0 of the policies' clock, kept in the ConfigMap
+	// drover-clock so that every scheduler that ever runs against the
+	// cluster agrees on it. Set on the first cycle unless preset.
+	Origin time.Time
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -154,8 +160,14 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.Origin.IsZero() {
+		if err := e.loadOrigin(ctx); err != nil {
+			return nil, err
+		}
+	}
 	e.cycle++
-	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds, StuckAfter: e.cfg.StuckAfter.Duration}
+	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
+		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
@@ -304,4 +316,35 @@ func (e *Executor) event(tj *v1alpha1.TrainingJob, warning bool, reason, format 
 		t = corev1.EventTypeWarning
 	}
 	e.rec.Eventf(tj, t, reason, format, args...)
+}
+
+// ClockConfigMap holds the scheduler clock's origin.
+const ClockConfigMap = "drover-clock"
+
+// loadOrigin reads the clock origin from the drover-clock ConfigMap, or
+// creates it with the current time. The first scheduler to run fixes it;
+// restarts and new leaders read the same value.
+func (e *Executor) loadOrigin(ctx context.Context) error {
+	key := client.ObjectKey{Namespace: e.cfg.PlaceholderNamespace, Name: ClockConfigMap}
+	for range 3 {
+		cm := &corev1.ConfigMap{}
+		err := e.api.Get(ctx, key, cm)
+		if err == nil {
+			t, perr := time.Parse(time.RFC3339Nano, cm.Data["origin"])
+			if perr != nil {
+				return fmt.Errorf("configmap %s: origin %q: %w", key, cm.Data["origin"], perr)
+			}
+			e.Origin = t
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading configmap %s: %w", key, err)
+		}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+			Data: map[string]string{"origin": e.Now().UTC().Format(time.RFC3339Nano)}}
+		if err := e.c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating configmap %s (does namespace %s exist?): %w", key, key.Namespace, err)
+		}
+	}
+	return fmt.Errorf("configmap %s: could not read or create it", key)
 }

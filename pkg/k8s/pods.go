@@ -172,8 +172,10 @@ func podMessage(p *corev1.Pod) string {
 // category is the policy's "category" label when set, else the progress
 // quartile.
 func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
-	if c := jv.tj.Annotations[v1alpha1.AnnotationLabelPrefix+"category"]; c != "" {
-		return c
+	for k, v := range PolicyLabels(jv.tj) {
+		if k == "category" || strings.HasSuffix(k, "/category") {
+			return v
+		}
 	}
 	if s.Progress == nil {
 		return ""

@@ -12,6 +12,7 @@ package k8s
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -80,12 +81,22 @@ type Options struct {
 	// StuckAfter is how long past its deletion deadline a terminating pod
 	// may stay before it is reported and no longer waited for.
 	StuckAfter time.Duration
+	// Origin is time 0 of the snapshot clock.
+	Origin time.Time
 }
 
-// Seconds converts a time to the snapshot clock: seconds since the Unix
-// epoch. Wall-clock time keeps a restarted scheduler's clock consistent
-// with the timestamps stored in the API server.
-func Seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+// Seconds converts a time to the snapshot clock: seconds since the
+// origin. The origin is persisted in the cluster (see Executor.Origin), so
+// a restarted scheduler's clock agrees with the timestamps stored in the
+// API server, while times stay small as policies written for the
+// simulator (whose runs start at 0) expect. A zero origin means the Unix
+// epoch.
+func (o Options) Seconds(t time.Time) float64 {
+	if o.Origin.IsZero() {
+		return float64(t.UnixNano()) / 1e9
+	}
+	return t.Sub(o.Origin).Seconds()
+}
 
 // JobKey is the snapshot job ID of a TrainingJob: namespace/name.
 func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
@@ -94,7 +105,7 @@ func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Na
 // TrainingJob that cannot be converted is kept aside with its error (the
 // executor marks it Failed) and left out of the snapshot.
 func Build(w *World, now time.Time, o Options) *View {
-	t := Seconds(now)
+	t := o.Seconds(now)
 	v := &View{
 		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue()},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
@@ -125,7 +136,7 @@ func Build(w *World, now time.Time, o Options) *View {
 			continue
 		}
 		jv := &jobView{tj: tj, succeeded: map[string]int{}}
-		job, err := ToJob(tj, o.DefaultDuration)
+		job, err := ToJob(tj, o)
 		if err != nil {
 			jv.invalid = err
 		} else {
@@ -260,39 +271,32 @@ func podNode(p *corev1.Pod) string {
 // and pods, and charges its resources to nodes.
 func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	tj, st := jv.tj, jv.st
-	t := Seconds(now)
+	t := o.Seconds(now)
 	st.Preemptions = int(tj.Status.Preemptions)
 	st.Migrations = int(tj.Status.Migrations)
 	st.Resizes = int(tj.Status.Resizes)
 	st.Reason = tj.Status.Reason
 	st.Enqueued = st.Job.Submit
 	if tj.Status.RequeuedAt != nil {
-		st.Enqueued = Seconds(tj.Status.RequeuedAt.Time)
+		st.Enqueued = o.Seconds(tj.Status.RequeuedAt.Time)
 	}
 	if tj.Status.StartTime != nil {
-		st.FirstStart = Seconds(tj.Status.StartTime.Time)
+		st.FirstStart = o.Seconds(tj.Status.StartTime.Time)
 	}
 	st.LastStart = st.FirstStart
 	for _, c := range tj.Status.Conditions {
 		if c.Type == v1alpha1.ConditionAdmitted && c.Status == "True" {
-			st.LastStart = Seconds(c.LastTransitionTime.Time)
+			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
 		}
 	}
-	for k, val := range tj.Annotations {
-		if key, ok := strings.CutPrefix(k, v1alpha1.AnnotationLabelPrefix); ok {
-			if st.Labels == nil {
-				st.Labels = map[string]string{}
-			}
-			st.Labels[key] = val
-		}
-	}
+	st.Labels = PolicyLabels(tj)
 	for _, e := range tj.Status.Evals {
-		st.Evals = append(st.Evals, cluster.EvalSample{T: Seconds(e.Time.Time), Value: e.Value})
+		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
 	}
 	st.Updated = t
 	if p := tj.Status.Progress; p != nil {
 		st.WorkLeft = st.Job.Work * (1 - clamp01(p.Fraction))
-		st.Updated = Seconds(p.ReportedAt.Time)
+		st.Updated = o.Seconds(p.ReportedAt.Time)
 	}
 
 	// Terminating pods hold their node's resources until they are gone,
@@ -308,7 +312,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		d := p.DeletionTimestamp.Time
 		if now.After(d.Add(o.StuckAfter)) {
 			jv.stuck = append(jv.stuck, p)
-		} else if s := Seconds(d); s > graceEnds {
+		} else if s := o.Seconds(d); s > graceEnds {
 			graceEnds = s
 		}
 		if ni, ok := v.nodeIdx[podNode(p)]; ok {
@@ -431,13 +435,15 @@ func (v *View) linkNodes(jv *jobView) {
 
 // ToJob converts a TrainingJob's spec to the policy's job model. Errors
 // name the field.
-func ToJob(tj *v1alpha1.TrainingJob, defaultDuration float64) (*cluster.Job, error) {
+func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
+	// A job created before the clock's origin arrived at time 0.
+	submit := max(0, o.Seconds(tj.CreationTimestamp.Time))
 	j := &cluster.Job{
 		ID:          JobKey(tj),
 		Tenant:      cmp.Or(tj.Spec.Tenant, tj.Namespace),
 		Priority:    int(tj.Spec.Priority),
-		Submit:      Seconds(tj.CreationTimestamp.Time),
-		Work:        defaultDuration,
+		Submit:      submit,
+		Work:        o.DefaultDuration,
 		GracePeriod: float64(tj.Grace()),
 		Model:       tj.Labels["drover.dev/model"],
 	}
@@ -451,6 +457,10 @@ func ToJob(tj *v1alpha1.TrainingJob, defaultDuration float64) (*cluster.Job, err
 	}
 	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
 		j.Work = float64(*d)
+	}
+	if ps := tj.Spec.ParameterServer; ps != nil {
+		j.PS = &cluster.PSParams{Epochs: int(ps.Epochs), Chunks: int(ps.Chunks), MiniBatches: int(ps.MiniBatches),
+			MiniBatchTime: ps.MiniBatchSeconds, GradientMB: ps.GradientMB, WorkerBW: ps.WorkerBandwidthMBps, PSBW: ps.PSBandwidthMBps}
 	}
 	if u := tj.Spec.Utility; u != nil {
 		j.Utility = cluster.Sigmoid{G1: u.Weight, G2: u.Decay, G3: u.TargetSeconds}
@@ -529,3 +539,17 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
+
+// PolicyLabels decodes the policy labels kept on a TrainingJob; a
+// malformed annotation (edited by hand) reads as no labels.
+func PolicyLabels(tj *v1alpha1.TrainingJob) map[string]string {
+	s := tj.Annotations[v1alpha1.AnnotationLabels]
+	if s == "" {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil
+	}
+	return m
+}

@@ -105,7 +105,7 @@ func TestBuild(t *testing.T) {
 	if b.Allocated[dres.CPU] != 3000 || b.Releasing[dres.CPU] != 2000 {
 		t.Errorf("node b allocated %v releasing %v", b.Allocated, b.Releasing)
 	}
-	if js := s.Job("ns/susp"); js.GraceEnds != Seconds(grace.Time) {
+	if js := s.Job("ns/susp"); js.GraceEnds != (Options{}).Seconds(grace.Time) {
 		t.Errorf("grace ends %v", js.GraceEnds)
 	}
 	if js := s.Job("ns/run"); js.Rate <= 0 || js.Job.Work != 100 {

@@ -149,6 +149,9 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 	if err != nil {
 		tc.t.Fatal(err)
 	}
+	if err := reg.Add(testPolicies()...); err != nil {
+		tc.t.Fatal(err)
+	}
 	mgr, ex, err := k8s.NewManager(restCfg, cfg, reg)
 	if err != nil {
 		tc.t.Fatal(err)

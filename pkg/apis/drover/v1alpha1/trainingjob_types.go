@@ -40,9 +40,11 @@ const (
 	// progress: a JSON Report (see package pkg/k8s/report). Any language
 	// can write it with one PATCH of its own pod.
 	AnnotationReport = "drover.dev/report"
-	// AnnotationLabelPrefix prefixes the TrainingJob annotations that hold
-	// policy labels (policy.SetLabel), which survive scheduler restarts.
-	AnnotationLabelPrefix = "label.drover.dev/"
+	// AnnotationLabels on a TrainingJob holds the policy's labels
+	// (policy.SetLabel) as a JSON object, so that they survive scheduler
+	// restarts. One annotation rather than one per key, because policy
+	// label keys need not be valid annotation keys.
+	AnnotationLabels = "drover.dev/policy-labels"
 
 	// OptInLabel on a plain pod (for example one of a Kubernetes Job or a
 	// Kubeflow PyTorchJob) asks drover to schedule it as a one-replica job
@@ -113,6 +115,38 @@ type TrainingJobSpec struct {
 	// Progress describes the evaluation metric the job reports.
 	// +optional
 	Progress *ProgressSpec `json:"progress,omitempty"`
+
+	// ParameterServer describes a parameter-server job in OASiS's terms
+	// (replica groups worker and ps); OASiS needs it to plan the job.
+	// +optional
+	ParameterServer *ParameterServerSpec `json:"parameterServer,omitempty"`
+}
+
+// ParameterServerSpec are OASiS's per-job parameters.
+type ParameterServerSpec struct {
+	// Epochs over the data set (E).
+	// +kubebuilder:validation:Minimum=1
+	Epochs int32 `json:"epochs"`
+	// Chunks of the data set (N).
+	// +kubebuilder:validation:Minimum=1
+	Chunks int32 `json:"chunks"`
+	// MiniBatches per chunk (M).
+	// +kubebuilder:validation:Minimum=1
+	MiniBatches int32 `json:"miniBatches"`
+	// MiniBatchSeconds is the time to train one mini-batch (tau).
+	// +kubebuilder:validation:Minimum=0
+	MiniBatchSeconds float64 `json:"miniBatchSeconds"`
+	// GradientMB is the size of the gradients a worker pushes (e).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GradientMB float64 `json:"gradientMB,omitempty"`
+	// WorkerBandwidthMBps and PSBandwidthMBps are b and B.
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	WorkerBandwidthMBps float64 `json:"workerBandwidthMBps"`
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	PSBandwidthMBps float64 `json:"psBandwidthMBps"`
 }
 
 // ReplicaGroup is one kind of replica.
