@@ -53,6 +53,16 @@ type caState struct {
 	peak       int       // most nodes alive at once
 	// integrals in node-seconds (and dollars) for the elastic metrics
 	nodeSec, overSec, phSec, overCost float64
+	hourly                            []ElasticHour
+}
+
+// ElasticHour is one hour of an elastic run (from time Hour*3600): node
+// time in node-hours, the part of it over-provisioned and held by
+// placeholders, and the cost of the nodes in dollars. Experiments use it
+// to measure a window of a run and to chart node counts over time.
+type ElasticHour struct {
+	Hour                                         int
+	NodeHours, OverHours, PlaceholderHours, Cost float64
 }
 
 // nodeAdded and nodeGoneCA keep the alive list current for every node,
@@ -303,19 +313,53 @@ func (s *Sim) integrateElastic(dt float64) {
 	if dt <= 0 || !s.elastic() {
 		return
 	}
+	var nodes, over, ph, overPrice, price float64
 	for _, i := range s.ca.alive {
 		n := s.nodes[i]
-		over, ph := 1.0, 0.0
+		o, p := 1.0, 0.0
 		if n.Ready {
-			over = 1 - n.Allocated.Sub(n.Placeholder).DominantShare(n.Capacity)
-			ph = n.Placeholder.DominantShare(n.Capacity)
+			o = 1 - n.Allocated.Sub(n.Placeholder).DominantShare(n.Capacity)
+			p = n.Placeholder.DominantShare(n.Capacity)
 		}
-		s.ca.nodeSec += dt
-		s.ca.overSec += over * dt
-		s.ca.phSec += ph * dt
-		s.ca.overCost += over * dt * n.PricePerHour / 3600
+		nodes++
+		over += o
+		ph += p
+		overPrice += o * n.PricePerHour
+		price += n.PricePerHour
+	}
+	s.ca.nodeSec += nodes * dt
+	s.ca.overSec += over * dt
+	s.ca.phSec += ph * dt
+	s.ca.overCost += overPrice * dt / 3600
+	// split [now, now+dt) over the hours it spans
+	for t0, t1 := s.lastT, s.lastT+dt; t0 < t1; {
+		h := int(math.Floor(t0 / 3600))
+		end := math.Min(t1, float64(h+1)*3600)
+		for len(s.ca.hourly) == 0 || s.ca.hourly[len(s.ca.hourly)-1].Hour < h {
+			s.ca.hourly = append(s.ca.hourly, ElasticHour{Hour: s.hourAfterLast()})
+		}
+		e := &s.ca.hourly[len(s.ca.hourly)-1]
+		f := (end - t0) / 3600
+		e.NodeHours += nodes * f
+		e.OverHours += over * f
+		e.PlaceholderHours += ph * f
+		e.Cost += price * f
+		t0 = end
 	}
 }
+
+// hourAfterLast is the hour the next ElasticHour covers: the first hour of
+// the run, then consecutive hours.
+func (s *Sim) hourAfterLast() int {
+	if len(s.ca.hourly) == 0 {
+		return int(math.Floor(s.lastT / 3600))
+	}
+	return s.ca.hourly[len(s.ca.hourly)-1].Hour + 1
+}
+
+// elasticSeries returns the hourly elastic figures (nil unless the elastic
+// metrics are on).
+func (s *Sim) elasticSeries() []ElasticHour { return s.ca.hourly }
 
 func (s *Sim) elastic() bool { return s.cfg.ElasticMetrics || s.cfg.Autoscaler != nil }
 

@@ -149,6 +149,19 @@ func TestAutoscalerScaleUpDelayDownCost(t *testing.T) {
 			if math.Abs(m["overprovisioned_node_hours"]-wantOver) > 1e-9 || math.Abs(m["node_hours"]-nodes*released/3600) > 1e-9 {
 				t.Fatalf("overprovisioned %g node-hours (want %g), node_hours %g", m["overprovisioned_node_hours"], wantOver, m["node_hours"])
 			}
+			// The hourly series adds up to the run's figures, hour by hour
+			// from hour 0.
+			var nh, oh, cost float64
+			for i, h := range r.Elastic {
+				if h.Hour != i {
+					t.Fatalf("hour %d at index %d", h.Hour, i)
+				}
+				nh, oh, cost = nh+h.NodeHours, oh+h.OverHours, cost+h.Cost
+			}
+			if len(r.Elastic) != int(math.Ceil(released/3600)) || math.Abs(nh-m["node_hours"]) > 1e-9 ||
+				math.Abs(oh-m["overprovisioned_node_hours"]) > 1e-9 || math.Abs(cost-m["cost"]) > 1e-9 {
+				t.Fatalf("hourly series (%d hours) sums to %g node-hours, %g over, $%g; run: %v", len(r.Elastic), nh, oh, cost, m)
+			}
 		})
 	}
 }

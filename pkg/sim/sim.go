@@ -168,6 +168,9 @@ type Result struct {
 	Refusals []policy.Refusal
 	// Final is the state of every job at the end, in submit order.
 	Final []*cluster.JobState
+	// Elastic is the hourly node time and cost with Config.ElasticMetrics
+	// or an Autoscaler (nil otherwise).
+	Elastic []ElasticHour
 }
 
 // Metrics returns the standard summary of the result.
@@ -684,7 +687,7 @@ func (s *Sim) result() *Result {
 	if s.capInt[resource.GPU] > 0 {
 		st.GPUUtil = s.allocInt[resource.GPU] / s.capInt[resource.GPU]
 	}
-	return &Result{Policy: s.pol.Name(), Records: recs, Stats: st, Refusals: s.refusals, Final: final}
+	return &Result{Policy: s.pol.Name(), Records: recs, Stats: st, Refusals: s.refusals, Final: final, Elastic: s.elasticSeries()}
 }
 
 // SetExtra records an executor-specific metric (used by extensions such as
