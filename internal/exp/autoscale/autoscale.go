@@ -154,8 +154,9 @@ func StaticNodes(jobs []*cluster.Job, cat []cluster.InstanceType) ([]cluster.Nod
 }
 
 // Columns of the report table.
-var Columns = []string{"jobs", "completed", "pending_mean_s", "pending_p95_s", "pending_test_mean_s", "pending_test_p95_s", "cost", "overprovisioned_node_hours",
-	"placeholder_node_hours", "node_hours", "nodes_peak", "nodes_provisioned"}
+var Columns = []string{"jobs", "completed", "pending_mean_s", "pending_p95_s", "cost", "overprovisioned_node_hours",
+	"pending_test_mean_s", "pending_test_p95_s", "cost_test", "overprovisioned_node_hours_test", "placeholder_node_hours_test",
+	"node_hours_test", "nodes_peak", "nodes_provisioned"}
 
 // Run runs the experiment with the given options.
 func Run(ctx context.Context, env *experiment.Env, o Options) (*experiment.Report, error) {
@@ -211,7 +212,7 @@ func Run(ctx context.Context, env *experiment.Env, o Options) (*experiment.Repor
 		}
 	}
 	for i := range runs {
-		testWindow(rows[i].Metrics, runs[i].Result.Records, o.Warmup*3600, horizon)
+		testWindow(rows[i].Metrics, runs[i].Result, o.Warmup*3600, horizon)
 		runs[i].Policy = rows[i].Policy
 		if m := rows[i].Params["model"]; m != "" {
 			runs[i].Policy += " " + m
@@ -233,28 +234,50 @@ func Run(ctx context.Context, env *experiment.Env, o Options) (*experiment.Repor
 		notes = append(notes, "quick: 3 days, 1 day of warm-up, fast forecasters only")
 	}
 	return &experiment.Report{Experiment: "autoscale", Seed: env.Seed, Results: rows, Columns: Columns, Notes: notes,
-		Charts: []experiment.ChartFile{pendingChart(runs)}}, nil
+		Charts: []experiment.ChartFile{pendingChart(runs), nodesChart(runs)}}, nil
 }
 
-// testWindow adds the pending time of the jobs submitted after the
-// predictive policy's warm-up (the paper's test week), when the model, not
-// the ladder, sets the placeholders: pending_test_mean_s and
-// pending_test_p95_s. A job never started counts until the end.
-func testWindow(m map[string]float64, recs []metrics.JobRecord, from, end float64) {
+// testWindow adds the figures of the window after the predictive
+// policy's warm-up (the paper's test week), when the model, not the
+// ladder, sets the placeholders: pending time of the jobs submitted in it
+// (a job never started counts until the end) and the node-hours and cost
+// of the hours in it (from the run's hourly series).
+func testWindow(m map[string]float64, r *sim.Result, from, end float64) {
 	var pend []float64
-	for _, r := range recs {
-		if r.Rejected || r.Submit < from {
+	for _, rec := range r.Records {
+		if rec.Rejected || rec.Submit < from {
 			continue
 		}
-		if r.FirstStart >= 0 {
-			pend = append(pend, r.QueueDelay())
+		if rec.FirstStart >= 0 {
+			pend = append(pend, rec.QueueDelay())
 		} else {
-			pend = append(pend, end-r.Submit)
+			pend = append(pend, end-rec.Submit)
 		}
 	}
 	m["test_jobs"] = float64(len(pend))
 	m["pending_test_mean_s"] = metrics.Mean(pend)
 	m["pending_test_p95_s"] = metrics.Percentile(pend, 95)
+	var cost, nh, over, ph float64
+	for _, h := range r.Elastic {
+		if float64(h.Hour)*3600 >= from {
+			cost, nh, over, ph = cost+h.Cost, nh+h.NodeHours, over+h.OverHours, ph+h.PlaceholderHours
+		}
+	}
+	m["cost_test"], m["node_hours_test"], m["overprovisioned_node_hours_test"], m["placeholder_node_hours_test"] = cost, nh, over, ph
+}
+
+// nodesChart plots the mean number of nodes alive per hour for each row.
+func nodesChart(runs []experiment.Run) experiment.ChartFile {
+	c := &chart.Line{Title: "nodes alive (hourly mean)", XLabel: "time (h)", YLabel: "nodes", Step: true}
+	for _, r := range runs {
+		s := chart.Series{Name: r.Policy}
+		for _, h := range r.Result.Elastic {
+			s.X = append(s.X, float64(h.Hour))
+			s.Y = append(s.Y, h.NodeHours)
+		}
+		c.Series = append(c.Series, s)
+	}
+	return experiment.ChartFile{File: "nodes.svg", Line: c}
 }
 
 // pendingChart plots pending time per job against its submit time (hours)
