@@ -542,7 +542,9 @@ func Transition(jobs []*cluster.JobState, targets []cluster.Placement, keep func
 			}
 			common := intersect(cur, tgt)
 			switch {
-			case len(common) == 0:
+			case len(common) == 0 || belowMin(js.Job, common):
+				// Executors refuse shrinking a group below its minimum:
+				// stop and restart instead.
 				shrink = append(shrink, policy.Preempt{Job: id, Reason: "schedule: moves to other servers"})
 				grow = append(grow, policy.Start{Job: id, Placement: tgt})
 			case !slices.Equal(common, cur):
@@ -556,6 +558,17 @@ func Transition(jobs []*cluster.JobState, targets []cluster.Placement, keep func
 		}
 	}
 	return append(shrink, grow...)
+}
+
+// belowMin reports whether a placement leaves some group of j below its
+// minimum.
+func belowMin(j *cluster.Job, p cluster.Placement) bool {
+	for g, c := range p.Counts(len(j.Groups)) {
+		if c < j.Groups[g].Min {
+			return true
+		}
+	}
+	return false
 }
 
 // intersect returns the assignments two canonical placements share.

@@ -27,7 +27,8 @@ type Offline struct {
 
 	jobs  []offJob
 	pools [2][]resource.Vector // worker and PS server capacities
-	memo  map[string]float64   // best utility so far on reaching a state
+	total [2]resource.Vector
+	memo  map[string]float64 // best utility so far on reaching a state
 	packs map[string]bool
 	best  float64
 	// Incumbent is a known achievable utility (OASiS's); it only speeds
@@ -42,6 +43,7 @@ type offJob struct {
 	arrive int
 	W, N   int
 	ps     []int // ps[w], -1 when w workers are not allowed
+	dw, dp resource.Vector
 	util   []float64
 }
 
@@ -63,11 +65,18 @@ func (o *Offline) Solve(jobs []*cluster.Job, nodes []cluster.Node) (float64, err
 			o.pools[1] = append(o.pools[1], n.Capacity)
 		}
 	}
+	o.total = [2]resource.Vector{}
+	for p := range o.pools {
+		for _, c := range o.pools[p] {
+			o.total[p] = o.total[p].Add(c)
+		}
+	}
 	for _, j := range jobs {
 		if err := CheckJob(j); err != nil {
 			return 0, err
 		}
-		oj := offJob{j: j, arrive: arrivalSlot(j.Submit, o.Slot), W: WorkerSlots(j.PS, o.Slot), N: j.PS.Chunks}
+		oj := offJob{j: j, arrive: arrivalSlot(j.Submit, o.Slot), W: WorkerSlots(j.PS, o.Slot), N: j.PS.Chunks,
+			dw: j.Groups[GWorker].Demand, dp: j.Groups[GPS].Demand}
 		oj.N = min(oj.N, oj.W)
 		if oj.W > 255 {
 			return 0, fmt.Errorf("job %s: %d worker-slots: %w", j.ID, oj.W, ErrTooLarge)
@@ -127,6 +136,7 @@ func (o *Offline) search(t int, rem []byte, acc float64) error {
 		}
 	}
 	w := make([]int, len(o.jobs))
+	var need [2]resource.Vector
 	var rec func(k int) error
 	rec = func(k int) error {
 		if k == len(active) {
@@ -149,11 +159,22 @@ func (o *Offline) search(t int, rem []byte, acc float64) error {
 			if x > 0 && jb.ps[x] < 0 {
 				continue
 			}
-			w[i] = x
-			if x > 0 && !o.fitsAggregate(w) {
+			// quick necessary condition: each pool's summed demand
+			// within its summed capacity
+			nw := need[0].Add(jb.dw.Scale(int64(x)))
+			np := need[1]
+			if x > 0 {
+				np = np.Add(jb.dp.Scale(int64(jb.ps[x])))
+			}
+			if !nw.Fits(o.total[0]) || !np.Fits(o.total[1]) {
 				continue
 			}
-			if err := rec(k + 1); err != nil {
+			w[i] = x
+			saved := need
+			need = [2]resource.Vector{nw, np}
+			err := rec(k + 1)
+			need = saved
+			if err != nil {
 				return err
 			}
 		}
@@ -178,27 +199,6 @@ func (o *Offline) bound(t int, rem []byte) float64 {
 		}
 	}
 	return b
-}
-
-// fitsAggregate is a quick necessary condition: each pool's summed demand
-// within its summed capacity.
-func (o *Offline) fitsAggregate(w []int) bool {
-	for pool := 0; pool < 2; pool++ {
-		var need, have resource.Vector
-		for _, c := range o.pools[pool] {
-			have = have.Add(c)
-		}
-		for i, x := range w {
-			if x == 0 {
-				continue
-			}
-			need = need.Add(o.demand(i, pool).Scale(int64(o.count(i, pool, x))))
-		}
-		if !need.Fits(have) {
-			return false
-		}
-	}
-	return true
 }
 
 func (o *Offline) demand(i, pool int) resource.Vector {
