@@ -172,7 +172,7 @@ func loadForecastSeries(f forecastFlags) (forecast.Series, error) {
 }
 
 // writeForecastOut writes series.csv, forecast.svg (the test span, summed
-// over buckets: actual and every model's forecast) and each network's
+// over buckets: actual and every model's forecast but static's) and each network's
 // weights (<model>.gob, loadable with forecast.LoadNet).
 func writeForecastOut(dir string, s forecast.Series, test int, models []forecast.Forecaster, results []forecast.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -206,6 +206,9 @@ func writeForecastOut(dir string, s forecast.Series, test int, models []forecast
 	}
 	c.Series = append(c.Series, actual)
 	for _, r := range results {
+		if r.Model == "static" {
+			continue // a flat line at the training peak would squash the others
+		}
 		ps := chart.Series{Name: r.Model, Dashed: true}
 		for k, row := range r.Pred {
 			ps.X = append(ps.X, hours(from+k))
