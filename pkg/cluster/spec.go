@@ -22,6 +22,7 @@ func ParseSpec(spec string) ([]Node, error) {
 		return nil, fmt.Errorf("cluster spec is empty")
 	}
 	var nodes []Node
+	seq := map[string]int{} // per instance type, so two pools of one type get distinct names
 	for pi, pool := range strings.Split(spec, "+") {
 		cnt, kvs, ok := strings.Cut(strings.TrimSpace(pool), ":")
 		if !ok {
@@ -65,6 +66,9 @@ func ParseSpec(spec string) ([]Node, error) {
 			case "mem_gib":
 				tmpl.Capacity[resource.Memory] = int64(x*float64(resource.GiB) + 0.5)
 			case "gpu":
+				if x != math.Trunc(x) {
+					return nil, fmt.Errorf("cluster spec pool %d: gpu=%q is not a whole number", pi+1, v)
+				}
 				tmpl.Capacity[resource.GPU] = int64(x)
 			case "storage_gib":
 				tmpl.Capacity[resource.Storage] = int64(x*float64(resource.GiB) + 0.5)
@@ -81,7 +85,8 @@ func ParseSpec(spec string) ([]Node, error) {
 		}
 		for i := 0; i < n; i++ {
 			nd := tmpl
-			nd.Name = fmt.Sprintf("%s-%d", tmpl.InstanceType, i)
+			nd.Name = fmt.Sprintf("%s-%d", tmpl.InstanceType, seq[tmpl.InstanceType])
+			seq[tmpl.InstanceType]++
 			nodes = append(nodes, nd)
 		}
 	}

@@ -262,8 +262,11 @@ func (q *Queue) Remove(s *JobState) bool {
 	for q.head < len(q.items) && q.items[q.head] == nil {
 		q.head++
 	}
-	if dead := len(q.items) - q.head - q.live; dead > 64 && dead > q.live {
-		q.compact()
+	switch {
+	case q.live == 0:
+		q.items, q.head = q.items[:0], 0 // reuse the array from the start
+	case len(q.items)-q.live > 64 && len(q.items)-q.live > q.live:
+		q.compact() // dead slots, before or after head, outnumber live jobs
 	}
 	return true
 }

@@ -139,13 +139,15 @@ func MeanMetrics(ms []map[string]float64) map[string]float64 {
 	if len(ms) == 0 {
 		return out
 	}
+	n := map[string]int{}
 	for _, m := range ms {
 		for k, v := range m {
 			out[k] += v
+			n[k]++
 		}
 	}
 	for k := range out {
-		out[k] /= float64(len(ms))
+		out[k] /= float64(n[k]) // a key some seeds lack is the mean of those that have it
 	}
 	return out
 }

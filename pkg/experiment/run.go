@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/drover-sched/drover/pkg/chart"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -25,6 +27,10 @@ type Setup struct {
 // Run is the result of one policy on one seed.
 type Run struct {
 	Policy string
+	// Label tells apart two runs of one policy with different parameters
+	// (charts and per-job files are keyed by it): the spec, made safe for
+	// file names.
+	Label  string
 	Seed   uint64
 	Result *sim.Result
 }
@@ -65,7 +71,7 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 				return nil, nil, fmt.Errorf("%s seed %d: %w", spec, seed, err)
 			}
 			ms = append(ms, res.Metrics())
-			runs = append(runs, Run{Policy: name, Seed: seed, Result: res})
+			runs = append(runs, Run{Policy: name, Label: specLabel(spec), Seed: seed, Result: res})
 			done++
 			if env.Progress != nil && cfg.OnProgress == nil {
 				env.Progress(label, done, total)
@@ -73,7 +79,7 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 		}
 		row := Row{Policy: name, Metrics: MeanMetrics(ms)}
 		if spec != name {
-			_, params, _ := splitSpec(spec)
+			_, params, _ := policy.ParseSpec(spec)
 			row.Params = params
 		}
 		rows = append(rows, row)
@@ -81,44 +87,15 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 	return rows, runs, nil
 }
 
-func splitSpec(spec string) (string, map[string]string, error) {
-	for i := 0; i < len(spec); i++ {
-		if spec[i] == ':' {
-			m := map[string]string{}
-			for _, kv := range splitSemi(spec[i+1:]) {
-				for j := 0; j < len(kv); j++ {
-					if kv[j] == '=' {
-						m[kv[:j]] = kv[j+1:]
-					}
-				}
-			}
-			return spec[:i], m, nil
-		}
-	}
-	return spec, nil, nil
-}
-
-func splitSemi(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ';' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
-}
-
 // JCTCDF builds a chart of the JCT CDF of the first seed of each policy.
 func JCTCDF(title string, runs []Run) ChartFile {
 	c := &chart.Line{Title: title, XLabel: "job completion time (s, log scale)", YLabel: "fraction of jobs", LogX: true}
 	seen := map[string]bool{}
 	for _, r := range runs {
-		if seen[r.Policy] {
+		if seen[r.Label] {
 			continue
 		}
-		seen[r.Policy] = true
+		seen[r.Label] = true
 		var jct []float64
 		for _, rec := range r.Result.Records {
 			if rec.Finished() {
@@ -126,7 +103,7 @@ func JCTCDF(title string, runs []Run) ChartFile {
 			}
 		}
 		x, y := chart.CDF(metrics.Sorted(jct))
-		c.Series = append(c.Series, chart.Series{Name: r.Policy, X: x, Y: y})
+		c.Series = append(c.Series, chart.Series{Name: r.Label, X: x, Y: y})
 	}
 	return ChartFile{File: "jct-cdf.svg", Line: c}
 }
@@ -137,11 +114,11 @@ func UtilChart(title string, runs []Run) ChartFile {
 	c := &chart.Line{Title: title, XLabel: "time (h)", YLabel: "GPU allocation", Step: true}
 	seen := map[string]bool{}
 	for _, r := range runs {
-		if seen[r.Policy] {
+		if seen[r.Label] {
 			continue
 		}
-		seen[r.Policy] = true
-		s := chart.Series{Name: r.Policy}
+		seen[r.Label] = true
+		s := chart.Series{Name: r.Label}
 		for _, p := range r.Result.Stats.GPUUtilSeries {
 			s.X = append(s.X, p.T/3600)
 			s.Y = append(s.Y, p.Value)
@@ -156,11 +133,17 @@ func JobTables(runs []Run) []JobTable {
 	var out []JobTable
 	seen := map[string]bool{}
 	for _, r := range runs {
-		if seen[r.Policy] {
+		if seen[r.Label] {
 			continue
 		}
-		seen[r.Policy] = true
-		out = append(out, JobTable{Name: "jobs-" + r.Policy + "-seed" + strconv.FormatUint(r.Seed, 10), Records: r.Result.Records})
+		seen[r.Label] = true
+		out = append(out, JobTable{Name: "jobs-" + r.Label + "-seed" + strconv.FormatUint(r.Seed, 10), Records: r.Result.Records})
 	}
 	return out
+}
+
+// specLabel turns a policy spec into a name safe for files and legends:
+// "fitgpp:lambda=0.5;p=2" becomes "fitgpp_lambda-0.5_p-2".
+func specLabel(spec string) string {
+	return strings.NewReplacer(":", "_", ";", "_", "=", "-", "/", "-", " ", "").Replace(spec)
 }

@@ -170,6 +170,7 @@ func PercentileSorted(s []float64, p float64) float64 {
 	if len(s) == 1 {
 		return s[0]
 	}
+	p = math.Max(0, math.Min(100, p))
 	r := p / 100 * float64(len(s)-1)
 	lo := int(math.Floor(r))
 	hi := int(math.Ceil(r))

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ func (p Params) Float(key string, def float64) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return 0, fmt.Errorf("parameter %s=%q: not a number", key, s)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("parameter %s=%q: not a finite number", key, s)
 	}
 	return v, nil
 }
@@ -48,7 +52,12 @@ func (p Params) String(key, def string) string {
 // Check fails when p holds a key not in known, so that a typo in a
 // parameter is an error rather than a silently ignored setting.
 func (p Params) Check(policy string, known ...string) error {
+	keys := make([]string, 0, len(p))
 	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // name the same unknown key on every run
+	for _, k := range keys {
 		found := false
 		for _, n := range known {
 			if n == k {

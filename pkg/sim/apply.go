@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
@@ -44,8 +45,8 @@ func (s *Sim) apply(a policy.Action) error {
 		if err != nil {
 			return err
 		}
-		if a.Grace < 0 || math.IsNaN(a.Grace) {
-			return fmt.Errorf("grace %v is below 0", a.Grace)
+		if !(a.Grace >= 0) || math.IsInf(a.Grace, 0) {
+			return fmt.Errorf("grace %v is not a finite number >= 0", a.Grace)
 		}
 		s.observe("preempt", rt.st, fmt.Sprintf("grace=%gs by=%s %s", a.Grace, a.By, a.Reason))
 		if a.Grace == 0 {
@@ -70,6 +71,9 @@ func (s *Sim) apply(a policy.Action) error {
 		if err := s.validPlacement(rt, a.Placement, rt.st.Placement); err != nil {
 			return err
 		}
+		if !slices.Equal(a.Placement.Counts(len(rt.st.Job.Groups)), rt.st.Counts()) {
+			return fmt.Errorf("migration changes replica counts %v -> %v; use Resize", rt.st.Counts(), a.Placement.Counts(len(rt.st.Job.Groups)))
+		}
 		from := s.describe(rt.st.Placement)
 		s.release(rt)
 		st := rt.st
@@ -88,6 +92,14 @@ func (s *Sim) apply(a policy.Action) error {
 		}
 		if err := s.validPlacement(rt, a.Placement, rt.st.Placement); err != nil {
 			return err
+		}
+		// A group may not shrink below its minimum; it may stay below it
+		// only while growing towards it (a non-gang start completing).
+		cur, next := rt.st.Counts(), a.Placement.Counts(len(rt.st.Job.Groups))
+		for g, c := range next {
+			if grp := &rt.st.Job.Groups[g]; c < grp.Min && c < cur[g] {
+				return fmt.Errorf("group %s: %d replicas is below min %d", grp.Name, c, grp.Min)
+			}
 		}
 		s.release(rt)
 		st := rt.st
@@ -208,7 +220,8 @@ func (s *Sim) validPlacement(rt *jobRT, p, current cluster.Placement) error {
 	}
 	need := p.DemandOn(j)
 	have := current.DemandOn(j)
-	for ni, d := range need {
+	for _, ni := range p.Nodes() { // in placement order, so the reason is reproducible
+		d := need[ni]
 		n := s.nodes[ni]
 		free := n.Free().Add(n.Placeholder).Add(have[ni])
 		if !d.Fits(free) {

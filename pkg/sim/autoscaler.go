@@ -86,7 +86,6 @@ func (s *Sim) nodeReleased(i int) {
 func (s *Sim) provision(it *cluster.InstanceType, group string) {
 	n := s.addNode(cluster.Node{InstanceType: it.Name, Capacity: it.Capacity, PricePerHour: it.PricePerHour,
 		PlacementGroup: group}, s.cfg.LaunchDelay == 0)
-	s.contended = append(s.contended, false)
 	if !n.Ready {
 		s.push(event{t: s.now + s.cfg.LaunchDelay, kind: evNodeReady, node: n.Index})
 	}

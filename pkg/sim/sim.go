@@ -31,10 +31,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
@@ -94,8 +96,10 @@ type Config struct {
 	ElasticMetrics bool
 }
 
-// maxCyclesPerInstant bounds event-driven cycles at one simulated instant.
-const maxCyclesPerInstant = 3
+// maxCyclesPerInstant bounds event-driven cycles at one simulated instant:
+// cycles repeat while they change something (a policy may start one job
+// per cycle), but two decisions that undo each other must not loop forever.
+const maxCyclesPerInstant = 1000
 
 // jobRT is the simulator's private bookkeeping for one job.
 type jobRT struct {
@@ -145,7 +149,9 @@ type Sim struct {
 	maxNode      resource.Vector // component-wise largest node or catalogue type
 	placeholders []cluster.Placeholder
 	phUnits      []phUnit
-	contended    []bool // per node: some job on it was slowed by contention
+	names        map[string]bool // node names in use
+	sampleArmed  bool            // an evSample event is pending
+	contended    []bool          // per node: some job on it was slowed by contention
 
 	refusals []policy.Refusal
 	// integrals for utilisation
@@ -185,11 +191,19 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 	if cfg.SeriesEvery <= 0 {
 		cfg.SeriesEvery = 3600
 	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"tick", cfg.Tick}, {"sample_every", cfg.SampleEvery}, {"launch_delay", cfg.LaunchDelay}, {"horizon", cfg.Horizon}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return nil, fmt.Errorf("config: %s %v is not a finite number >= 0", f.name, f.v)
+		}
+	}
 	if !(cfg.Interference >= 0) || math.IsInf(cfg.Interference, 0) {
 		return nil, fmt.Errorf("config: interference %v is not a finite number >= 0", cfg.Interference)
 	}
 	s := &Sim{cfg: cfg, pol: p, queue: cluster.NewQueue(), byID: make(map[string]*jobRT, len(jobs)),
-		nodeSeq: map[string]int{}, extra: map[string]float64{}, ca: caState{next: math.Inf(1)}}
+		nodeSeq: map[string]int{}, extra: map[string]float64{}, names: map[string]bool{}, ca: caState{next: math.Inf(1)}}
 	if td, ok := p.(policy.TimeDriven); ok && td.TimeDriven() {
 		s.timed = true
 	}
@@ -203,8 +217,10 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 		if nodes[i].Capacity.AnyNegative() {
 			return nil, fmt.Errorf("node %s: negative capacity %v", nodes[i].Name, nodes[i].Capacity)
 		}
+		if s.names[nodes[i].Name] && nodes[i].Name != "" {
+			return nil, fmt.Errorf("node %s: duplicate name", nodes[i].Name)
+		}
 		s.addNode(nodes[i], true)
-		s.contended = append(s.contended, false)
 	}
 	for _, t := range cfg.Catalog {
 		s.maxNode = s.maxNode.Max(t.Capacity)
@@ -232,17 +248,40 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 	if len(s.jobs) > 0 {
 		s.now = s.jobs[0].st.Job.Submit
 		s.firstSubmit = s.now
+		for i := range s.nodeBorn {
+			s.nodeBorn[i] = s.now // the initial cluster costs from the first submission
+		}
 		s.lastT = s.now
 		s.lastSeries = s.now - s.cfg.SeriesEvery
 	}
 	return s, nil
 }
 
-func (s *Sim) addNode(n cluster.Node, ready bool) *cluster.NodeState {
-	if n.Name == "" {
-		s.nodeSeq[n.InstanceType]++
-		n.Name = fmt.Sprintf("%s-%d", n.InstanceType, s.nodeSeq[n.InstanceType])
+// fitsSomeNode reports whether one replica of group g fits, alone, on some
+// node or catalogue type that its role allows: the per-kind maximum is not
+// enough (a node with the most GPUs may not be the one with the most CPU).
+func (s *Sim) fitsSomeNode(j *cluster.Job, g int) bool {
+	d := j.Groups[g].Demand
+	for _, n := range s.nodes {
+		if !n.Gone && d.Fits(n.Capacity) && placement.Eligible(n, j, g) {
+			return true
+		}
 	}
+	for _, t := range s.cfg.Catalog {
+		if d.Fits(t.Capacity) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sim) addNode(n cluster.Node, ready bool) *cluster.NodeState {
+	for n.Name == "" || s.names[n.Name] {
+		s.nodeSeq[n.InstanceType]++
+		n.Name = fmt.Sprintf("%s-p%d", n.InstanceType, s.nodeSeq[n.InstanceType])
+	}
+	s.names[n.Name] = true
+	s.contended = append(s.contended, false)
 	ns := &cluster.NodeState{Node: n, Index: len(s.nodes), Ready: ready}
 	s.nodes = append(s.nodes, ns)
 	s.nodeBorn = append(s.nodeBorn, s.now)
@@ -257,9 +296,7 @@ func (s *Sim) addNode(n cluster.Node, ready bool) *cluster.NodeState {
 
 // Run executes the simulation to the end and returns its result.
 func (s *Sim) Run(ctx context.Context) (*Result, error) {
-	if s.cfg.SampleEvery > 0 {
-		s.push(event{t: s.now + s.cfg.SampleEvery, kind: evSample})
-	}
+
 	nextTick := math.Inf(1)
 	if s.cfg.Tick > 0 {
 		nextTick = math.Ceil(s.now/s.cfg.Tick) * s.cfg.Tick
@@ -403,9 +440,15 @@ func (s *Sim) arrive(rt *jobRT) {
 	s.dirty = true
 	j := rt.st.Job
 	for g := range j.Groups {
-		if d := j.Groups[g].Demand; !d.Fits(s.maxNode) {
+		d := j.Groups[g].Demand
+		if !d.Fits(s.maxNode) {
 			s.reject(rt, fmt.Sprintf("unschedulable: a %s replica needs %v, more %s than any node has (largest %v)",
 				j.Groups[g].Name, d, d.Short(s.maxNode), s.maxNode))
+			return
+		}
+		if !s.fitsSomeNode(j, g) {
+			s.reject(rt, fmt.Sprintf("unschedulable: no single node or instance type that may run %s replicas has %v",
+				j.Groups[g].Name, d))
 			return
 		}
 	}
@@ -439,12 +482,13 @@ func (s *Sim) handle(e *event) {
 	case evScaleDown:
 		s.scaleDown()
 	case evSample:
+		s.sampleArmed = false
 		s.sample()
-		// Stop sampling once every job has ended: a time-driven policy
-		// would otherwise never see an empty event heap, and the run
-		// would never end.
-		if s.ended < len(s.jobs) {
-			s.push(event{t: s.now + s.cfg.SampleEvery, kind: evSample})
+		// Keep sampling only while something runs: with nothing running a
+		// pending sample would keep the run alive forever (a job that can
+		// never start, a time-driven policy). allocate re-arms it.
+		if len(s.running) > 0 {
+			s.armSample()
 		}
 	}
 }
@@ -456,8 +500,24 @@ func (s *Sim) sample() {
 		}
 		v := js.Job.Eval.Sample(js.Progress(s.now), js.Job.Seed, len(js.Evals))
 		js.Evals = append(js.Evals, cluster.EvalSample{T: s.now, Value: v})
+		s.dirty = true
 	}
-	s.dirty = true
+}
+
+// armSample schedules the next evaluation sample on the grid
+// firstSubmit + k*SampleEvery, strictly after now.
+func (s *Sim) armSample() {
+	if s.cfg.SampleEvery <= 0 || s.sampleArmed {
+		return
+	}
+	k := math.Floor((s.now-s.firstSubmit)/s.cfg.SampleEvery) + 1
+	t := s.firstSubmit + k*s.cfg.SampleEvery
+	for t <= s.now { // rounding can land the grid point on now
+		k++
+		t = s.firstSubmit + k*s.cfg.SampleEvery
+	}
+	s.push(event{t: t, kind: evSample})
+	s.sampleArmed = true
 }
 
 // cycleOnce runs the policy and applies its actions; it reports whether
@@ -476,6 +536,9 @@ func (s *Sim) cycleOnce() bool {
 		s.dirty = s.dirty || changed
 	}()
 	for _, a := range actions {
+		if ph, ok := a.(policy.SetPlaceholders); ok && slices.Equal(ph.Placeholders, s.placeholders) {
+			continue // the same set again changes nothing
+		}
 		if err := s.apply(a); err != nil {
 			s.refusals = append(s.refusals, policy.Refusal{Time: s.now, Action: a, Reason: err.Error()})
 			continue
@@ -517,14 +580,21 @@ func (s *Sim) setRate(rt *jobRT) {
 	counts := st.Counts()
 	nodes := st.Placement.Nodes()
 	rate := st.Job.SpeedAt(counts, len(nodes))
+	if !(rate >= 0) || math.IsInf(rate, 0) {
+		// A speed model that returns NaN, Inf or a negative speed would
+		// create or poison work; treat it as no progress.
+		rate = 0
+	}
+	slowest := 1.0
 	for _, n := range nodes {
 		ns := s.nodes[n]
 		c := ns.Contention()
 		if c < 1 && s.cfg.Interference > 0 && len(ns.Jobs) > 1 {
 			c /= 1 + s.cfg.Interference*float64(len(ns.Jobs)-1)
 		}
-		rate *= c
+		slowest = math.Min(slowest, c)
 	}
+	rate *= slowest
 	st.Rate = rate
 	if rate > 0 {
 		s.push(event{t: s.now + st.WorkLeft/rate, kind: evComplete, job: rt, ver: rt.ver})
@@ -589,6 +659,7 @@ func (s *Sim) allocate(rt *jobRT, p cluster.Placement) {
 		rt.runIdx = len(s.running)
 		s.running = append(s.running, st)
 		s.runRT = append(s.runRT, rt)
+		s.armSample()
 	}
 	s.touch(p.Nodes(), rt)
 }

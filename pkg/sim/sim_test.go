@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -206,7 +209,8 @@ func TestRefusals(t *testing.T) {
 		{"already running", policy.Start{Job: "a", Placement: cluster.Placement{{Node: 1}}}, "is Running, not Pending"},
 		{"bad node", policy.Start{Job: "b", Placement: cluster.Placement{{Node: 9}}}, "node 9"},
 		{"above max", policy.Start{Job: "b", Placement: cluster.Placement{{Node: 1}, {Node: 1}}}, "above max"},
-		{"negative grace", policy.Preempt{Job: "a", Grace: -1}, "below 0"},
+		{"negative grace", policy.Preempt{Job: "a", Grace: -1}, "not a finite number >= 0"},
+		{"infinite grace", policy.Preempt{Job: "a", Grace: math.Inf(1)}, "not a finite number >= 0"},
 		{"unknown type", policy.ProvisionNode{InstanceType: "x", Count: 1}, "not in the catalogue"},
 		{"busy node", policy.ReleaseNode{Node: "n0"}, "still runs"},
 	}
@@ -402,5 +406,211 @@ func TestNoProgressDuringGrace(t *testing.T) {
 	// restart at 200.
 	if got := r.Records[0]; got.Finish != 220 || got.Preemptions != 1 {
 		t.Fatalf("finish %v preemptions %d, want 220 and 1", got.Finish, got.Preemptions)
+	}
+}
+
+// plain is a policy that is not time-driven.
+type plain struct {
+	fn func(s *cluster.Snapshot) []policy.Action
+}
+
+func (p *plain) Name() string                                 { return "plain" }
+func (p *plain) Schedule(s *cluster.Snapshot) []policy.Action { return p.fn(s) }
+
+// A job that can never start must not keep a sampling run alive forever.
+func TestSamplingEndsWithStuckJob(t *testing.T) {
+	for _, tick := range []float64{60, 0} {
+		j := gjob("big", 0, 100, 8)
+		j.Groups[0].Replicas, j.Groups[0].Min, j.Groups[0].Max = 2, 2, 2
+		ok := gjob("ok", 10, 100, 1)
+		ok.Eval = cluster.ExpCurve{Start: 2, Floor: 1, Rate: 3}
+		s, err := New(Config{Tick: tick, SampleEvery: 60, Check: true}, nodes(1, 8), []*cluster.Job{j, ok}, fifo())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := s.Run(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("tick=%v: run did not end: %v", tick, err)
+		}
+		if got := rec(r, "big"); got.Phase != cluster.Pending {
+			t.Errorf("tick=%v: stuck job is %s", tick, got.Phase)
+		}
+	}
+}
+
+// Samples are taken on the grid while a job runs, also after a gap.
+func TestSamplesWhileRunning(t *testing.T) {
+	a := gjob("a", 0, 100, 1)
+	a.Eval = cluster.ExpCurve{Start: 2, Floor: 1, Rate: 3}
+	b := gjob("b", 1000, 100, 1)
+	b.Eval = a.Eval
+	r := run(t, Config{SampleEvery: 30}, nodes(1, 8), []*cluster.Job{a, b}, fifo())
+	var ta, tb []float64
+	for _, e := range rec(r, "a").Evals {
+		ta = append(ta, e.T)
+	}
+	for _, e := range rec(r, "b").Evals {
+		tb = append(tb, e.T)
+	}
+	if !slices.Equal(ta, []float64{30, 60, 90}) || !slices.Equal(tb, []float64{1020, 1050, 1080}) {
+		t.Fatalf("sample times a=%v b=%v", ta, tb)
+	}
+}
+
+// A job spanning two contended nodes runs at the slowest node's factor.
+func TestContentionSlowestNode(t *testing.T) {
+	hog := func(id string, n int) *cluster.Job {
+		j := gjob(id, 0, 100, 0)
+		j.Groups[0].Demand = resource.New(1, 1, 0)
+		j.Groups[0].Usage = resource.New(8, 1, 0)
+		j.Groups[0].Replicas, j.Groups[0].Min, j.Groups[0].Max = n, n, n
+		return j
+	}
+	p := &plain{fn: func(s *cluster.Snapshot) []policy.Action {
+		if s.Pending.Len() == 0 {
+			return nil
+		}
+		return []policy.Action{
+			policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}}},
+			policy.Start{Job: "b", Placement: cluster.Placement{{Node: 1}}},
+			policy.Start{Job: "w", Placement: cluster.Placement{{Node: 0}, {Node: 1}}},
+		}
+	}}
+	r := run(t, Config{}, nodes(2, 0), []*cluster.Job{hog("a", 1), hog("b", 1), hog("w", 2)}, p)
+	// Every node carries 16 cores of usage on 8: each job runs at 0.5.
+	for _, rc := range r.Records {
+		if rc.Finish != 200 {
+			t.Errorf("%s finished at %v, want 200", rc.ID, rc.Finish)
+		}
+	}
+}
+
+func TestCostFromFirstSubmit(t *testing.T) {
+	r := run(t, Config{}, nodes(1, 8), []*cluster.Job{gjob("a", 3600, 3600, 1)}, fifo())
+	if c := r.Metrics()["cost"]; math.Abs(c-3.6) > 1e-9 {
+		t.Errorf("cost %v, want 3.6: one node-hour from the first submission", c)
+	}
+}
+
+func TestMigrateKeepsCountsResizeKeepsMin(t *testing.T) {
+	mk := func() *cluster.Job {
+		j := gjob("a", 0, 100, 1)
+		j.Groups[0].Replicas, j.Groups[0].Min, j.Groups[0].Max = 2, 2, 4
+		return j
+	}
+	for _, tc := range []struct {
+		name   string
+		action policy.Action
+		want   string
+	}{
+		{"migrate changes counts", policy.Migrate{Job: "a", Placement: cluster.Placement{{Node: 1}, {Node: 1}, {Node: 1}}}, "use Resize"},
+		{"resize below min", policy.Resize{Job: "a", Placement: cluster.Placement{{Node: 0}}}, "below min"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &plain{fn: func(s *cluster.Snapshot) []policy.Action {
+				if s.Pending.Len() > 0 {
+					return []policy.Action{policy.Start{Job: "a", Placement: cluster.Placement{{Node: 0}, {Node: 0}}}, tc.action}
+				}
+				return nil
+			}}
+			r := run(t, Config{}, nodes(2, 8), []*cluster.Job{mk()}, p)
+			if len(r.Refusals) != 1 || !strings.Contains(r.Refusals[0].Reason, tc.want) {
+				t.Fatalf("refusals %v, want %q", r.Refusals, tc.want)
+			}
+		})
+	}
+}
+
+// With no tick, a policy that starts one job per cycle starts all that fit
+// at the same instant.
+func TestEventDrivenCyclesRepeatWhileChanging(t *testing.T) {
+	p := &plain{fn: func(s *cluster.Snapshot) []policy.Action {
+		if h := s.Pending.Head(); h != nil {
+			return []policy.Action{policy.Start{Job: h.Job.ID, Placement: cluster.Placement{{Node: 0}}}}
+		}
+		return nil
+	}}
+	var jobs []*cluster.Job
+	for i := 0; i < 5; i++ {
+		jobs = append(jobs, gjob(string(rune('a'+i)), 0, 1000, 1))
+	}
+	r := run(t, Config{}, nodes(1, 8), jobs, p)
+	for _, rc := range r.Records {
+		if rc.FirstStart != 0 {
+			t.Errorf("%s started at %v, want 0", rc.ID, rc.FirstStart)
+		}
+	}
+}
+
+func TestRefusalReasonDeterministic(t *testing.T) {
+	reasons := map[string]bool{}
+	for i := 0; i < 20; i++ {
+		p := &plain{fn: func(s *cluster.Snapshot) []policy.Action {
+			if s.Pending.Head() == nil {
+				return nil
+			}
+			var pl cluster.Placement
+			for n := 0; n < 4; n++ {
+				pl = append(pl, cluster.Assignment{Node: n}, cluster.Assignment{Node: n})
+			}
+			return []policy.Action{policy.Start{Job: "a", Placement: pl}, policy.Reject{Job: "a"}}
+		}}
+		j := gjob("a", 0, 10, 8)
+		j.Groups[0].Replicas, j.Groups[0].Min, j.Groups[0].Max = 8, 8, 8
+		r := run(t, Config{}, nodes(4, 8), []*cluster.Job{j}, p)
+		reasons[r.Refusals[0].Reason] = true
+	}
+	if len(reasons) != 1 {
+		t.Fatalf("%d different reasons for the same refusal: %v", len(reasons), reasons)
+	}
+}
+
+func TestUnschedulableByShapeAndRole(t *testing.T) {
+	ns := []cluster.Node{
+		{Name: "gpu", Capacity: resource.New(8, 64, 8)},
+		{Name: "cpu", Capacity: resource.New(64, 64, 0)},
+		{Name: "ps", Role: "ps", Capacity: resource.New(128, 512, 0)},
+	}
+	wide := gjob("wide", 0, 10, 8)
+	wide.Groups[0].Demand = resource.New(64, 1, 8) // no node has both
+	big := gjob("big", 0, 10, 0)
+	big.Groups[0].Demand = resource.New(100, 1, 0) // only the ps node is that big
+	small := gjob("small", 0, 10, 1)
+	r := run(t, Config{}, ns, []*cluster.Job{wide, big, small}, fifo())
+	for _, id := range []string{"wide", "big"} {
+		if got := r.Records[slices.IndexFunc(r.Records, func(x metrics.JobRecord) bool { return x.ID == id })]; !got.Rejected || !strings.Contains(got.Reason, "unschedulable") {
+			t.Errorf("%s: rejected=%v reason=%q", id, got.Rejected, got.Reason)
+		}
+	}
+	if r.Metrics()["completed"] != 1 {
+		t.Error("the schedulable job did not finish (blocked behind an impossible one?)")
+	}
+}
+
+func TestConfigAndNodeValidation(t *testing.T) {
+	jobs := []*cluster.Job{gjob("a", 0, 1, 1)}
+	for _, cfg := range []Config{{Tick: -1}, {Tick: math.NaN()}, {SampleEvery: -5}, {LaunchDelay: math.Inf(1)}, {Horizon: -1}} {
+		if _, err := New(cfg, nodes(1, 8), jobs, fifo()); err == nil || !strings.Contains(err.Error(), "config:") {
+			t.Errorf("config %+v: error %v", cfg, err)
+		}
+	}
+	dup := append(nodes(1, 8), nodes(1, 8)...)
+	if _, err := New(Config{}, dup, jobs, fifo()); err == nil || !strings.Contains(err.Error(), "duplicate name") {
+		t.Errorf("duplicate node names: %v", err)
+	}
+}
+
+type badSpeed struct{}
+
+func (badSpeed) Speed(*cluster.Job, []int, int) float64 { return math.NaN() }
+
+func TestBadSpeedModelMakesNoProgress(t *testing.T) {
+	a := gjob("a", 0, 10, 1)
+	a.Speed = badSpeed{}
+	r := run(t, Config{}, nodes(1, 8), []*cluster.Job{a}, fifo())
+	if st := rec(r, "a"); st.Phase != cluster.Running || st.WorkLeft != 10 {
+		t.Fatalf("job with NaN speed: phase %s work left %v", st.Phase, st.WorkLeft)
 	}
 }
