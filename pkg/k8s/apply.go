@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedv1 "k8s.io/api/scheduling/v1"
@@ -37,6 +38,24 @@ type applier struct {
 	// free is what each node can still take this cycle, placeholder
 	// capacity included.
 	free []dres.Vector
+	// g runs the API calls of validated starts concurrently: validation
+	// and the ledger stay sequential, in the policy's order, but one
+	// job's status write, pod creations and Bindings need not wait for
+	// the previous job's round trips.
+	g *errgroup.Group
+}
+
+// startWorkers bounds the concurrent starts of one cycle.
+const startWorkers = 16
+
+// wait waits for the concurrent starts; it may be called more than once.
+func (a *applier) wait() error {
+	if a.g == nil {
+		return nil
+	}
+	err := a.g.Wait()
+	a.g = nil
+	return err
 }
 
 func newApplier(e *Executor, v *View, w *World) *applier {
@@ -139,39 +158,19 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return err
 		}
 		place := a.toStatus(jv.st.Job, act.Placement)
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			resumed := o.Status.StartTime != nil
-			o.Status.Phase = v1alpha1.PhaseAdmitted
-			o.Status.Placement = place
-			o.Status.Attempt++
-			o.Status.Reason = ""
-			o.Status.RequeuedAt = nil
-			o.Status.Migrating = false
-			if !resumed {
-				o.Status.StartTime = &now
-			}
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue,
-				Reason: "Placed", Message: "placed on " + a.describe(act.Placement)})
-			return nil
-		}); err != nil {
-			return err
-		}
 		a.take(jv.st.Job, act.Placement, 1)
 		jv.st.Phase = cluster.Running
-		verb := "admitted"
-		if jv.tj.Status.Attempt > 1 {
-			verb = "resumed"
+		if a.g == nil {
+			// Not WithContext: one failed start must not cancel the others.
+			a.g = &errgroup.Group{}
+			a.g.SetLimit(startWorkers)
 		}
-		e.m.Actions.WithLabelValues("start").Inc()
-		e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), a.describe(act.Placement))
 		if err := a.evictPlaceholders(ctx, jv.st.Job, act.Placement); err != nil {
 			return err
 		}
-		st := jv.tj.Status
-		return e.ensurePods(ctx, jv, &st)
+		desc := a.describe(act.Placement)
+		a.g.Go(func() error { return a.start(ctx, jv, act, place, desc, now) })
+		return nil
 	case policy.Preempt:
 		jv, err := a.job(act.Job, cluster.Running)
 		if err != nil {
@@ -355,6 +354,42 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		return a.setPlaceholders(ctx, act.Placeholders)
 	}
 	return fmt.Errorf("unsupported action %T", act)
+}
+
+// start carries out a validated Start: the status write (which commits
+// the placement, so a restarted scheduler finishes the start), then the
+// replica pods and their Bindings. It runs concurrently with other starts
+// and touches only its own job.
+func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time) error {
+	e := a.e
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		resumed := o.Status.StartTime != nil
+		o.Status.Phase = v1alpha1.PhaseAdmitted
+		o.Status.Placement = place
+		o.Status.Attempt++
+		o.Status.Reason = ""
+		o.Status.RequeuedAt = nil
+		o.Status.Migrating = false
+		if !resumed {
+			o.Status.StartTime = &now
+		}
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue,
+			Reason: "Placed", Message: "placed on " + desc})
+		return nil
+	}); err != nil {
+		return err
+	}
+	verb := "admitted"
+	if jv.tj.Status.Attempt > 1 {
+		verb = "resumed"
+	}
+	e.m.Actions.WithLabelValues("start").Inc()
+	e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
+	st := jv.tj.Status
+	return e.ensurePods(ctx, jv, &st)
 }
 
 func preemptReason(p policy.Preempt) string {

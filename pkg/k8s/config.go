@@ -50,6 +50,11 @@ type Config struct {
 	// Default :8080. HealthAddr serves /healthz and /readyz. Default :8081.
 	MetricsAddr string `json:"metricsAddr,omitempty"`
 	HealthAddr  string `json:"healthAddr,omitempty"`
+	// ClientQPS and ClientBurst limit the scheduler's API requests
+	// (client-go's default of 5 QPS would cap binding at a few pods per
+	// second). Default 200 and 400.
+	ClientQPS   float32 `json:"clientQPS,omitempty"`
+	ClientBurst int     `json:"clientBurst,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -89,6 +94,12 @@ func (c *Config) Defaults() {
 	}
 	if c.HealthAddr == "" {
 		c.HealthAddr = ":8081"
+	}
+	if c.ClientQPS == 0 {
+		c.ClientQPS = 200
+	}
+	if c.ClientBurst == 0 {
+		c.ClientBurst = 400
 	}
 }
 

@@ -192,6 +192,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	acts := e.pol.Schedule(v.Snap)
 	res := &CycleResult{Actions: acts}
 	ap := newApplier(e, v, w)
+	defer ap.wait()
 	for _, a := range acts {
 		if err := ap.apply(ctx, a); err != nil {
 			var fatal *apiError
@@ -208,6 +209,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 			e.log.V(1).Info("action refused", "action", policy.Kind(a), "target", a.Target(), "reason", err.Error())
 			continue
 		}
+	}
+	if err := ap.wait(); err != nil {
+		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
 }
@@ -291,7 +295,9 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		}
 		if err == nil {
 			jv.tj = obj
+			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()
+			e.mu.Unlock()
 			return nil
 		}
 		if !apierrors.IsConflict(err) || try >= 5 {

@@ -38,6 +38,8 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	if err != nil {
 		return nil, nil, fmt.Errorf("scheduler config: policy: %w", err)
 	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},

@@ -152,6 +152,9 @@ func TestFitGppPreemptsWithGraceAndResumes(t *testing.T) {
 // the job without losing it or binding a replica twice.
 func TestRestartMidCycle(t *testing.T) {
 	tc := newCluster(t, 4, "8", "4", standin.Config{TimeScale: 1})
+	// Both schedulers run with leader election, as a two-replica
+	// deployment does: the second becomes leader once the first is gone.
+	tc.tune = func(c *k8s.Config) { c.LeaderElection = true }
 	var writes atomic.Int32
 	crashed := make(chan struct{})
 	var once atomic.Bool

@@ -77,7 +77,7 @@ func TestMain(m *testing.M) {
 // cluster is one test's world: a namespace, stand-in nodes and a running
 // scheduler.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	ns    string
 	kube  *standin.Kubelet
 	ex    *k8s.Executor
@@ -85,13 +85,15 @@ type testCluster struct {
 	done  chan struct{}
 	cfg   k8s.Config
 	nodes int
+	// tune, when set, adjusts the scheduler config before it starts.
+	tune func(*k8s.Config)
 }
 
 var nsCount int
 
 // newCluster creates a namespace and n stand-in nodes with the given
 // capacity (cpu cores, gpus), and starts the stand-in kubelet.
-func newCluster(t *testing.T, n int, cpu, gpu string, sc standin.Config) *testCluster {
+func newCluster(t testing.TB, n int, cpu, gpu string, sc standin.Config) *testCluster {
 	t.Helper()
 	nsCount++
 	tc := &testCluster{t: t, ns: fmt.Sprintf("e2e-%d", nsCount), nodes: n}
@@ -143,6 +145,9 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 	cfg := k8s.Config{Policy: policySpec, Namespace: tc.ns, MetricsAddr: "0", HealthAddr: "0"}
 	cfg.Period.Duration = 100 * time.Millisecond
 	cfg.StuckAfter.Duration = 2 * time.Second
+	if tc.tune != nil {
+		tc.tune(&cfg)
+	}
 	cfg.Defaults()
 	tc.cfg = cfg
 	reg, err := registry.Policies()
