@@ -178,7 +178,7 @@ func runTrace(cmd *cobra.Command, f simFlags, env *experiment.Env) (*experiment.
 	if err != nil {
 		return nil, err
 	}
-	return &experiment.Report{Experiment: "trace:" + f.trace, Seed: f.seed, Results: rows, Jobs: experiment.JobTables(runs),
+	return &experiment.Report{Experiment: "trace:" + f.trace, Seed: f.seed, Seeds: env.SeedCount(1), Results: rows, Jobs: experiment.JobTables(runs),
 		Charts: []experiment.ChartFile{experiment.JCTCDF("JCT CDF", runs), experiment.UtilChart("GPU allocation", runs)}}, nil
 }
 

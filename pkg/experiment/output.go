@@ -17,9 +17,9 @@ import (
 )
 
 // WriteJSON writes the report as one JSON object. Map keys are sorted by
-// encoding/json, so the same report gives the same bytes. NaN and Inf,
-// which JSON cannot hold, are written as null... by replacing them with 0
-// beforehand would hide them, so they are reported as an error instead.
+// encoding/json, so the same report gives the same bytes. JSON cannot hold
+// NaN or Inf, and writing 0 or null instead would hide a broken metric, so
+// a report holding one is an error naming the policy and key.
 func (r *Report) WriteJSON(w io.Writer) error {
 	for _, row := range r.Results {
 		for k, v := range row.Metrics {
@@ -85,6 +85,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 // FormatValue prints a metric compactly: integers as integers, small
 // values with three significant digits.
 func FormatValue(v float64) string {
+	if v == 0 {
+		v = 0 // print -0 as 0
+	}
 	switch {
 	case v == math.Trunc(v) && math.Abs(v) < 1e12:
 		return strconv.FormatFloat(v, 'f', 0, 64)

@@ -156,9 +156,16 @@ type rowParser struct {
 	err  error
 }
 
+// fail records the first error of the row. The column is given only when
+// the field is a column of the file, so an error never points at a column
+// that is not there.
 func (p *rowParser) fail(field string, err error) {
 	if p.err == nil {
-		p.err = &FieldError{File: p.file, Line: p.line, Column: p.col[field] + 1, Field: field, Err: err}
+		col := 0
+		if i, ok := p.col[field]; ok {
+			col = i + 1
+		}
+		p.err = &FieldError{File: p.file, Line: p.line, Column: col, Field: field, Err: err}
 	}
 }
 
@@ -200,17 +207,31 @@ func (p *rowParser) integer(field string, def int) int {
 	return v
 }
 
+// maxDemand bounds each demand field (cores, GiB, GPUs) far above any real
+// machine, so that no value overflows the int64 units of resource.Vector.
+const maxDemand = 1e6
+
 func (p *rowParser) demand(prefix string) resource.Vector {
-	cpu := p.num(prefix+"cpu", 0, 0)
-	mem := p.num(prefix+"mem_gib", 0, 0)
-	gpu := p.num(prefix+"gpu", 0, 0)
-	if gpu != math.Trunc(gpu) {
-		p.fail(prefix+"gpu", fmt.Errorf("%v is not a whole number of GPUs", gpu))
+	var v [3]float64
+	for i, f := range []string{"cpu", "mem_gib", "gpu"} {
+		v[i] = p.num(prefix+f, 0, 0)
+		if v[i] > maxDemand {
+			p.fail(prefix+f, fmt.Errorf("%v is above the limit %v", v[i], maxDemand))
+		}
 	}
-	if cpu > 1e9 || mem > 1e9 || gpu > 1e9 {
-		p.fail(prefix+"cpu", errors.New("demand is implausibly large"))
+	if v[2] != math.Trunc(v[2]) {
+		p.fail(prefix+"gpu", fmt.Errorf("%v is not a whole number of GPUs", v[2]))
 	}
-	return resource.New(cpu, mem, int64(gpu))
+	return resource.New(v[0], v[1], int64(v[2]))
+}
+
+// count parses a replica count within [min, 100000].
+func (p *rowParser) count(field string, def, min int) int {
+	n := p.integer(field, def)
+	if n < min || n > 100000 {
+		p.fail(field, fmt.Errorf("%d is outside [%d, 100000]", n, min))
+	}
+	return n
 }
 
 func (p *rowParser) job() *cluster.Job {
@@ -232,28 +253,31 @@ func (p *rowParser) job() *cluster.Job {
 	}
 	j.Priority = p.integer("priority", 0)
 	j.GracePeriod = p.num("grace_s", 0, 0)
-	n := p.integer("replicas", 1)
+	n := p.count("replicas", 1, 1)
 	w := cluster.ReplicaGroup{Name: "worker", Demand: p.demand(""), Replicas: n,
-		Min: p.integer("min_replicas", n), Max: p.integer("max_replicas", n)}
-	if n < 1 {
-		p.fail("replicas", fmt.Errorf("%d is below 1", n))
+		Min: p.count("min_replicas", n, 0), Max: p.count("max_replicas", n, 1)}
+	if w.Min > w.Max {
+		p.fail("min_replicas", fmt.Errorf("%d is above max_replicas %d", w.Min, w.Max))
+	}
+	if n < w.Min || n > w.Max {
+		p.fail("replicas", fmt.Errorf("%d is outside [min_replicas %d, max_replicas %d]", n, w.Min, w.Max))
 	}
 	if w.Demand.IsZero() && p.err == nil {
-		p.fail("gpu", errors.New("worker demand is zero: set gpu, cpu or mem_gib"))
+		p.fail(firstPresent(p.col, "gpu", "cpu", "mem_gib"), errors.New("worker demand is zero: set gpu, cpu or mem_gib"))
 	}
-	if u := p.num("usage_cpu", 0, 0); u > 0 {
+	if u := p.num("usage_cpu", 0, 0); u > maxDemand {
+		p.fail("usage_cpu", fmt.Errorf("%v is above the limit %v", u, maxDemand))
+	} else if u > 0 {
 		w.Usage = w.Demand
 		w.Usage[resource.CPU] = int64(u*1000 + 0.5)
 	}
 	j.Groups = append(j.Groups, w)
-	if ps := p.integer("ps_replicas", 0); ps > 0 {
+	if ps := p.count("ps_replicas", 0, 0); ps > 0 {
 		d := p.demand("ps_")
 		if d.IsZero() && p.err == nil {
-			p.fail("ps_cpu", errors.New("ps_replicas is set but the parameter-server demand is zero"))
+			p.fail("ps_replicas", errors.New("is set but the parameter-server demand is zero: set ps_cpu, ps_mem_gib or ps_gpu"))
 		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{Name: "ps", Demand: d, Replicas: ps, Min: ps, Max: ps})
-	} else if ps < 0 {
-		p.fail("ps_replicas", fmt.Errorf("%d is negative", ps))
 	}
 	j.Tenant, _ = p.str("tenant")
 	j.Model, _ = p.str("model")
@@ -266,6 +290,17 @@ func (p *rowParser) job() *cluster.Job {
 	}
 	j.Seed = uint64(p.line)
 	return j
+}
+
+// firstPresent returns the first of fields that is a column, or the first
+// field when none is.
+func firstPresent(col map[string]int, fields ...string) string {
+	for _, f := range fields {
+		if _, ok := col[f]; ok {
+			return f
+		}
+	}
+	return fields[0]
 }
 
 // ParseUtility parses "sigmoid:G1:G2:G3".
