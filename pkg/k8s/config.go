@@ -6,8 +6,11 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drover-sched/drover/pkg/cluster"
 )
 
 // Config is the scheduler's configuration file (YAML or JSON). Every field
@@ -50,6 +53,10 @@ type Config struct {
 	// Default :8080. HealthAddr serves /healthz and /readyz. Default :8081.
 	MetricsAddr string `json:"metricsAddr,omitempty"`
 	HealthAddr  string `json:"healthAddr,omitempty"`
+	// Catalog lists the instance types the cluster autoscaler can add, so
+	// that autoscaling policies can size placeholders; empty for a fixed
+	// cluster.
+	Catalog []InstanceType `json:"catalog,omitempty"`
 	// ClientQPS and ClientBurst limit the scheduler's API requests
 	// (client-go's default of 5 QPS would cap binding at a few pods per
 	// second). Default 200 and 400.
@@ -113,6 +120,11 @@ func (c *Config) Validate() error {
 	case c.StuckAfter.Duration < 0:
 		return fmt.Errorf("stuckAfter: %v is negative", c.StuckAfter.Duration)
 	}
+	for i, it := range c.Catalog {
+		if it.Name == "" || Vector(it.Capacity).IsZero() {
+			return fmt.Errorf("catalog[%d]: name and capacity are required", i)
+		}
+	}
 	return nil
 }
 
@@ -136,4 +148,20 @@ func LoadConfig(path string) (Config, error) {
 		return c, fmt.Errorf("scheduler config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// InstanceType is a node shape the cluster autoscaler can provision.
+type InstanceType struct {
+	Name         string              `json:"name"`
+	Capacity     corev1.ResourceList `json:"capacity"`
+	PricePerHour float64             `json:"pricePerHour,omitempty"`
+}
+
+// catalog converts the configured instance types.
+func (c *Config) catalog() []cluster.InstanceType {
+	out := make([]cluster.InstanceType, 0, len(c.Catalog))
+	for _, it := range c.Catalog {
+		out = append(out, cluster.InstanceType{Name: it.Name, Capacity: Vector(it.Capacity), PricePerHour: it.PricePerHour})
+	}
+	return out
 }

@@ -167,7 +167,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	e.cycle++
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
-		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin}
+		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog()}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false

@@ -83,6 +83,8 @@ type Options struct {
 	StuckAfter time.Duration
 	// Origin is time 0 of the snapshot clock.
 	Origin time.Time
+	// Catalog is the instance types an autoscaler can add.
+	Catalog []cluster.InstanceType
 }
 
 // Seconds converts a time to the snapshot clock: seconds since the
@@ -107,7 +109,7 @@ func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Na
 func Build(w *World, now time.Time, o Options) *View {
 	t := o.Seconds(now)
 	v := &View{
-		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue()},
+		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue(), Catalog: o.Catalog},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
 	}

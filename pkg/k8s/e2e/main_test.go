@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,6 +133,7 @@ func (tc *testCluster) cleanup() {
 	_ = cl.DeleteAllOf(ctx, &v1alpha1.TrainingJob{}, client.InNamespace(tc.ns))
 	_ = cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(zero))
 	_ = cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("drover-system"), client.GracePeriodSeconds(zero))
+	_ = cl.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace("drover-system"))
 	for i := range tc.nodes {
 		_ = cl.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: tc.kube.NodeName(i)}})
 	}

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedv1 "k8s.io/api/scheduling/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
@@ -232,3 +233,32 @@ func TestSpeConMigratesOnce(t *testing.T) {
 }
 
 type schedPriorityClass struct{ schedv1.PriorityClass }
+
+// The predictive autoscaler (ladder model, no forecast warm-up) asks for
+// placeholders sized from the instance catalogue as soon as there is
+// demand; the executor creates them as pause-pod Deployments.
+func TestAutoscalerPlaceholders(t *testing.T) {
+	requirePolicy(t, "predictive")
+	tc := newCluster(t, 2, "8", "4", standin.Config{})
+	tc.tune = func(c *k8s.Config) {
+		c.Catalog = []k8s.InstanceType{{Name: "gpu-node", PricePerHour: 3, Capacity: corev1.ResourceList{
+			corev1.ResourceCPU: apiresource.MustParse("8"), corev1.ResourceMemory: apiresource.MustParse("64Gi"), k8s.GPUResource: apiresource.MustParse("4")}}}
+	}
+	tc.startScheduler("predictive:model=ladder;tick=1", nil)
+	tc.create(tc.job("demand", v1alpha1.ClassBE, 600, group{name: "worker", replicas: 2, cpu: "4", gpu: "2"}))
+	tc.waitPhase("demand", v1alpha1.PhaseRunning, 20*time.Second)
+	var deps appsv1.DeploymentList
+	tc.eventually("placeholder deployments", 20*time.Second, func() (bool, string) {
+		if err := cl.List(context.Background(), &deps, client.InNamespace("drover-system"), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
+			return false, err.Error()
+		}
+		return len(deps.Items) > 0, "none yet"
+	})
+	for _, d := range deps.Items {
+		t.Logf("placeholder %s: %d x %v", d.Name, *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Resources.Requests)
+		if d.Spec.Template.Spec.PriorityClassName != "drover-placeholder" {
+			t.Errorf("%s: priority class %q", d.Name, d.Spec.Template.Spec.PriorityClassName)
+		}
+		_ = cl.Delete(context.Background(), &d)
+	}
+}
