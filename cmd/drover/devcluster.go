@@ -112,7 +112,7 @@ Stops on Ctrl-C.`,
 	}
 	cmd.Flags().StringVar(&assets, "assets", "", "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	cmd.Flags().StringVar(&crdDir, "crds", "config/crd", "CRD directory")
-	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", "dev-cluster.kubeconfig", "where to write the kubeconfig")
+	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", filepath.Join(os.TempDir(), "drover-dev-cluster.kubeconfig"), "where to write the kubeconfig")
 	cmd.Flags().StringVar(&config, "config", "", "scheduler config file")
 	cmd.Flags().StringVar(&policy, "policy", "fitgpp", "policy spec")
 	cmd.Flags().IntVar(&nodes, "nodes", 4, "stand-in nodes")
