@@ -81,8 +81,8 @@ func (a *applier) job(id string, want cluster.Phase) (*jobView, error) {
 
 // check validates a placement for a job whose current placement (nil when
 // pending) is given back first, as the simulator does.
-func (a *applier) check(jv *jobView, p, current cluster.Placement) error {
-	j := jv.st.Job
+func (a *applier) check(st *cluster.JobState, p, current cluster.Placement) error {
+	j := st.Job
 	if len(p) == 0 {
 		return errors.New("empty placement")
 	}
@@ -148,13 +148,16 @@ func (a *applier) describe(p cluster.Placement) string {
 func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	e := a.e
 	now := metav1.Time{Time: e.Now()}
+	if pj := a.v.pods[act.Target()]; pj != nil {
+		return a.applyPod(ctx, pj, act)
+	}
 	switch act := act.(type) {
 	case policy.Start:
 		jv, err := a.job(act.Job, cluster.Pending)
 		if err != nil {
 			return err
 		}
-		if err := a.check(jv, act.Placement, nil); err != nil {
+		if err := a.check(jv.st, act.Placement, nil); err != nil {
 			return err
 		}
 		place := a.toStatus(jv.st.Job, act.Placement)
@@ -206,7 +209,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		if err != nil {
 			return err
 		}
-		if err := a.check(jv, act.Placement, jv.st.Placement); err != nil {
+		if err := a.check(jv.st, act.Placement, jv.st.Placement); err != nil {
 			return err
 		}
 		from := a.describe(jv.st.Placement)
@@ -237,7 +240,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		if err != nil {
 			return err
 		}
-		if err := a.check(jv, act.Placement, jv.st.Placement); err != nil {
+		if err := a.check(jv.st, act.Placement, jv.st.Placement); err != nil {
 			return err
 		}
 		j := jv.st.Job

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -167,7 +168,8 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	e.cycle++
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
-		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog()}
+		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
+		SchedulerName: e.cfg.SchedulerName}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
@@ -313,7 +315,7 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 }
 
 // event records a Kubernetes Event on the TrainingJob.
-func (e *Executor) event(tj *v1alpha1.TrainingJob, warning bool, reason, format string, args ...any) {
+func (e *Executor) event(obj runtime.Object, warning bool, reason, format string, args ...any) {
 	if e.rec == nil {
 		return
 	}
@@ -321,7 +323,7 @@ func (e *Executor) event(tj *v1alpha1.TrainingJob, warning bool, reason, format 
 	if warning {
 		t = corev1.EventTypeWarning
 	}
-	e.rec.Eventf(tj, t, reason, format, args...)
+	e.rec.Eventf(obj, t, reason, format, args...)
 }
 
 // ClockConfigMap holds the scheduler clock's origin.

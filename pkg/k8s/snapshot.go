@@ -66,7 +66,8 @@ type View struct {
 	Snap    *cluster.Snapshot
 	nodeIdx map[string]int
 	jobs    map[string]*jobView
-	order   []string // job keys, sorted
+	pods    map[string]*podJob // opted-in plain pods, by job ID
+	order   []string           // job keys, sorted
 }
 
 // Options tune how the snapshot is built.
@@ -85,6 +86,9 @@ type Options struct {
 	Origin time.Time
 	// Catalog is the instance types an autoscaler can add.
 	Catalog []cluster.InstanceType
+	// SchedulerName is drover's; plain pods with it and the opt-in label
+	// become one-replica jobs. Empty disables opt-in.
+	SchedulerName string
 }
 
 // Seconds converts a time to the snapshot clock: seconds since the
@@ -112,6 +116,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue(), Catalog: o.Catalog},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
+		pods:    map[string]*podJob{},
 	}
 	nodes := make([]*corev1.Node, len(w.Nodes))
 	for i := range w.Nodes {
@@ -153,12 +158,19 @@ func Build(w *World, now time.Time, o Options) *View {
 	}
 	slices.Sort(v.order)
 
-	// Pods: replica pods go to their job; everything else bound to a node
+	var queued []qItem
+	// Pods: replica pods go to their job, opted-in plain pods become jobs; everything else bound to a node
 	// and not finished takes capacity there (placeholders as placeholder
 	// capacity, which any real job may take).
 	for i := range w.Pods {
 		p := &w.Pods[i]
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !done && optedIn(p, o.SchedulerName) {
+			if st := v.addPodJob(p, o); st != nil {
+				queued = append(queued, qItem{p.CreationTimestamp.Time, st.Job.ID, st})
+			}
+			continue
+		}
 		if name, ok := p.Labels[v1alpha1.LabelJob]; ok {
 			jv := v.jobs[p.Namespace+"/"+name]
 			if jv == nil || jv.invalid != nil {
@@ -193,7 +205,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.chargeForeign(p)
 	}
 
-	var requeued, queued []*jobView
+	var requeued []*jobView
 	for _, key := range v.order {
 		jv := v.jobs[key]
 		if jv.invalid != nil {
@@ -205,7 +217,7 @@ func Build(w *World, now time.Time, o Options) *View {
 			if jv.tj.Status.RequeuedAt != nil {
 				requeued = append(requeued, jv)
 			} else {
-				queued = append(queued, jv)
+				queued = append(queued, qItem{jv.tj.CreationTimestamp.Time, JobKey(jv.tj), jv.st})
 			}
 		default:
 			v.Snap.Running = append(v.Snap.Running, jv.st)
@@ -217,14 +229,17 @@ func Build(w *World, now time.Time, o Options) *View {
 	slices.SortStableFunc(requeued, func(a, b *jobView) int {
 		return b.tj.Status.RequeuedAt.Time.Compare(a.tj.Status.RequeuedAt.Time)
 	})
-	slices.SortStableFunc(queued, func(a, b *jobView) int {
-		if c := a.tj.CreationTimestamp.Time.Compare(b.tj.CreationTimestamp.Time); c != 0 {
+	slices.SortStableFunc(queued, func(a, b qItem) int {
+		if c := a.created.Compare(b.created); c != 0 {
 			return c
 		}
-		return cmp.Compare(JobKey(a.tj), JobKey(b.tj))
+		return cmp.Compare(a.key, b.key)
 	})
-	for _, jv := range append(requeued, queued...) {
+	for _, jv := range requeued {
 		v.Snap.Pending.PushBack(jv.st)
+	}
+	for _, q := range queued {
+		v.Snap.Pending.PushBack(q.st)
 	}
 
 	for i := range w.Deployments {
@@ -244,6 +259,13 @@ func Build(w *World, now time.Time, o Options) *View {
 	}
 	slices.SortFunc(v.Snap.Placeholders, func(a, b cluster.Placeholder) int { return strings.Compare(a.Name, b.Name) })
 	return v
+}
+
+// qItem is a pending job in arrival order.
+type qItem struct {
+	created time.Time
+	key     string
+	st      *cluster.JobState
 }
 
 // chargeForeign charges a pod drover does not manage to its node.

@@ -171,3 +171,38 @@ func TestLoadConfig(t *testing.T) {
 		}
 	}
 }
+
+// Opted-in plain pods are one-replica jobs: pending in arrival order with
+// TrainingJobs when unbound, running on their node when bound; pods for
+// another scheduler or rejected ones are not jobs.
+func TestBuildOptIn(t *testing.T) {
+	pod := func(name, sched, node string, created time.Time, ann map[string]string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{v1alpha1.OptInLabel: "TE"}, Annotations: ann},
+			Spec: corev1.PodSpec{SchedulerName: sched, NodeName: node, Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	}
+	w := &World{Nodes: []corev1.Node{testNode("a", "8", "4", true)},
+		Jobs: []v1alpha1.TrainingJob{testJob("tj", t0.Add(2*time.Second), 1, "2", "1")},
+		Pods: []corev1.Pod{
+			pod("first", "drover", "", t0.Add(time.Second), nil),
+			pod("late", "drover", "", t0.Add(3*time.Second), nil),
+			pod("bound", "drover", "a", t0, nil),
+			pod("foreign", "default-scheduler", "", t0, nil),
+			pod("rejected", "drover", "", t0, map[string]string{AnnotationRejected: "no"}),
+		}}
+	v := Build(w, t0.Add(time.Minute), Options{DefaultDuration: 100, SchedulerName: "drover"})
+	var q []string
+	for js := range v.Snap.Pending.All() {
+		q = append(q, js.Job.ID)
+	}
+	if got := strings.Join(q, " "); got != "pod:ns/first ns/tj pod:ns/late" {
+		t.Errorf("queue %q", got)
+	}
+	if len(v.Snap.Running) != 1 || v.Snap.Running[0].Job.ID != "pod:ns/bound" || v.Snap.Running[0].Job.Class != cluster.ClassTE {
+		t.Errorf("running %v", v.Snap.Running)
+	}
+	if c := v.Snap.Nodes[0].Allocated[dres.CPU]; c != 1000 {
+		t.Errorf("node a allocated %dm CPU, want the bound pod's 1000m", c)
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
@@ -275,4 +278,31 @@ func registryNew(name string) (any, error) {
 		return nil, err
 	}
 	return reg.New(name)
+}
+
+// A plain pod (as a Kubernetes Job or a Kubeflow PyTorchJob creates) opts
+// in with the drover.dev/schedule label and schedulerName drover: drover
+// places it as a one-replica job and binds it; a pod for another scheduler
+// is left alone.
+func TestOptInPlainPod(t *testing.T) {
+	tc := newCluster(t, 1, "8", "4", standin.Config{})
+	tc.startScheduler("fifo", nil)
+	mk := func(name, scheduler string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.ns, Labels: map[string]string{v1alpha1.OptInLabel: "BE"}},
+			Spec: corev1.PodSpec{SchedulerName: scheduler, Containers: []corev1.Container{{Name: "c", Image: "x",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}}
+	}
+	tc.create(mk("plain", "drover"), mk("other", "default-scheduler"))
+	tc.eventually("plain pod bound", 20*time.Second, func() (bool, string) {
+		p := &corev1.Pod{}
+		if err := cl.Get(context.Background(), client.ObjectKey{Namespace: tc.ns, Name: "plain"}, p); err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == tc.kube.NodeName(0), "node " + p.Spec.NodeName
+	})
+	time.Sleep(300 * time.Millisecond)
+	p := &corev1.Pod{}
+	if err := cl.Get(context.Background(), client.ObjectKey{Namespace: tc.ns, Name: "other"}, p); err != nil || p.Spec.NodeName != "" {
+		t.Errorf("pod for another scheduler bound to %q (%v)", p.Spec.NodeName, err)
+	}
 }
