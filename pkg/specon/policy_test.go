@@ -24,7 +24,7 @@ func TestParseParams(t *testing.T) {
 		{policy.Params{"alpha": "0"}, "alpha=0: must be in (0, 1)"},
 		{policy.Params{"alpha": "1"}, "alpha=1"},
 		{policy.Params{"alpha": "-0.1"}, "alpha=-0.1"},
-		{policy.Params{"alpha": "NaN"}, "alpha=NaN"},
+		{policy.Params{"alpha": "NaN"}, `alpha="NaN": not a finite number`}, // rejected by policy.Params.Float
 		{policy.Params{"interval": "0"}, "interval=0: must be a positive"},
 		{policy.Params{"interval": "-30"}, "interval=-30"},
 		{policy.Params{"wcc": "-1"}, "wcc=-1: must be a finite weight >= 0"},
