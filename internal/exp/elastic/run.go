@@ -54,10 +54,9 @@ type Run struct {
 //     finished jobs, and jct_total_s the summed JCT;
 //   - cpu_alloc_frac, gpu_alloc_frac: allocated CPU (GPU) over the
 //     cluster's, averaged from the first submit to the last finish. (The
-//     simulator's cpu_util and gpu_util run to the end of simulated time,
-//     which for a time-driven policy can extend past the last completion
-//     while stale events drain, so they are not comparable across these
-//     policies.)
+//     simulator's cpu_util and gpu_util now cover the same span and agree;
+//     these keys were added when they did not, and are kept for the JSON
+//     contract.)
 type Recorder struct {
 	capacity   resource.Vector
 	alloc      map[string]resource.Vector
