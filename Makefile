@@ -28,8 +28,14 @@ vet:
 sim:
 	$(GO) run ./cmd/drover sim
 
+# Benchmarks; the API-server ones (pkg/k8s/e2e) need the testbin binaries.
 bench:
-	$(GO) test -run XXX -bench . -benchtime 3x ./...
+	@if [ -x hack/testbin/build.sh ]; then \
+		assets=$$(hack/testbin/build.sh | tail -n 1) && \
+		KUBEBUILDER_ASSETS=$$assets $(GO) test -run XXX -bench . -benchtime 3x ./... ; \
+	else \
+		$(GO) test -run XXX -bench . -benchtime 3x ./... ; \
+	fi
 
 # Regenerates the TrainingJob deepcopy code and CRD YAML from the Go types in
 # pkg/apis (pinned controller-gen; a test fails when they are stale).

@@ -124,6 +124,8 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 		return nil, fmt.Errorf("listing trainingjobs: %w", err)
 	}
 	w.Jobs = jobs.Items
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for i := range w.Jobs {
 		key := JobKey(&w.Jobs[i])
 		if mine, ok := e.written[key]; ok {
@@ -132,6 +134,21 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			} else {
 				delete(e.written, key)
 			}
+		}
+	}
+	// Forget jobs that are gone, so the bookkeeping does not grow forever.
+	present := make(map[string]bool, len(w.Jobs))
+	for i := range w.Jobs {
+		present[JobKey(&w.Jobs[i])] = true
+	}
+	for k := range e.written {
+		if !present[k] {
+			delete(e.written, k)
+		}
+	}
+	for k := range e.reports {
+		if !present[k] {
+			delete(e.reports, k)
 		}
 	}
 	var deps appsv1.DeploymentList
