@@ -35,7 +35,9 @@ type Options struct {
 	// LaunchDelay of a node in seconds (the paper's 5 minutes), IdleTimeout
 	// of the cluster-autoscaler (10 minutes), Tick of the scheduler.
 	LaunchDelay, IdleTimeout, Tick float64
-	// Models are the forecasters of the predictive rows.
+	// Models are the forecasters of the predictive rows ("naive", the last
+	// value, never forecasts growth: it isolates what the placeholders of
+	// the others buy).
 	Models []string
 	// Base is the base scheduling policy of reactive and predictive.
 	Base string
@@ -55,7 +57,7 @@ var PhillyStart = time.Date(2017, 9, 4, 10, 30, 41, 0, time.UTC)
 func DefaultOptions() Options {
 	return Options{From: time.Date(2017, 10, 2, 0, 0, 0, 0, time.UTC), Days: 14, Warmup: 7 * 24, Refit: 24,
 		LaunchDelay: 300, IdleTimeout: 600, Tick: 60,
-		Models: []string{"static", "seasonal-naive", "holt-winters", "arima", "lstm", "transformer", "ladder"},
+		Models: []string{"static", "naive", "seasonal-naive", "holt-winters", "arima", "lstm", "transformer", "ladder"},
 		Base:   "binpack", Groups: "pg-a,pg-b"}
 }
 
