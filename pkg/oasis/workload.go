@@ -140,15 +140,15 @@ func (st Setting) Generate(seed uint64) []*cluster.Job {
 }
 
 // RatioSetting is the oasis-ratio scenario: ten small jobs (at most three
-// workers, a handful of worker-slots) arriving over the first 20% of eight
+// workers, a handful of worker-slots) arriving over the first 40% of eight
 // 15-minute slots, on `servers` servers split 2:1 between workers and PSs,
 // priorities g1 in [1, hi]. Small enough for the exact offline optimum.
 func RatioSetting(servers int, hi float64) Setting {
 	st := DefaultSetting(10, servers-servers/3, servers/3, 8)
 	st.Slot = 900
-	st.ArrivalSpan = 0.2
+	st.ArrivalSpan = 0.4
 	st.ChunksLo, st.ChunksHi = 1, 3
-	st.EpochsLo, st.EpochsHi = 10, 30
+	st.EpochsLo, st.EpochsHi = 5, 20
 	st.FixedLo, st.FixedHi = 1, 2
 	st.PriorityHi = hi
 	return st

@@ -197,7 +197,7 @@ func ratio(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	ranges := []float64{2, 10, 100}
 	seeds := env.SeedCount(5)
 	if env.Quick {
-		servers, ranges, seeds = []int{3, 6}, []float64{2, 100}, env.SeedCount(2)
+		servers, ranges, seeds = []int{6}, []float64{2, 100}, env.SeedCount(2)
 	}
 	var rows []experiment.Row
 	var st oasis.Setting
