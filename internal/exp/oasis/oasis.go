@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -34,6 +35,13 @@ func Experiments() []experiment.Experiment {
 var Compared = []struct{ Label, Policy string }{
 	{"OASiS", "oasis"}, {"FIFO", "ps-fifo"}, {"DRF", "ps-drf"}, {"RRH", "rrh"}, {"Dorm", "dorm"},
 }
+
+// diagnostic is an extra row of the oasis sweep, not one of the paper's
+// schemes: OASiS with its L floored at 1e-4 of the largest U instead of
+// 1e-12. The paper's L (a job's utility at the horizon) vanishes for
+// time-critical sigmoids, which makes prices nearly flat until a server is
+// almost full; this row shows what a larger L changes (docs/oasis.md).
+var diagnostic = struct{ Label, Suffix string }{"OASiS-L1e-4", ";lfloor=1e-4"}
 
 // scale is the cluster and timespan of the utility experiments.
 type scale struct {
@@ -109,6 +117,15 @@ func measure(res *sim.Result, jobs []*cluster.Job) map[string]float64 {
 	m["deadline_miss_critical_mean_s"] = metrics.Mean(crit)
 	m["deadline_miss_sensitive_sd_s"] = sd(sens)
 	m["deadline_miss_critical_sd_s"] = sd(crit)
+	low := 0.0
+	for i, r := range res.Records {
+		if sg, ok := jobs[i].Utility.(cluster.Sigmoid); ok && r.Finished() && r.Utility < 0.1*sg.G1 {
+			low++
+		}
+	}
+	// jobs that ran to completion but earned under a tenth of their
+	// priority: resources spent for little utility
+	m["low_value_completed"] = low
 	return m
 }
 
@@ -126,24 +143,32 @@ func sd(xs []float64) float64 {
 
 // compare runs the five schemes over seeds of a setting and returns one
 // row per scheme (metrics averaged over seeds).
-func compare(ctx context.Context, env *experiment.Env, st oasis.Setting, seeds int, params map[string]string) ([]experiment.Row, error) {
-	ms := make([][]map[string]float64, len(Compared))
+func compare(ctx context.Context, env *experiment.Env, st oasis.Setting, seeds int, params map[string]string, diag bool) ([]experiment.Row, error) {
+	schemes := Compared
+	if diag {
+		schemes = append(slices.Clone(Compared), struct{ Label, Policy string }{diagnostic.Label, "oasis"})
+	}
+	ms := make([][]map[string]float64, len(schemes))
 	for k := 0; k < seeds; k++ {
 		seed := env.Seed + uint64(k)
 		b := oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots)
-		for i, c := range Compared {
-			res, jobs, err := run(ctx, env, st, seed, spec(c.Policy, st, b, 1))
+		for i, c := range schemes {
+			ps := spec(c.Policy, st, b, 1)
+			if c.Label == diagnostic.Label {
+				ps += diagnostic.Suffix
+			}
+			res, jobs, err := run(ctx, env, st, seed, ps)
 			if err != nil {
 				return nil, err
 			}
 			ms[i] = append(ms[i], measure(res, jobs))
 			if env.Progress != nil {
-				env.Progress(fmt.Sprintf("%d jobs", st.Jobs), k*len(Compared)+i+1, seeds*len(Compared))
+				env.Progress(fmt.Sprintf("%d jobs", st.Jobs), k*len(schemes)+i+1, seeds*len(schemes))
 			}
 		}
 	}
 	var rows []experiment.Row
-	for i, c := range Compared {
+	for i, c := range schemes {
 		p := map[string]string{"policy_name": c.Policy}
 		for k, v := range params {
 			p[k] = v
@@ -167,22 +192,23 @@ func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	var st oasis.Setting
 	for _, n := range sc.jobs {
 		st = oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots)
-		r, err := compare(ctx, env, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)})
+		r, err := compare(ctx, env, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, true)
 		if err != nil {
 			return nil, err
 		}
 		rows = append(rows, r...)
 	}
 	return &experiment.Report{Experiment: "oasis", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
-		Columns: []string{"utility_total", "admitted", "rejected", "completed", "deadline_miss_mean_s", "gpu_util", "resizes"},
-		Notes:   []string{settingNote(st), mapping, "utility_total sums sigmoid utilities of jobs finished within the timespan"}}, nil
+		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "deadline_miss_mean_s", "gpu_util", "resizes"},
+		Notes: []string{settingNote(st), mapping, "utility_total sums sigmoid utilities of jobs finished within the timespan",
+			"OASiS-L1e-4 is a diagnostic, not a paper scheme: OASiS with L floored at 1e-4 of the largest U (default 1e-12)"}}, nil
 }
 
 func deadline(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 	sc := fullScale(env)
 	n := sc.jobs[len(sc.jobs)/2]
 	st := oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots)
-	rows, err := compare(ctx, env, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)})
+	rows, err := compare(ctx, env, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, false)
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,8 @@ func TestSweepQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 3*len(Compared) {
-		t.Fatalf("%d rows, want %d", len(rep.Results), 3*len(Compared))
+	if len(rep.Results) != 3*(len(Compared)+1) {
+		t.Fatalf("%d rows, want %d", len(rep.Results), 3*(len(Compared)+1))
 	}
 	ample := row(t, rep, "OASiS", "jobs", "20")
 	if ample["rejected"] != 0 || ample["completed"] != ample["jobs"] {
