@@ -272,7 +272,8 @@ func ratio(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	}
 	return &experiment.Report{Experiment: "oasis-ratio", Seed: env.Seed, Seeds: seeds, Results: rows,
 		Columns: []string{"performance_ratio", "performance_ratio_max", "utility_opt", "utility_oasis_planned", "admitted", "u_over_l", "offline_states"},
-		Notes: []string{settingNote(st) + " (servers split 2:1 workers:PS)",
+		Notes: []string{fmt.Sprintf("10 jobs per instance, N 1-3, E %d-%d, %d slots of %g s, arrivals over the first %.0f%%; servers split 2:1 workers:PS; g1 in [1, g1_max]; classes as in oasis",
+			st.EpochsLo, st.EpochsHi, st.Slots, st.Slot, 100*st.ArrivalSpan),
 			"performance_ratio = exact offline optimum / OASiS, both with utility at the end of the completion slot (the simulated utility_total is at the actual finish, slightly higher); mean over seeds, performance_ratio_max the worst seed"}}, nil
 }
 
