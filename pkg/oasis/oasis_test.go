@@ -438,3 +438,20 @@ func (p *probe) Schedule(s *cluster.Snapshot) []policy.Action {
 	p.after(s)
 	return a
 }
+
+// TestOnlineBounds: without given bounds the policy learns U and L from
+// the jobs seen so far and still runs a valid schedule.
+func TestOnlineBounds(t *testing.T) {
+	st := DefaultSetting(30, 4, 2, 30)
+	o, err := New(Config{Slot: st.Slot, Slots: st.Slots, Eta: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := runPolicy(t, o, st, 11)
+	if o.Admitted == 0 || o.bounds.LW <= 0 || math.IsInf(o.bounds.LW, 1) || o.bounds.UW[resource.CPU] <= 0 {
+		t.Errorf("admitted %d, learned bounds %+v", o.Admitted, o.bounds)
+	}
+	if m := res.Metrics(); m["completed"] != float64(o.Admitted) {
+		t.Errorf("completed %v of %d admitted", m["completed"], o.Admitted)
+	}
+}
