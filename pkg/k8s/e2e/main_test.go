@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"github.com/go-logr/logr/funcr"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +61,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "FAIL pkg/k8s/e2e: starting envtest:", err)
 		os.Exit(1)
 	}
+	// An interrupted run must not leave etcd and kube-apiserver behind.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		_ = env.Stop()
+		os.Exit(1)
+	}()
 	restCfg.QPS, restCfg.Burst = 500, 1000
 	cl, err = client.New(restCfg, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
