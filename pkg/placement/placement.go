@@ -18,6 +18,18 @@ type Ledger struct {
 	free  []resource.Vector
 	undo  []undoEntry
 	marks []int
+	// next is where the next sampled scan starts (see feasibleToScore),
+	// so that successive replicas spread their scans over the cluster.
+	next int
+	// inv holds 1/capacity per kind (0 where the node has none) and the
+	// reciprocal of the number of kinds it has, so that scoring a node
+	// multiplies instead of divides: scoring is the inner loop of a cycle.
+	inv []nodeInv
+}
+
+type nodeInv struct {
+	cap   [resource.NumKinds]float64
+	kinds float64
 }
 
 type undoEntry struct {
@@ -43,7 +55,25 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 		l.free = make([]resource.Vector, len(s.Nodes), len(s.Nodes)+len(s.Nodes)/4)
 	}
 	l.free = l.free[:len(s.Nodes)]
-	l.undo, l.marks = l.undo[:0], l.marks[:0]
+	l.undo, l.marks, l.next = l.undo[:0], l.marks[:0], 0
+	if cap(l.inv) < len(s.Nodes) {
+		l.inv = make([]nodeInv, len(s.Nodes), cap(l.free))
+	}
+	l.inv = l.inv[:len(s.Nodes)]
+	for i, n := range s.Nodes {
+		var v nodeInv
+		k := 0
+		for r, c := range n.Capacity {
+			if c > 0 {
+				v.cap[r] = 1 / float64(c)
+				k++
+			}
+		}
+		if k > 0 {
+			v.kinds = 1 / float64(k)
+		}
+		l.inv[i] = v
+	}
 	for i, n := range s.Nodes {
 		if !n.Ready || n.Gone {
 			l.free[i] = resource.Vector{}
@@ -157,6 +187,12 @@ func (s Strategy) String() string { return [...]string{"spread", "pack", "first-
 
 // Options shape a placement.
 type Options struct {
+	// ScoreAll scores every feasible node. By default, on clusters of more
+	// than 100 nodes, a replica's node is the best of the first
+	// feasibleToScore feasible nodes found from a rotating start, as
+	// kube-scheduler's percentageOfNodesToScore does: scoring all 5,000
+	// nodes for each of 10,000 replicas costs a second per cycle.
+	ScoreAll bool
 	Strategy Strategy
 	// OneNodeFirst tries to put all replicas on one node before spreading
 	// them (gang placement on a single node, which avoids cross-node
@@ -174,7 +210,7 @@ func Eligible(n *cluster.NodeState, j *cluster.Job, g int) bool {
 // unchanged, and the error says which group did not fit.
 func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, error) {
 	if o.OneNodeFirst {
-		if p, ok := placeOnOne(l, j, counts, o.Strategy); ok {
+		if p, ok := placeOnOne(l, j, counts, o); ok {
 			return p, nil
 		}
 	}
@@ -183,7 +219,7 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 	for g, c := range counts {
 		d := j.Groups[g].Demand
 		for r := 0; r < c; r++ {
-			n := pick(l, j, g, d, o.Strategy)
+			n := pick(l, j, g, d, o)
 			if n < 0 {
 				l.Revert()
 				return nil, fmt.Errorf("no node has %v free for replica %d of group %s", d, r+1, j.Groups[g].Name)
@@ -196,27 +232,20 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 	return p, nil
 }
 
-func placeOnOne(l *Ledger, j *cluster.Job, counts []int, s Strategy) (cluster.Placement, bool) {
+func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, bool) {
 	total := j.Demand(counts)
-	best, bestScore := -1, 0.0
-	for i, n := range l.snap.Nodes {
-		ok := total.Fits(l.free[i])
+	fits := func(i int, n *cluster.NodeState) bool {
+		if !total.Fits(l.free[i]) {
+			return false
+		}
 		for g := range counts {
 			if counts[g] > 0 && !Eligible(n, j, g) {
-				ok = false
+				return false
 			}
 		}
-		if !ok {
-			continue
-		}
-		sc := score(l.free[i].Sub(total), n.Capacity, s)
-		if best < 0 || sc > bestScore {
-			best, bestScore = i, sc
-		}
-		if s == FirstFit {
-			break
-		}
+		return true
 	}
+	best := l.scan(total, o, fits)
 	if best < 0 {
 		return nil, false
 	}
@@ -230,37 +259,125 @@ func placeOnOne(l *Ledger, j *cluster.Job, counts []int, s Strategy) (cluster.Pl
 	return p, true
 }
 
-// pick returns the best node for one replica, or -1.
-func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, s Strategy) int {
-	best, bestScore := -1, 0.0
-	for i, n := range l.snap.Nodes {
-		if !d.Fits(l.free[i]) || !Eligible(n, j, g) {
+// pick returns the best node for one replica of group g, or -1. It is
+// scan specialised to one replica (the common case), without a closure
+// call per node.
+func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, o Options) int {
+	if o.Strategy == FirstFit {
+		return l.scan(d, o, func(i int, n *cluster.NodeState) bool {
+			return d.Fits(l.free[i]) && Eligible(n, j, g)
+		})
+	}
+	nodes := l.snap.Nodes
+	n := len(nodes)
+	limit, start := n, 0
+	if !o.ScoreAll {
+		if limit = feasibleToScore(n); limit < n {
+			start = l.next % n
+		}
+	}
+	role := j.Groups[g].Name
+	best, bestScore, found := -1, 0.0, 0
+	for k := 0; k < n; k++ {
+		i := start + k
+		if i >= n {
+			i -= n
+		}
+		if !d.Fits(l.free[i]) {
 			continue
 		}
-		if s == FirstFit {
-			return i
+		if r := nodes[i].Role; r != "" && r != role {
+			continue
 		}
-		sc := score(l.free[i].Sub(d), n.Capacity, s)
+		sc := l.score(i, d, o.Strategy)
 		if best < 0 || sc > bestScore {
 			best, bestScore = i, sc
+		}
+		if found++; found >= limit {
+			if limit < n {
+				l.next = i + 1
+			}
+			break
 		}
 	}
 	return best
 }
 
-// score is higher for the better node: the mean free fraction after
-// placement over kinds the node has (Spread), or its negation (Pack).
-func score(after, capacity resource.Vector, s Strategy) float64 {
-	sum, n := 0.0, 0
-	for k := range after {
-		if capacity[k] > 0 {
-			sum += float64(after[k]) / float64(capacity[k])
-			n++
+// scan returns the best-scoring node for demand d among those where ok
+// holds, or -1. FirstFit returns the lowest-indexed such node. Otherwise,
+// unless o.ScoreAll, the scan stops after feasibleToScore feasible nodes,
+// starting where the previous sampled scan stopped.
+func (l *Ledger) scan(d resource.Vector, o Options, ok func(int, *cluster.NodeState) bool) int {
+	nodes := l.snap.Nodes
+	n := len(nodes)
+	if o.Strategy == FirstFit {
+		for i, nd := range nodes {
+			if ok(i, nd) {
+				return i
+			}
+		}
+		return -1
+	}
+	limit, start := n, 0
+	if !o.ScoreAll {
+		if limit = feasibleToScore(n); limit < n {
+			start = l.next % n
 		}
 	}
-	if n > 0 {
-		sum /= float64(n)
+	best, bestScore, found := -1, 0.0, 0
+	for k := 0; k < n; k++ {
+		i := start + k
+		if i >= n {
+			i -= n
+		}
+		nd := nodes[i]
+		if !ok(i, nd) {
+			continue
+		}
+		sc := l.score(i, d, o.Strategy)
+		if best < 0 || sc > bestScore {
+			best, bestScore = i, sc
+		}
+		if found++; found >= limit {
+			if limit < n {
+				l.next = i + 1
+			}
+			break
+		}
 	}
+	return best
+}
+
+// feasibleToScore is kube-scheduler's adaptive number of feasible nodes to
+// score in a cluster of n nodes: all of them up to 100, then a share that
+// falls from 50% by one point per 125 nodes, to no less than 5%, and never
+// fewer than 100 nodes.
+func feasibleToScore(n int) int {
+	if n <= 100 {
+		return n
+	}
+	pct := 50 - n/125
+	if pct < 5 {
+		pct = 5
+	}
+	k := n * pct / 100
+	if k < 100 {
+		k = 100
+	}
+	return k
+}
+
+// score is higher for the better node: the mean free fraction of node i
+// after placing d, over the kinds the node has (Spread), or its negation
+// (Pack).
+func (l *Ledger) score(i int, d resource.Vector, s Strategy) float64 {
+	inv := &l.inv[i]
+	f := &l.free[i]
+	sum := 0.0
+	for k := range d {
+		sum += float64(f[k]-d[k]) * inv.cap[k]
+	}
+	sum *= inv.kinds
 	if s == Pack {
 		return -sum
 	}

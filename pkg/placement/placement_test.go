@@ -96,3 +96,52 @@ func TestNotReadyAndRoles(t *testing.T) {
 		t.Fatal("placed a worker on a launching node or a ps node")
 	}
 }
+
+func TestFeasibleToScore(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{1, 1}, {100, 100}, {101, 100}, {256, 122}, {1000, 420}, {5000, 500}, {20000, 1000}} {
+		if got := feasibleToScore(tc.n); got != tc.want {
+			t.Errorf("feasibleToScore(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+// On a large cluster the scan scores a sample of feasible nodes from a
+// rotating start; ScoreAll finds the global best. Both place every replica
+// on a feasible node and are deterministic.
+func TestSampledScan(t *testing.T) {
+	free := make([]int64, 1000)
+	for i := range free {
+		free[i] = int64(1 + i%7)
+	}
+	free[999] = 8 // the emptiest node, at the end
+	job := gjob(1, 1)
+	l := NewLedger(snap(free...), true)
+	p, err := Place(l, job, []int{1}, Options{Strategy: Spread, ScoreAll: true})
+	if err != nil || p[0].Node != 999 {
+		t.Fatalf("ScoreAll picked %v (%v), want node 999", p, err)
+	}
+	run := func() []int {
+		l := NewLedger(snap(free...), true)
+		var got []int
+		for r := 0; r < 5; r++ {
+			p, err := Place(l, job, []int{1}, Options{Strategy: Spread})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p[0].Node)
+		}
+		return got
+	}
+	a, b := run(), run()
+	if d := cmp.Diff(a, b); d != "" {
+		t.Fatalf("sampled placement not deterministic:\n%s", d)
+	}
+	if a[0] == 999 || a[0] >= 420 {
+		t.Errorf("first sampled pick %d: want the best of the first 420 feasible nodes", a[0])
+	}
+	if a[1] < 420 {
+		t.Errorf("second pick %d did not continue where the first scan stopped", a[1])
+	}
+}
+
+func gjob(replicas int, gpus int64) *cluster.Job { return gpuJob(replicas, gpus) }
