@@ -129,8 +129,12 @@ func (s *Sim) placePendingUnits() {
 // caPod is one pod the autoscaler model must find room for.
 type caPod struct {
 	demand resource.Vector
-	group  string
-	real   bool
+	group  string // placement group of a placeholder unit
+	// role is the replica group name of a real pod: an existing node with
+	// a Role holds only replicas of that group (placement.Eligible), so the
+	// model must not count its free capacity for other pods.
+	role string
+	real bool
 }
 
 // caNew is a node the current scale-up pass has decided to add.
@@ -147,7 +151,7 @@ func (s *Sim) scaleUp() bool {
 	for js := range s.queue.All() {
 		for _, g := range js.Job.Groups {
 			for r := 0; r < g.Replicas; r++ {
-				pods = append(pods, caPod{demand: g.Demand, real: true})
+				pods = append(pods, caPod{demand: g.Demand, role: g.Name, real: true})
 			}
 		}
 	}
@@ -208,11 +212,17 @@ func (s *Sim) scaleUp() bool {
 }
 
 // caFitExisting takes room for pod p on an alive node, first-fit; real pods
-// may use placeholder capacity, placeholder units only free capacity (and
-// prefer their own placement group, falling back to any, as placeUnit).
+// may use placeholder capacity, but only on nodes whose Role admits them;
+// placeholder units only free capacity (and prefer their own placement
+// group, falling back to any, and ignore Role, as placeUnit does).
+// Nodes the model adds come from the catalogue and have no Role, so they
+// hold any pod.
 func (s *Sim) caFitExisting(p caPod, free, held []resource.Vector) bool {
 	if p.real {
-		for k := range free {
+		for k, i := range s.ca.alive {
+			if r := s.nodes[i].Role; r != "" && r != p.role {
+				continue
+			}
 			if both := free[k].Add(held[k]); p.demand.Fits(both) {
 				// use free capacity first, the rest from placeholders
 				from := p.demand.Min(free[k])
@@ -246,12 +256,23 @@ func (s *Sim) cheapestFit(d resource.Vector) *cluster.InstanceType {
 		if !d.Fits(t.Capacity) {
 			continue
 		}
-		if best == nil || t.PricePerHour < best.PricePerHour ||
-			t.PricePerHour == best.PricePerHour && t.Name < best.Name {
+		if best == nil || cheaperType(t, best) {
 			best = t
 		}
 	}
 	return best
+}
+
+// cheaperType orders catalogue types for cheapestFit: price, then GPU
+// count (a tie keeps the GPUs for pods that need them), then name.
+func cheaperType(a, b *cluster.InstanceType) bool {
+	if a.PricePerHour != b.PricePerHour {
+		return a.PricePerHour < b.PricePerHour
+	}
+	if ga, gb := a.Capacity[resource.GPU], b.Capacity[resource.GPU]; ga != gb {
+		return ga < gb
+	}
+	return a.Name < b.Name
 }
 
 // scanIdle starts or ends the empty stretch of every alive node and

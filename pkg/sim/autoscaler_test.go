@@ -18,7 +18,8 @@ var caCatalog = []cluster.InstanceType{
 	{Name: "mid", Capacity: resource.New(16, 64, 4), PricePerHour: 5},
 }
 
-// caStarter starts every pending job first-fit (ignoring placeholders'
+// caStarter starts every pending job first-fit on nodes whose Role admits
+// the replica (ignoring placeholders'
 // priority is the executor's business) and may add fixed actions on the
 // first cycle; it can be time-driven to force a cycle on every tick.
 type caStarter struct {
@@ -49,6 +50,9 @@ func (p *caStarter) Schedule(s *cluster.Snapshot) []policy.Action {
 			for r := 0; r < grp.Replicas; r++ {
 				placed := false
 				for i := range f {
+					if r := s.Nodes[i].Role; r != "" && r != grp.Name {
+						continue
+					}
 					if grp.Demand.Fits(f[i]) {
 						f[i] = f[i].Sub(grp.Demand)
 						pl = append(pl, cluster.Assignment{Group: g, Node: i})
@@ -272,5 +276,74 @@ func TestAutoscalerMaxNodes(t *testing.T) {
 	}
 	if r.Metrics()["completed"] != 5 {
 		t.Fatalf("completed %g of 5", r.Metrics()["completed"])
+	}
+}
+
+// TestAutoscalerRoleAware: free capacity on a node whose Role is another
+// replica group does not hold a pending pod, so the model adds a node for
+// it; a pod of the node's own role uses it and adds nothing.
+func TestAutoscalerRoleAware(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		group     string
+		wantNodes int
+		wantStart float64
+	}{
+		{"worker pod skips the ps node", "worker", 2, 300},
+		{"ps pod uses the ps node", "ps", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := []cluster.Node{{Name: "ps0", Role: "ps", InstanceType: "mid", Capacity: resource.New(16, 64, 4), PricePerHour: 5}}
+			j := caJob("a", 0, 600, 1, 1)
+			j.Groups[0].Name = tc.group
+			cfg := Config{Tick: 60, LaunchDelay: 300, Autoscaler: &Autoscaler{}}
+			r, s := caRun(t, cfg, ps, []*cluster.Job{j}, &caStarter{timed: true})
+			if len(s.nodes) != tc.wantNodes {
+				t.Fatalf("%d nodes (%v), want %d", len(s.nodes), types(s), tc.wantNodes)
+			}
+			if tc.wantNodes == 2 && s.nodes[1].InstanceType != "small" {
+				t.Fatalf("added %s, want small", s.nodes[1].InstanceType)
+			}
+			if got := r.Records[0].FirstStart; got != tc.wantStart {
+				t.Fatalf("job started at %g, want %g", got, tc.wantStart)
+			}
+		})
+	}
+}
+
+// TestCheapestFitTieBreak: the cheapest type that holds the demand wins;
+// at equal price the one with fewer GPUs (a CPU-only pod should not take
+// a GPU node), then the name.
+func TestCheapestFitTieBreak(t *testing.T) {
+	catalog := []cluster.InstanceType{
+		{Name: "a-gpu", Capacity: resource.New(16, 64, 4), PricePerHour: 2},
+		{Name: "b-cpu", Capacity: resource.New(16, 64, 0), PricePerHour: 2},
+		{Name: "c-cpu", Capacity: resource.New(16, 64, 0), PricePerHour: 2},
+		{Name: "d-gpu", Capacity: resource.New(16, 64, 1), PricePerHour: 3},
+		{Name: "e-big", Capacity: resource.New(64, 256, 0), PricePerHour: 9},
+	}
+	s, err := New(Config{Tick: 60, Catalog: catalog, Autoscaler: &Autoscaler{}}, nil, nil, &caStarter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		demand resource.Vector
+		want   string
+	}{
+		{"CPU-only: equal price, fewer GPUs, then name", resource.New(4, 16, 0), "b-cpu"},
+		{"one GPU: only GPU types hold it, cheapest wins", resource.New(4, 16, 1), "a-gpu"},
+		{"too big for the cheap types", resource.New(32, 16, 0), "e-big"},
+		{"nothing holds it", resource.New(4, 16, 8), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if it := s.cheapestFit(tc.demand); it != nil {
+				got = it.Name
+			}
+			if got != tc.want {
+				t.Fatalf("cheapestFit(%v) = %q, want %q", tc.demand, got, tc.want)
+			}
+		})
 	}
 }
