@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,19 @@ type Setup struct {
 	Jobs func(seed uint64) ([]*cluster.Job, error)
 	// Config of the simulator; Seed is filled in per run.
 	Config sim.Config
+	// Recorder, when set, makes a recorder for each run: it watches the
+	// run through sim.Config.Observe and its metrics join the run's.
+	Recorder func(seed uint64, nodes []cluster.Node) Recorder
+	// Params are the scenario's parameters (e.g. an arrival pattern),
+	// added to every row and to the run labels.
+	Params map[string]string
+}
+
+// Recorder watches one simulation run and derives metrics from it that the
+// standard summary does not have (replica counts over time, say).
+type Recorder interface {
+	Observe(t float64, kind string, js *cluster.JobState, detail string)
+	Metrics(res *sim.Result) map[string]float64
 }
 
 // Run is the result of one policy on one seed.
@@ -33,6 +47,8 @@ type Run struct {
 	Label  string
 	Seed   uint64
 	Result *sim.Result
+	// Recorder is the run's recorder, nil unless Setup.Recorder is set.
+	Recorder Recorder
 }
 
 // RunPolicies runs every policy spec on every seed and returns one row per
@@ -58,11 +74,17 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 			}
 			cfg := setup.Config
 			cfg.Seed = seed
+			nodes := setup.Nodes(seed)
+			var rec Recorder
+			if setup.Recorder != nil {
+				rec = setup.Recorder(seed, nodes)
+				cfg.Observe = rec.Observe
+			}
 			if env.Progress != nil && seeds*len(specs) == 1 || env.Progress != nil && len(jobs) > 20000 {
 				lbl := fmt.Sprintf("%s %s seed %d", label, name, seed)
 				cfg.OnProgress = func(d, t int) { env.Progress(lbl, d, t) }
 			}
-			s, err := sim.New(cfg, setup.Nodes(seed), jobs, p)
+			s, err := sim.New(cfg, nodes, jobs, p)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", spec, err)
 			}
@@ -70,8 +92,14 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s seed %d: %w", spec, seed, err)
 			}
-			ms = append(ms, res.Metrics())
-			runs = append(runs, Run{Policy: name, Label: specLabel(spec), Seed: seed, Result: res})
+			m := res.Metrics()
+			if rec != nil {
+				for k, v := range rec.Metrics(res) {
+					m[k] = v
+				}
+			}
+			ms = append(ms, m)
+			runs = append(runs, Run{Policy: name, Label: specLabel(spec, setup.Params), Seed: seed, Result: res, Recorder: rec})
 			done++
 			if env.Progress != nil && cfg.OnProgress == nil {
 				env.Progress(label, done, total)
@@ -81,6 +109,12 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 		if spec != name {
 			_, params, _ := policy.ParseSpec(spec)
 			row.Params = params
+		}
+		for k, v := range setup.Params {
+			if row.Params == nil {
+				row.Params = map[string]string{}
+			}
+			row.Params[k] = v
 		}
 		rows = append(rows, row)
 	}
@@ -142,8 +176,19 @@ func JobTables(runs []Run) []JobTable {
 	return out
 }
 
-// specLabel turns a policy spec into a name safe for files and legends:
-// "fitgpp:lambda=0.5;p=2" becomes "fitgpp_lambda-0.5_p-2".
-func specLabel(spec string) string {
-	return strings.NewReplacer(":", "_", ";", "_", "=", "-", "/", "-", " ", "").Replace(spec)
+// specLabel joins a policy spec and scenario parameters into a name safe
+// for files and legends: "fitgpp:lambda=0.5;p=2" becomes
+// "fitgpp-lambda-0.5-p-2", and with {arrivals: together} appended
+// "-together" (parameter values in key order).
+func specLabel(spec string, params map[string]string) string {
+	l := strings.NewReplacer(":", "-", ";", "-", "=", "-", "/", "-", " ", "").Replace(spec)
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		l += "-" + params[k]
+	}
+	return l
 }

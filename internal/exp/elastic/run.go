@@ -2,10 +2,7 @@ package elasticexp
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"sort"
-	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/experiment"
@@ -168,89 +165,35 @@ func (r *Recorder) Metrics(res *sim.Result) map[string]float64 {
 	}
 }
 
-// RunAll runs every policy spec on every seed, like experiment.RunPolicies,
-// with a Recorder on each run whose metrics join the standard ones.
+// RunAll runs every policy spec on every seed through
+// experiment.RunPolicies, with a Recorder on each run whose metrics join
+// the standard ones.
 //
 // Params are the scenario's parameters (nil for none): they are added to
 // every row, beside the parameters of the policy spec.
 func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup, specs []string, seeds int, params map[string]string) ([]experiment.Row, []Run, error) {
-	var rows []experiment.Row
-	var runs []Run
-	done, total := 0, len(specs)*seeds
-	for _, spec := range specs {
-		var ms []map[string]float64
-		name := spec
-		for k := 0; k < seeds; k++ {
-			seed := env.Seed + uint64(k)
-			p, err := env.Policies.New(spec)
-			if err != nil {
-				return nil, nil, err
-			}
-			name = p.Name()
-			jobs, err := setup.Jobs(seed)
-			if err != nil {
-				return nil, nil, err
-			}
-			ns := setup.Nodes()
+	es := experiment.Setup{
+		Nodes:  func(uint64) []cluster.Node { return setup.Nodes() },
+		Jobs:   setup.Jobs,
+		Config: setup.Config,
+		Params: params,
+		Recorder: func(_ uint64, nodes []cluster.Node) experiment.Recorder {
 			var capacity resource.Vector
-			for _, n := range ns {
+			for _, n := range nodes {
 				capacity = capacity.Add(n.Capacity)
 			}
-			rec := NewRecorder(capacity)
-			cfg := setup.Config
-			cfg.Seed = seed
-			cfg.Observe = rec.Observe
-			s, err := sim.New(cfg, ns, jobs, p)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s %s: %w", label, spec, err)
-			}
-			res, err := s.Run(ctx)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s %s seed %d: %w", label, spec, seed, err)
-			}
-			extra := rec.Metrics(res)
-			m := res.Metrics()
-			for k, v := range extra {
-				m[k] = v
-			}
-			ms = append(ms, m)
-			runs = append(runs, Run{Policy: name, Label: runLabel(spec, params), Seed: seed, Result: res, Workers: rec.workers, Total: rec.total, Extra: extra})
-			done++
-			if env.Progress != nil {
-				env.Progress(label, done, total)
-			}
-		}
-		row := experiment.Row{Policy: name, Metrics: experiment.MeanMetrics(ms)}
-		if _, ps, ok := strings.Cut(spec, ":"); ok {
-			row.Params = map[string]string{}
-			for _, kv := range strings.Split(ps, ";") {
-				k, v, _ := strings.Cut(kv, "=")
-				row.Params[k] = v
-			}
-		}
-		for k, v := range params {
-			if row.Params == nil {
-				row.Params = map[string]string{}
-			}
-			row.Params[k] = v
-		}
-		rows = append(rows, row)
+			return NewRecorder(capacity)
+		},
+	}
+	rows, eruns, err := experiment.RunPolicies(ctx, env, label, es, specs, seeds)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs := make([]Run, len(eruns))
+	for i, r := range eruns {
+		rec := r.Recorder.(*Recorder)
+		runs[i] = Run{Policy: r.Policy, Label: r.Label, Seed: r.Seed, Result: r.Result, Workers: rec.workers, Total: rec.total,
+			Extra: rec.Metrics(r.Result)}
 	}
 	return rows, runs, nil
-}
-
-// runLabel joins a spec and scenario parameters into a file-name-safe
-// label: "elastic", "elastic-scaleup-local", "dragon-together".
-func runLabel(spec string, params map[string]string) string {
-	r := strings.NewReplacer(":", "-", "=", "-", ";", "-")
-	l := r.Replace(spec)
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		l += "-" + params[k]
-	}
-	return l
 }
