@@ -98,6 +98,9 @@ type testCluster struct {
 	nodes int
 	// tune, when set, adjusts the scheduler config before it starts.
 	tune func(*k8s.Config)
+	// rest, when set, is the scheduler's connection to the API server
+	// instead of restCfg (a test puts a faulty proxy in between).
+	rest *rest.Config
 }
 
 var nsCount int
@@ -169,7 +172,11 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 	if err := reg.Add(testPolicies()...); err != nil {
 		tc.t.Fatal(err)
 	}
-	mgr, ex, err := k8s.NewManager(restCfg, cfg, reg)
+	rc := restCfg
+	if tc.rest != nil {
+		rc = tc.rest
+	}
+	mgr, ex, err := k8s.NewManager(rc, cfg, reg)
 	if err != nil {
 		tc.t.Fatal(err)
 	}
