@@ -233,23 +233,18 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 }
 
 func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, bool) {
-	total := j.Demand(counts)
-	fits := func(i int, n *cluster.NodeState) bool {
-		if !total.Fits(l.free[i]) {
-			return false
-		}
+	best := l.scan(j.Demand(counts), o, func(n *cluster.NodeState) bool {
 		for g := range counts {
 			if counts[g] > 0 && !Eligible(n, j, g) {
 				return false
 			}
 		}
 		return true
-	}
-	best := l.scan(total, o, fits)
+	})
 	if best < 0 {
 		return nil, false
 	}
-	l.Take(best, total)
+	l.Take(best, j.Demand(counts))
 	p := make(cluster.Placement, 0, sum(counts))
 	for g, c := range counts {
 		for r := 0; r < c; r++ {
@@ -259,67 +254,22 @@ func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Pla
 	return p, true
 }
 
-// pick returns the best node for one replica of group g, or -1. It is
-// scan specialised to one replica (the common case), without a closure
-// call per node.
+// pick returns the best node for one replica of group g, or -1.
 func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, o Options) int {
-	if o.Strategy == FirstFit {
-		return l.scan(d, o, func(i int, n *cluster.NodeState) bool {
-			return d.Fits(l.free[i]) && Eligible(n, j, g)
-		})
-	}
-	nodes := l.snap.Nodes
-	n := len(nodes)
-	limit, start := n, 0
-	if !o.ScoreAll {
-		if limit = feasibleToScore(n); limit < n {
-			start = l.next % n
-		}
-	}
-	role := j.Groups[g].Name
-	best, bestScore, found := -1, 0.0, 0
-	for k := 0; k < n; k++ {
-		i := start + k
-		if i >= n {
-			i -= n
-		}
-		if !d.Fits(l.free[i]) {
-			continue
-		}
-		if r := nodes[i].Role; r != "" && r != role {
-			continue
-		}
-		sc := l.score(i, d, o.Strategy)
-		if best < 0 || sc > bestScore {
-			best, bestScore = i, sc
-		}
-		if found++; found >= limit {
-			if limit < n {
-				l.next = i + 1
-			}
-			break
-		}
-	}
-	return best
+	return l.scan(d, o, func(n *cluster.NodeState) bool { return Eligible(n, j, g) })
 }
 
-// scan returns the best-scoring node for demand d among those where ok
-// holds, or -1. FirstFit returns the lowest-indexed such node. Otherwise,
-// unless o.ScoreAll, the scan stops after feasibleToScore feasible nodes,
-// starting where the previous sampled scan stopped.
-func (l *Ledger) scan(d resource.Vector, o Options, ok func(int, *cluster.NodeState) bool) int {
+// scan returns the best-scoring node where d fits and that eligible
+// accepts, or -1. eligible is asked only about nodes with a role, so the
+// common case costs no call per node. FirstFit returns the lowest-indexed
+// such node. Otherwise, unless o.ScoreAll, the scan stops after
+// feasibleToScore feasible nodes, starting where the previous sampled scan
+// stopped.
+func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeState) bool) int {
 	nodes := l.snap.Nodes
 	n := len(nodes)
-	if o.Strategy == FirstFit {
-		for i, nd := range nodes {
-			if ok(i, nd) {
-				return i
-			}
-		}
-		return -1
-	}
 	limit, start := n, 0
-	if !o.ScoreAll {
+	if !o.ScoreAll && o.Strategy != FirstFit {
 		if limit = feasibleToScore(n); limit < n {
 			start = l.next % n
 		}
@@ -330,9 +280,11 @@ func (l *Ledger) scan(d resource.Vector, o Options, ok func(int, *cluster.NodeSt
 		if i >= n {
 			i -= n
 		}
-		nd := nodes[i]
-		if !ok(i, nd) {
+		if !d.Fits(l.free[i]) || nodes[i].Role != "" && !eligible(nodes[i]) {
 			continue
+		}
+		if o.Strategy == FirstFit {
+			return i
 		}
 		sc := l.score(i, d, o.Strategy)
 		if best < 0 || sc > bestScore {
