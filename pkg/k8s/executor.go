@@ -37,6 +37,8 @@ type Executor struct {
 	log logr.Logger
 
 	cycle uint64
+	// jobs caches converted TrainingJob specs between cycles.
+	jobs *JobCache
 	// written remembers the TrainingJobs this executor wrote, so that a
 	// cycle that reads an informer cache lagging behind its own writes
 	// does not act on the stale copy (start a job twice, say).
@@ -184,9 +186,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		}
 	}
 	e.cycle++
+	if e.jobs == nil {
+		e.jobs = NewJobCache()
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false

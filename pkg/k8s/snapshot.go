@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"k8s.io/apimachinery/pkg/types"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +85,9 @@ type Options struct {
 	StuckAfter time.Duration
 	// Origin is time 0 of the snapshot clock.
 	Origin time.Time
+	// Jobs, when set, caches the cluster.Job of each TrainingJob between
+	// cycles (see JobCache).
+	Jobs *JobCache
 	// Catalog is the instance types an autoscaler can add.
 	Catalog []cluster.InstanceType
 	// SchedulerName is drover's; plain pods with it and the opt-in label
@@ -143,7 +147,7 @@ func Build(w *World, now time.Time, o Options) *View {
 			continue
 		}
 		jv := &jobView{tj: tj, succeeded: map[string]int{}}
-		job, err := ToJob(tj, o)
+		job, err := o.Jobs.get(tj, o)
 		if err != nil {
 			jv.invalid = err
 		} else {
@@ -157,6 +161,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.order = append(v.order, JobKey(tj))
 	}
 	slices.Sort(v.order)
+	o.Jobs.sweep()
 
 	var queued []qItem
 	// Pods: replica pods go to their job, opted-in plain pods become jobs; everything else bound to a node
@@ -455,6 +460,60 @@ func (v *View) linkNodes(jv *jobView) {
 			n.Jobs = append(n.Jobs, jv.st)
 		}
 	}
+}
+
+// JobCache keeps the cluster.Job made from each TrainingJob, keyed by UID,
+// and makes it again only when something ToJob reads changes: the spec
+// (generation), the model label, the clock origin or the default duration.
+// Converting 10,000 specs is about a third of a cycle at that size, and a
+// pending job's spec rarely changes between cycles. Jobs are immutable
+// once made (policies must not modify them), so sharing them across cycles
+// is safe. A nil *JobCache converts every time.
+type JobCache struct {
+	m    map[types.UID]*cachedJob
+	seen map[types.UID]bool
+}
+
+type cachedJob struct {
+	gen    int64
+	model  string
+	origin time.Time
+	def    float64
+	job    *cluster.Job
+	err    error
+}
+
+// NewJobCache returns an empty cache.
+func NewJobCache() *JobCache {
+	return &JobCache{m: map[types.UID]*cachedJob{}, seen: map[types.UID]bool{}}
+}
+
+func (c *JobCache) get(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
+	if c == nil || tj.UID == "" { // objects not from an API server have no UID
+		return ToJob(tj, o)
+	}
+	c.seen[tj.UID] = true
+	model := tj.Labels["drover.dev/model"]
+	if e, ok := c.m[tj.UID]; ok && e.gen == tj.Generation && e.model == model && e.origin.Equal(o.Origin) &&
+		e.def == o.DefaultDuration && (e.job == nil || e.job.ID == JobKey(tj)) {
+		return e.job, e.err
+	}
+	j, err := ToJob(tj, o)
+	c.m[tj.UID] = &cachedJob{gen: tj.Generation, model: model, origin: o.Origin, def: o.DefaultDuration, job: j, err: err}
+	return j, err
+}
+
+// sweep forgets jobs not seen since the last sweep (deleted or finished).
+func (c *JobCache) sweep() {
+	if c == nil {
+		return
+	}
+	for uid := range c.m {
+		if !c.seen[uid] {
+			delete(c.m, uid)
+		}
+	}
+	clear(c.seen)
 }
 
 // ToJob converts a TrainingJob's spec to the policy's job model. Errors

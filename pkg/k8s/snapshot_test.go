@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func testNode(name string, cpu, gpu string, ready bool) corev1.Node {
 }
 
 func testJob(name string, created time.Time, replicas int32, cpu, gpu string) v1alpha1.TrainingJob {
-	return v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(created), UID: "uid-" + "name"},
+	return v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(created), UID: types.UID("uid-" + name)},
 		Spec: v1alpha1.TrainingJobSpec{Class: v1alpha1.ClassBE, ReplicaGroups: []v1alpha1.ReplicaGroup{{Name: "worker", Replicas: replicas,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), GPUResource: resource.MustParse(gpu)}}}}}}}}}}
@@ -204,5 +205,42 @@ func TestBuildOptIn(t *testing.T) {
 	}
 	if c := v.Snap.Nodes[0].Allocated[dres.CPU]; c != 1000 {
 		t.Errorf("node a allocated %dm CPU, want the bound pod's 1000m", c)
+	}
+}
+
+// The JobCache reuses a converted job until its spec generation (or model
+// label) changes, and forgets jobs that are gone.
+func TestJobCache(t *testing.T) {
+	tj := testJob("a", t0, 1, "4", "1")
+	tj.Generation = 1
+	c := NewJobCache()
+	o := Options{DefaultDuration: 3600, Jobs: c}
+	j1, err := c.get(&tj, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sweep()
+	if j2, _ := c.get(&tj, o); j2 != j1 {
+		t.Error("unchanged spec was converted again")
+	}
+	tj.Spec.Priority = 7
+	tj.Generation = 2
+	j3, _ := c.get(&tj, o)
+	if j3 == j1 || j3.Priority != 7 {
+		t.Errorf("changed spec not reconverted: priority %d", j3.Priority)
+	}
+	tj.Labels = map[string]string{"drover.dev/model": "vae"}
+	if j4, _ := c.get(&tj, o); j4 == j3 || j4.Model != "vae" {
+		t.Error("changed model label not reconverted")
+	}
+	c.sweep()
+	c.sweep() // not seen since the last sweep
+	if len(c.m) != 0 {
+		t.Errorf("cache kept %d jobs that are gone", len(c.m))
+	}
+	other := testJob("b", t0, 1, "4", "1")
+	other.UID = tj.UID // a UID reused by another job must not return a's job
+	if jb, _ := c.get(&other, o); jb.ID != JobKey(&other) {
+		t.Errorf("got job %s for %s", jb.ID, JobKey(&other))
 	}
 }

@@ -53,7 +53,7 @@ func TestGangPlacementByBinding(t *testing.T) {
 			t.Errorf("placement %s: %d pods missing (negative: extra)", k, n)
 		}
 	}
-	if ok, msg := tc.hasEvent("gang", "Admitted"); !ok {
+	if ok, msg := tc.waitEvent("gang", "Admitted"); !ok {
 		t.Errorf("no Admitted event: %s", msg)
 	}
 	done := tc.waitPhase("gang", v1alpha1.PhaseSucceeded, 30*time.Second)
@@ -124,7 +124,7 @@ func TestFitGppPreemptsWithGraceAndResumes(t *testing.T) {
 	if sus.Status.Preemptions != 1 || sus.Status.RequeuedAt == nil {
 		t.Errorf("suspended job: preemptions %d requeuedAt %v", sus.Status.Preemptions, sus.Status.RequeuedAt)
 	}
-	if ok, msg := tc.hasEvent("be", "Preempted"); !ok || !strings.Contains(msg, "te") {
+	if ok, msg := tc.waitEvent("be", "Preempted"); !ok || !strings.Contains(msg, "te") {
 		t.Errorf("Preempted event naming the TE job: %v %s", ok, msg)
 	}
 	// The BE pod got its grace period: deletion deadline = now + 5 s.

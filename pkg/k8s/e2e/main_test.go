@@ -320,6 +320,20 @@ func (tc *testCluster) hasEvent(name, reason string) (bool, string) {
 	return false, fmt.Sprintf("events %v", got)
 }
 
+// waitEvent is hasEvent for assertions: the scheduler's event recorder
+// writes Events asynchronously, so an Event for a decision already visible
+// in the job's status may land a moment later. It polls for up to 15 s.
+func (tc *testCluster) waitEvent(name, reason string) (bool, string) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ok, msg := tc.hasEvent(name, reason)
+		if ok || time.Now().After(deadline) {
+			return ok, msg
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // dump logs the jobs and pods of the test, to debug a timeout.
 func (tc *testCluster) dump() {
 	var jobs v1alpha1.TrainingJobList

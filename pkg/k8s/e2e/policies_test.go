@@ -85,7 +85,7 @@ func TestElasticScaleUpDown(t *testing.T) {
 		}
 		return tj.Status.Resizes >= 1 && n == 4, fmt.Sprintf("resizes %d, %d bound pods", tj.Status.Resizes, n)
 	})
-	if ok, msg := tc.hasEvent("flex", "Resized"); !ok {
+	if ok, msg := tc.waitEvent("flex", "Resized"); !ok {
 		t.Errorf("no Resized event: %s", msg)
 	}
 	first := map[string]bool{}
@@ -169,7 +169,7 @@ func TestOASiSRejectsNegativePayoff(t *testing.T) {
 	if !strings.Contains(got.Status.Reason, "payoff") {
 		t.Errorf("reason %q does not come from oasis", got.Status.Reason)
 	}
-	if ok, msg := tc.hasEvent("worthless", "Rejected"); !ok {
+	if ok, msg := tc.waitEvent("worthless", "Rejected"); !ok {
 		t.Errorf("no Rejected event: %s", msg)
 	}
 	if len(tc.pods("worthless")) != 0 {
@@ -213,7 +213,7 @@ func TestSpeConMigratesOnce(t *testing.T) {
 		}
 		return false, strings.Join(st, " ")
 	})
-	if ok, msg := tc.hasEvent(moved, "Migrated"); !ok {
+	if ok, msg := tc.waitEvent(moved, "Migrated"); !ok {
 		t.Errorf("no Migrated event: %s", msg)
 	}
 	tc.eventually("migrated job running again from its checkpoint", 20*time.Second, func() (bool, string) {
