@@ -7,6 +7,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -25,6 +26,9 @@ type Ledger struct {
 	// reciprocal of the number of kinds it has, so that scoring a node
 	// multiplies instead of divides: scoring is the inner loop of a cycle.
 	inv []nodeInv
+	// roled marks nodes with a Role, so the hot loop need not load each
+	// NodeState (a cache miss per node) to learn that most have none.
+	roled []bool
 }
 
 type nodeInv struct {
@@ -60,7 +64,9 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 		l.inv = make([]nodeInv, len(s.Nodes), cap(l.free))
 	}
 	l.inv = l.inv[:len(s.Nodes)]
+	l.roled = slices.Grow(l.roled[:0], len(s.Nodes))[:len(s.Nodes)]
 	for i, n := range s.Nodes {
+		l.roled[i] = n.Role != ""
 		var v nodeInv
 		k := 0
 		for r, c := range n.Capacity {
@@ -280,7 +286,7 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 		if i >= n {
 			i -= n
 		}
-		if !d.Fits(l.free[i]) || nodes[i].Role != "" && !eligible(nodes[i]) {
+		if !d.Fits(l.free[i]) || l.roled[i] && !eligible(nodes[i]) {
 			continue
 		}
 		if o.Strategy == FirstFit {
