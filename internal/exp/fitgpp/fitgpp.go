@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/drover-sched/drover/pkg/chart"
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -232,11 +233,21 @@ type series struct {
 	dashed       bool
 }
 
+// sweepColumns are the table columns of the sweeps; the one-policy sweeps
+// (lambda, P) add how many jobs were preempted twice, which P bounds.
+var sweepColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+	"preempted_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"}
+
+var oneSpecColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+	"preempted_frac", "preempted_twice_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"}
+
 // sweep runs every point, tags rows with key=label, and charts the named
-// series against x.
-func sweep(ctx context.Context, env *experiment.Env, name, key, xlabel string, points []sweepPoint, seeds int, lines []series, notes []string) (*experiment.Report, error) {
+// series against x. A series with a spec follows that spec's rows; one
+// without follows the metric across points whose spec changes with x (a
+// one-spec sweep such as lambda or P).
+func sweep(ctx context.Context, env *experiment.Env, name, key, xlabel string, points []sweepPoint, seeds int, lines []series, notes, columns []string) (*experiment.Report, error) {
 	var all []experiment.Row
-	bySpec := map[string][][2]float64{}
+	xy := map[series][][2]float64{}
 	for _, pt := range points {
 		rows, _, err := runSet(ctx, env, name+" "+key+"="+pt.label, pt.p, pt.specs, seeds)
 		if err != nil {
@@ -249,24 +260,22 @@ func sweep(ctx context.Context, env *experiment.Env, name, key, xlabel string, p
 			r.Params[key] = pt.label
 			all = append(all, r)
 			for _, l := range lines {
-				if l.spec == pt.specs[i] {
-					bySpec[l.spec+"|"+l.metric] = append(bySpec[l.spec+"|"+l.metric], [2]float64{pt.x, r.Metrics[l.metric]})
+				if l.spec == "" || l.spec == pt.specs[i] {
+					xy[l] = append(xy[l], [2]float64{pt.x, r.Metrics[l.metric]})
 				}
 			}
 		}
 	}
 	c := &chart.Line{Title: name, XLabel: xlabel, YLabel: "slowdown"}
 	for _, l := range lines {
-		s := chart.Series{Name: l.spec + " " + l.metric, Dashed: l.dashed}
-		for _, xy := range bySpec[l.spec+"|"+l.metric] {
-			s.X = append(s.X, xy[0])
-			s.Y = append(s.Y, xy[1])
+		s := chart.Series{Name: strings.TrimSpace(l.spec + " " + l.metric), Dashed: l.dashed}
+		for _, v := range xy[l] {
+			s.X = append(s.X, v[0])
+			s.Y = append(s.Y, v[1])
 		}
 		c.Series = append(c.Series, s)
 	}
-	return &experiment.Report{Experiment: name, Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes,
-		Columns: []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
-			"preempted_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"},
+	return &experiment.Report{Experiment: name, Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes, Columns: columns,
 		Charts: []experiment.ChartFile{{File: name + ".svg", Line: c}}}, nil
 }
 
@@ -288,7 +297,7 @@ func lambdaSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, 
 		s := strconv.FormatFloat(l, 'g', -1, 64)
 		pts = append(pts, sweepPoint{label: s, x: l, p: p, specs: []string{"fitgpp:lambda=" + s}})
 	}
-	return sweepByMetric(ctx, env, "fitgpp-lambda", "lambda", "lambda", pts, seeds, slowdownLines(), sweepNotes(p, quick, seeds))
+	return sweep(ctx, env, "fitgpp-lambda", "lambda", "lambda", pts, seeds, slowdownLines(), sweepNotes(p, quick, seeds), oneSpecColumns)
 }
 
 // slowdownLines are the series of a one-policy sweep: the TE (solid) and
@@ -301,41 +310,6 @@ func slowdownLines() []series {
 	return lines
 }
 
-// sweepByMetric is sweep for one-spec points whose spec changes with x:
-// the series follow a metric rather than a spec.
-func sweepByMetric(ctx context.Context, env *experiment.Env, name, key, xlabel string, pts []sweepPoint, seeds int, lines []series, notes []string) (*experiment.Report, error) {
-	var all []experiment.Row
-	xy := map[string][][2]float64{}
-	for _, pt := range pts {
-		rows, _, err := runSet(ctx, env, name+" "+key+"="+pt.label, pt.p, pt.specs, seeds)
-		if err != nil {
-			return nil, err
-		}
-		r := rows[0]
-		if r.Params == nil {
-			r.Params = map[string]string{}
-		}
-		r.Params[key] = pt.label
-		all = append(all, r)
-		for _, l := range lines {
-			xy[l.metric] = append(xy[l.metric], [2]float64{pt.x, r.Metrics[l.metric]})
-		}
-	}
-	c := &chart.Line{Title: name, XLabel: xlabel, YLabel: "slowdown"}
-	for _, l := range lines {
-		s := chart.Series{Name: l.metric, Dashed: l.dashed}
-		for _, v := range xy[l.metric] {
-			s.X = append(s.X, v[0])
-			s.Y = append(s.Y, v[1])
-		}
-		c.Series = append(c.Series, s)
-	}
-	return &experiment.Report{Experiment: name, Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes,
-		Columns: []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
-			"preempted_frac", "preempted_twice_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"},
-		Charts: []experiment.ChartFile{{File: name + ".svg", Line: c}}}, nil
-}
-
 // Ps swept by fitgpp-p; the chart puts them at x = 1, 2, ... in order.
 var Ps = []string{"1", "2", "3", "5", "inf"}
 
@@ -346,7 +320,7 @@ func pSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 		pts = append(pts, sweepPoint{label: v, x: float64(i + 1), p: p, specs: []string{"fitgpp:p=" + v}})
 	}
 	notes := append(sweepNotes(p, quick, seeds), "chart x axis: 1, 2, 3, 4, 5 stand for P = 1, 2, 3, 5, inf")
-	return sweepByMetric(ctx, env, "fitgpp-p", "p", "P (5 = inf)", pts, seeds, slowdownLines(), notes)
+	return sweep(ctx, env, "fitgpp-p", "p", "P (5 = inf)", pts, seeds, slowdownLines(), notes, oneSpecColumns)
 }
 
 // TEShares swept by fitgpp-te-share.
@@ -366,7 +340,7 @@ func teShareSweep(ctx context.Context, env *experiment.Env) (*experiment.Report,
 	for _, sp := range sweepPolicies {
 		lines = append(lines, series{spec: sp, metric: "te_slowdown_p95"}, series{spec: sp, metric: "be_slowdown_p95", dashed: true})
 	}
-	return sweep(ctx, env, "fitgpp-te-share", "te_share", "share of TE jobs", pts, seeds, lines, sweepNotes(p, quick, seeds))
+	return sweep(ctx, env, "fitgpp-te-share", "te_share", "share of TE jobs", pts, seeds, lines, sweepNotes(p, quick, seeds), sweepColumns)
 }
 
 // GPScales swept by fitgpp-gp-scale, and the large lambda compared there.
@@ -390,7 +364,7 @@ func gpScaleSweep(ctx context.Context, env *experiment.Env) (*experiment.Report,
 	}
 	notes := append(sweepNotes(p, quick, seeds), fmt.Sprintf("grace periods: mean, sd and truncation of N(%g, %g) in [%g, %g] s multiplied by the scale",
 		p.Grace.Mean, p.Grace.SD, p.Grace.Lo, p.Grace.Hi))
-	return sweep(ctx, env, "fitgpp-gp-scale", "gp_scale", "grace-period scale", pts, seeds, lines, notes)
+	return sweep(ctx, env, "fitgpp-gp-scale", "gp_scale", "grace-period scale", pts, seeds, lines, notes, sweepColumns)
 }
 
 // Grace models compared by fitgpp-grace-model, and the grace-period
