@@ -114,7 +114,7 @@ func TestSampledScan(t *testing.T) {
 		free[i] = int64(1 + i%7)
 	}
 	free[999] = 8 // the emptiest node, at the end
-	job := gjob(1, 1)
+	job := gpuJob(1, 1)
 	l := NewLedger(snap(free...), true)
 	p, err := Place(l, job, []int{1}, Options{Strategy: Spread, ScoreAll: true})
 	if err != nil || p[0].Node != 999 {
@@ -144,4 +144,3 @@ func TestSampledScan(t *testing.T) {
 	}
 }
 
-func gjob(replicas int, gpus int64) *cluster.Job { return gpuJob(replicas, gpus) }
