@@ -143,4 +143,3 @@ func TestSampledScan(t *testing.T) {
 		t.Errorf("second pick %d did not continue where the first scan stopped", a[1])
 	}
 }
-
