@@ -1,161 +1,123 @@
 // Package baseline holds the reference policies every drover policy is
-// compared against: strict FIFO, a Kubernetes-default-like scheduler
-// (priority order, no head-of-line blocking, least-allocated spread), the
-// same with bin-packing placement, and Dominant Resource Fairness.
+// compared against, as framework presets, and the generic plugins they are
+// made of:
+//
+//   - fifo: queue order, head-of-line blocking, pack placement;
+//   - k8s-default: priority then queue order, a job that does not fit is
+//     skipped, least-allocated (spread) placement, like kube-scheduler with
+//     a gang plugin;
+//   - binpack: k8s-default with most-allocated (pack) placement;
+//   - drf: Dominant Resource Fairness across tenants (Ghodsi et al.),
+//     skipping jobs that do not fit, spread placement.
+//
+// The plugins (priority and drf queue orders, head-of-line admission) are
+// reused by the papers' presets and by the drover profile.
 package baseline
 
 import (
 	"cmp"
-	"slices"
+	"fmt"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// FIFO starts jobs strictly in arrival order and never preempts. When the
-// head of the queue does not fit, nothing behind it starts (head-of-line
-// blocking), which is the behaviour FitGpp and the other papers compare
-// against.
-type FIFO struct {
-	Placement placement.Options
-	ledger    placement.Ledger // reused across cycles
+// Plugin names.
+const (
+	PriorityName   = "priority"
+	DRFName        = "drf"
+	HeadOfLineName = "head-of-line"
+)
+
+// Priority orders pending jobs by priority, highest first; equal
+// priorities keep queue order.
+type Priority struct{}
+
+var _ framework.QueueSort = Priority{}
+
+// Name implements framework.Plugin.
+func (Priority) Name() string { return PriorityName }
+
+// Compare implements framework.QueueSort.
+func (Priority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
+	return cmp.Compare(b.Job.Priority, a.Job.Priority)
 }
 
-var _ policy.Policy = (*FIFO)(nil)
+// HeadOfLine is strict FIFO admission: once a job in this cycle could not
+// be started, it and every job behind it wait (head-of-line blocking, the
+// behaviour FitGpp and the other papers compare against).
+type HeadOfLine struct{}
 
-// Name implements policy.Policy.
-func (*FIFO) Name() string { return "fifo" }
+var _ framework.Admit = HeadOfLine{}
 
-// Schedule implements policy.Policy.
-func (f *FIFO) Schedule(s *cluster.Snapshot) []policy.Action {
-	var out []policy.Action
-	l := &f.ledger
-	first := true
-	for js := range s.Pending.All() {
-		if first {
-			l.Reset(s, true)
-			first = false
-		}
-		p, err := placement.Place(l, js.Job, js.Job.RequestedCounts(), f.Placement)
-		if err != nil {
-			return append(out, policy.Wait{Job: js.Job.ID, Reason: "head of queue: " + err.Error()})
-		}
-		out = append(out, policy.Start{Job: js.Job.ID, Placement: p})
+// Name implements framework.Plugin.
+func (HeadOfLine) Name() string { return HeadOfLineName }
+
+// Admit implements framework.Admit.
+func (HeadOfLine) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
+	if len(c.Failed()) > 0 {
+		return framework.NewStatus(framework.Blocked, "behind the head of the queue")
 	}
-	return out
+	return nil
 }
 
-// Ordered starts jobs in a policy-defined order and skips those that do not
-// fit, so small jobs can pass a blocked large one. With priority order and
-// spread placement it behaves like kube-scheduler with a gang plugin.
-type Ordered struct {
-	name      string
-	Placement placement.Options
-	// Window bounds how many pending jobs one cycle considers, as
-	// kube-scheduler and Volcano bound a cycle; 0 means all.
-	Window int
+// DRF orders pending jobs by the dominant share their tenant would have
+// with the job started, lowest first (Ghodsi et al.); ties go to the job
+// that has waited longer. It is also a Reserve plugin: each start adds to
+// its tenant's use and re-sorts the jobs not yet tried. Jobs without a
+// tenant are each their own tenant.
+type DRF struct{}
+
+var (
+	_ framework.QueueSort = DRF{}
+	_ framework.Reserve   = DRF{}
+)
+
+type drfState struct {
+	total resource.Vector
+	use   map[string]resource.Vector
+	pos   map[*cluster.JobState]int
 }
 
-var _ policy.Policy = (*Ordered)(nil)
+var drfKey = framework.NewKey[*drfState]("drf")
 
-// Name implements policy.Policy.
-func (o *Ordered) Name() string { return o.name }
+// Name implements framework.Plugin.
+func (DRF) Name() string { return DRFName }
 
-// Schedule implements policy.Policy.
-func (o *Ordered) Schedule(s *cluster.Snapshot) []policy.Action {
-	cands := window(s, o.Window)
-	slices.SortStableFunc(cands, func(a, b *cluster.JobState) int {
-		return cmp.Compare(b.Job.Priority, a.Job.Priority)
+func (DRF) state(c *framework.Cycle) *drfState {
+	return framework.GetOrInit(c, drfKey, func() *drfState {
+		s := c.Snap
+		st := &drfState{total: s.ReadyCapacity(), use: map[string]resource.Vector{}, pos: map[*cluster.JobState]int{}}
+		for _, js := range s.Running {
+			st.use[tenant(js)] = st.use[tenant(js)].Add(js.Job.Demand(js.Counts()))
+		}
+		i := 0
+		for js := range s.Pending.All() {
+			st.pos[js] = i
+			i++
+		}
+		return st
 	})
-	return startInOrder(s, cands, o.Placement, nil)
 }
 
-// window collects up to n pending jobs in queue order.
-func window(s *cluster.Snapshot, n int) []*cluster.JobState {
-	var out []*cluster.JobState
-	for js := range s.Pending.All() {
-		if n > 0 && len(out) >= n {
-			break
-		}
-		out = append(out, js)
-	}
-	return out
-}
-
-// startInOrder tries each candidate; after each start it calls reorder (if
-// set) so that an order depending on allocations (DRF) stays current.
-func startInOrder(s *cluster.Snapshot, cands []*cluster.JobState, o placement.Options,
-	next func(started *cluster.JobState, rest []*cluster.JobState)) []policy.Action {
-	if len(cands) == 0 {
-		return nil
-	}
-	l := placement.NewLedger(s, true)
-	var out []policy.Action
-	var blocked *cluster.JobState
-	var reason string
-	for i := 0; i < len(cands); i++ {
-		js := cands[i]
-		p, err := placement.Place(l, js.Job, js.Job.RequestedCounts(), o)
-		if err != nil {
-			if blocked == nil {
-				blocked, reason = js, err.Error()
-			}
-			continue
-		}
-		out = append(out, policy.Start{Job: js.Job.ID, Placement: p})
-		if next != nil {
-			next(js, cands[i+1:])
-		}
-	}
-	if blocked != nil {
-		out = append(out, policy.Wait{Job: blocked.Job.ID, Reason: reason})
-	}
-	return out
-}
-
-// DRF starts the pending job of the tenant with the lowest dominant share
-// of the cluster first (Ghodsi et al.), skipping jobs that do not fit. Jobs
-// without a tenant are each their own tenant.
-type DRF struct {
-	Placement placement.Options
-	Window    int
-}
-
-var _ policy.Policy = (*DRF)(nil)
-
-// Name implements policy.Policy.
-func (*DRF) Name() string { return "drf" }
-
-// Schedule implements policy.Policy.
-func (d *DRF) Schedule(s *cluster.Snapshot) []policy.Action {
-	total := s.ReadyCapacity()
-	use := map[string]resource.Vector{}
-	for _, js := range s.Running {
-		use[tenant(js)] = use[tenant(js)].Add(js.Job.Demand(js.Counts()))
-	}
-	cands := window(s, d.Window)
-	pos := make(map[*cluster.JobState]int, len(cands))
-	for i, js := range cands {
-		pos[js] = i
-	}
+// Compare implements framework.QueueSort.
+func (d DRF) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+	st := d.state(c)
 	share := func(js *cluster.JobState) float64 {
-		t := tenant(js)
-		return use[t].Add(js.Job.RequestedDemand()).DominantShare(total)
+		return st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total)
 	}
-	// Ties in share go to the job that has waited longer (queue order).
-	sortByShare := func(c []*cluster.JobState) {
-		slices.SortFunc(c, func(a, b *cluster.JobState) int {
-			return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(pos[a], pos[b]))
-		})
-	}
-	sortByShare(cands)
-	return startInOrder(s, cands, d.Placement, func(started *cluster.JobState, rest []*cluster.JobState) {
-		t := tenant(started)
-		use[t] = use[t].Add(started.Job.RequestedDemand())
-		sortByShare(rest)
-	})
+	return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(st.pos[a], st.pos[b]))
+}
+
+// Reserve implements framework.Reserve.
+func (d DRF) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {
+	st := d.state(c)
+	t := tenant(js)
+	st.use[t] = st.use[t].Add(js.Job.RequestedDemand())
+	c.Resort()
 }
 
 func tenant(js *cluster.JobState) string {
@@ -165,48 +127,96 @@ func tenant(js *cluster.JobState) string {
 	return "job/" + js.Job.ID
 }
 
-// Entries returns the registry entries of the baselines.
+// Strategy returns the built-in Score plugin for a placement strategy.
+func Strategy(s placement.Strategy) framework.WeightedScore {
+	return framework.WeightedScore{Score: framework.Strategy{S: s}, Weight: 1}
+}
+
+// FIFOProfile is the fifo preset: queue order, head-of-line blocking.
+func FIFOProfile(s placement.Strategy) framework.Profile {
+	return framework.Profile{Name: "fifo", Admit: []framework.Admit{HeadOfLine{}},
+		Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{Strategy(s)}}
+}
+
+// NewFIFO returns the fifo preset's runtime with the given placement.
+func NewFIFO(s placement.Strategy) *framework.Runtime {
+	r, err := framework.New(FIFOProfile(s))
+	if err != nil {
+		panic(err) // a fixed, valid profile
+	}
+	return r
+}
+
+// Plugins returns the registry entries of the generic plugins.
+func Plugins() []framework.PluginEntry {
+	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
+		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
+	}
+	return []framework.PluginEntry{
+		{Name: PriorityName, Description: "queueSort: priority, highest first, then queue order", New: none(PriorityName, Priority{})},
+		{Name: DRFName, Description: "queueSort, reserve: lowest dominant share of the job's tenant first (Ghodsi et al.), re-ranked after each start", New: none(DRFName, DRF{})},
+		{Name: HeadOfLineName, Description: "admit: strict FIFO, a job that could not start blocks every job behind it", New: none(HeadOfLineName, HeadOfLine{})},
+		{Name: "least-allocated", Description: "score: the node with the most free after placing (spread, kube-scheduler's LeastAllocated)", New: none("least-allocated", framework.Strategy{S: placement.Spread})},
+		{Name: "most-allocated", Description: "score: the node with the least free after placing (pack, best fit)", New: none("most-allocated", framework.Strategy{S: placement.Pack})},
+		{Name: "first-fit", Description: "score: the lowest-indexed node that fits", New: none("first-fit", framework.Strategy{S: placement.FirstFit})},
+		{Name: "node-role", Description: "filter: a node with a role takes only replicas of that group (always enforced)", New: none("node-role", framework.NodeRole{})},
+	}
+}
+
+// Entries returns the registry entries of the baseline presets.
 func Entries() []policy.Entry {
 	return []policy.Entry{
 		{Name: "fifo", Description: "strict arrival order, non-preemptive, head-of-line blocking; placement=pack|spread|first-fit (default pack)",
 			New: func(p policy.Params) (policy.Policy, error) {
-				o, err := options(p, placement.Pack, "fifo")
-				return &FIFO{Placement: o}, err
+				st, _, err := options(p, placement.Pack, "fifo")
+				if err != nil {
+					return nil, err
+				}
+				return framework.New(FIFOProfile(st))
 			}},
-		{Name: "k8s-default", Description: "priority then arrival order, skips jobs that do not fit, least-allocated spread placement",
-			New: func(p policy.Params) (policy.Policy, error) {
-				o, err := options(p, placement.Spread, "k8s-default", "window")
-				w, _ := p.Int("window", 0)
-				return &Ordered{name: "k8s-default", Placement: o, Window: w}, err
-			}},
+		{Name: "k8s-default", Description: "priority then arrival order, skips jobs that do not fit, least-allocated spread placement; window=N jobs per cycle (0: all)",
+			New: ordered("k8s-default", placement.Spread)},
 		{Name: "binpack", Description: "like k8s-default with most-allocated (bin-packing) placement",
+			New: ordered("binpack", placement.Pack)},
+		{Name: "drf", Description: "dominant resource fairness across tenants, skips jobs that do not fit, spread placement; window=N",
 			New: func(p policy.Params) (policy.Policy, error) {
-				o, err := options(p, placement.Pack, "binpack", "window")
-				w, _ := p.Int("window", 0)
-				return &Ordered{name: "binpack", Placement: o, Window: w}, err
-			}},
-		{Name: "drf", Description: "dominant resource fairness across tenants, skips jobs that do not fit, spread placement",
-			New: func(p policy.Params) (policy.Policy, error) {
-				o, err := options(p, placement.Spread, "drf", "window")
-				w, _ := p.Int("window", 0)
-				return &DRF{Placement: o, Window: w}, err
+				st, w, err := options(p, placement.Spread, "drf", "window")
+				if err != nil {
+					return nil, err
+				}
+				return framework.New(framework.Profile{Name: "drf", QueueSort: DRF{}, Reserve: []framework.Reserve{DRF{}},
+					Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{Strategy(st)}, Window: w})
 			}},
 	}
 }
 
-func options(p policy.Params, def placement.Strategy, name string, extra ...string) (placement.Options, error) {
-	if err := p.Check(name, append([]string{"placement"}, extra...)...); err != nil {
-		return placement.Options{}, err
+func ordered(name string, def placement.Strategy) policy.Factory {
+	return func(p policy.Params) (policy.Policy, error) {
+		st, w, err := options(p, def, name, "window")
+		if err != nil {
+			return nil, err
+		}
+		return framework.New(framework.Profile{Name: name, QueueSort: Priority{},
+			Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{Strategy(st)}, Window: w})
 	}
-	if _, err := p.Int("window", 0); err != nil {
-		return placement.Options{}, err
+}
+
+func options(p policy.Params, def placement.Strategy, name string, extra ...string) (placement.Strategy, int, error) {
+	if err := p.Check(name, append([]string{"placement"}, extra...)...); err != nil {
+		return 0, 0, err
+	}
+	w, err := p.Int("window", 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if w < 0 {
+		return 0, 0, fmt.Errorf("parameter window=%d: must be >= 0 (0: all)", w)
 	}
 	st := def
 	if v, ok := p["placement"]; ok {
-		var err error
 		if st, err = placement.ParseStrategy(v); err != nil {
-			return placement.Options{}, err
+			return 0, 0, err
 		}
 	}
-	return placement.Options{Strategy: st}, nil
+	return st, w, nil
 }

@@ -200,11 +200,45 @@ type Options struct {
 	// nodes for each of 10,000 replicas costs a second per cycle.
 	ScoreAll bool
 	Strategy Strategy
-	// OneNodeFirst tries to put all replicas on one node before spreading
-	// them (gang placement on a single node, which avoids cross-node
-	// communication).
-	OneNodeFirst bool
+	// Gang says whether all replicas of a job go on one node first.
+	Gang Gang
+	// OneNodeFirstFit makes the one-node stage of a gang take the
+	// lowest-indexed node that holds the whole gang, rather than the best
+	// by Strategy (the elastic article's gang placement).
+	OneNodeFirstFit bool
+	// Filter, when set, must also accept a node for a replica of group g
+	// (node constraints beyond roles); it is asked of every candidate.
+	Filter func(n *cluster.NodeState, g int) bool
 }
+
+// Gang is how a job's replicas are kept together.
+type Gang uint8
+
+// Gang modes.
+const (
+	// PerReplica places each replica on its own best node.
+	PerReplica Gang = iota
+	// OneNodeFirst tries to put all replicas on one node before placing
+	// them one by one (which avoids cross-node communication).
+	OneNodeFirst
+	// OneNodeOnly puts all replicas on one node or fails.
+	OneNodeOnly
+)
+
+// ParseGang maps "per-replica", "one-node-first" or "one-node-only".
+func ParseGang(s string) (Gang, error) {
+	switch s {
+	case "", "per-replica":
+		return PerReplica, nil
+	case "one-node-first":
+		return OneNodeFirst, nil
+	case "one-node-only":
+		return OneNodeOnly, nil
+	}
+	return 0, fmt.Errorf("unknown gang mode %q (want per-replica, one-node-first or one-node-only)", s)
+}
+
+func (g Gang) String() string { return [...]string{"per-replica", "one-node-first", "one-node-only"}[g] }
 
 // Eligible reports whether group g of job j may run on node n (role match).
 func Eligible(n *cluster.NodeState, j *cluster.Job, g int) bool {
@@ -215,9 +249,12 @@ func Eligible(n *cluster.NodeState, j *cluster.Job, g int) bool {
 // from the ledger. It is all or nothing: on failure the ledger is
 // unchanged, and the error says which group did not fit.
 func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, error) {
-	if o.OneNodeFirst {
+	if o.Gang != PerReplica {
 		if p, ok := placeOnOne(l, j, counts, o); ok {
 			return p, nil
+		}
+		if o.Gang == OneNodeOnly {
+			return nil, fmt.Errorf("no node has %v free for all %d replicas", j.Demand(counts), sum(counts))
 		}
 	}
 	l.Fork()
@@ -239,9 +276,15 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 }
 
 func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, bool) {
+	if o.OneNodeFirstFit {
+		o.Strategy = FirstFit
+	}
 	best := l.scan(j.Demand(counts), o, func(n *cluster.NodeState) bool {
 		for g := range counts {
 			if counts[g] > 0 && !Eligible(n, j, g) {
+				return false
+			}
+			if counts[g] > 0 && o.Filter != nil && !o.Filter(n, g) {
 				return false
 			}
 		}
@@ -262,6 +305,9 @@ func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Pla
 
 // pick returns the best node for one replica of group g, or -1.
 func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, o Options) int {
+	if o.Filter != nil {
+		return l.scan(d, o, func(n *cluster.NodeState) bool { return Eligible(n, j, g) && o.Filter(n, g) })
+	}
 	return l.scan(d, o, func(n *cluster.NodeState) bool { return Eligible(n, j, g) })
 }
 
@@ -286,7 +332,7 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 		if i >= n {
 			i -= n
 		}
-		if !d.Fits(l.free[i]) || l.roled[i] && !eligible(nodes[i]) {
+		if !d.Fits(l.free[i]) || (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
 			continue
 		}
 		if o.Strategy == FirstFit {
@@ -323,6 +369,15 @@ func feasibleToScore(n int) int {
 		k = 100
 	}
 	return k
+}
+
+// Score is the strategy's score of node i for demand d: higher is better.
+// FirstFit scores by index (the lowest index best).
+func (l *Ledger) Score(i int, d resource.Vector, s Strategy) float64 {
+	if s == FirstFit {
+		return -float64(i)
+	}
+	return l.score(i, d, s)
 }
 
 // score is higher for the better node: the mean free fraction of node i

@@ -37,8 +37,8 @@ func TestPlaceStrategies(t *testing.T) {
 		{"pack picks fullest that fits", []int64{2, 8, 4}, gpuJob(1, 2), Options{Strategy: Pack}, cluster.Placement{{Node: 0}}},
 		{"first fit", []int64{1, 8, 4}, gpuJob(1, 2), Options{Strategy: FirstFit}, cluster.Placement{{Node: 1}}},
 		{"spread spreads replicas", []int64{8, 8}, gpuJob(2, 2), Options{Strategy: Spread}, cluster.Placement{{Node: 0}, {Node: 1}}},
-		{"one node first keeps gang together", []int64{8, 8}, gpuJob(2, 2), Options{Strategy: Spread, OneNodeFirst: true}, cluster.Placement{{Node: 0}, {Node: 0}}},
-		{"one node first falls back", []int64{2, 2}, gpuJob(2, 2), Options{Strategy: Spread, OneNodeFirst: true}, cluster.Placement{{Node: 0}, {Node: 1}}},
+		{"one node first keeps gang together", []int64{8, 8}, gpuJob(2, 2), Options{Strategy: Spread, Gang: OneNodeFirst}, cluster.Placement{{Node: 0}, {Node: 0}}},
+		{"one node first falls back", []int64{2, 2}, gpuJob(2, 2), Options{Strategy: Spread, Gang: OneNodeFirst}, cluster.Placement{{Node: 0}, {Node: 1}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,34 @@ func (p Params) Int(key string, def int) (int, error) {
 	return v, nil
 }
 
+// Bool returns the named parameter (true/false, 1/0), or def when absent.
+func (p Params) Bool(key string, def bool) (bool, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("parameter %s=%q: not true or false", key, s)
+	}
+	return v, nil
+}
+
+// Enum returns the named parameter, which must be one of allowed, or def
+// when absent.
+func (p Params) Enum(key, def string, allowed ...string) (string, error) {
+	s, ok := p[key]
+	if !ok {
+		return def, nil
+	}
+	for _, a := range allowed {
+		if s == a {
+			return s, nil
+		}
+	}
+	return "", fmt.Errorf("parameter %s=%q: want one of %s", key, s, strings.Join(allowed, ", "))
+}
+
 // String returns the named parameter, or def when absent.
 func (p Params) String(key, def string) string {
 	if s, ok := p[key]; ok {
@@ -112,7 +140,7 @@ func (r *Registry) Entries() []Entry {
 	return out
 }
 
-// New builds a policy from a spec "name" or "name:key=value,key=value".
+// New builds a policy from a spec "name" or "name:key=value;key=value".
 func (r *Registry) New(spec string) (Policy, error) {
 	name, params, err := ParseSpec(spec)
 	if err != nil {
@@ -133,7 +161,9 @@ func (r *Registry) New(spec string) (Policy, error) {
 	return p, nil
 }
 
-// ParseSpec splits "name:k=v,k=v" into the name and its parameters.
+// ParseSpec splits "name:k=v;k=v" into the name and its parameters.
+// Parameters are separated by semicolons, because commas separate
+// policies in --policy; a key given twice is an error.
 func ParseSpec(spec string) (string, Params, error) {
 	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
 	if name == "" {
@@ -147,6 +177,9 @@ func ParseSpec(spec string) (string, Params, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return "", nil, fmt.Errorf("policy %s: parameter %q is not key=value", name, kv)
+		}
+		if _, dup := params[k]; dup {
+			return "", nil, fmt.Errorf("policy %s: parameter %q given twice", name, k)
 		}
 		params[k] = v
 	}

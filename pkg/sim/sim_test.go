@@ -70,7 +70,7 @@ func rec(r *Result, id string) *cluster.JobState {
 }
 
 func fifo() policy.Policy {
-	return &baseline.FIFO{Placement: placement.Options{Strategy: placement.Pack}}
+	return baseline.NewFIFO(placement.Pack)
 }
 
 func TestFIFOHeadOfLineBlocking(t *testing.T) {

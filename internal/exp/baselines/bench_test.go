@@ -22,7 +22,7 @@ func BenchmarkPhillyFIFO(b *testing.B) {
 	nodes := Nodes("node", PhillyNodes, workload.PhillyNode(po), 24.48)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, &baseline.FIFO{Placement: placement.Options{Strategy: placement.Pack}})
+		s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, baseline.NewFIFO(placement.Pack))
 		if err != nil {
 			b.Fatal(err)
 		}

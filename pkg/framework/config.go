@@ -1,0 +1,368 @@
+package framework
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+	"sigs.k8s.io/yaml"
+)
+
+// ProfileSpec is a profile as configuration (the scheduler config's
+// `profile:` and `drover sim --profile FILE`), in the shape of
+// kube-scheduler's KubeSchedulerProfile: plugins per extension point, and
+// arguments per plugin in pluginConfig. A plugin named at several points
+// is one instance, so it can share state between them.
+type ProfileSpec struct {
+	Name         string         `json:"name"`
+	Plugins      PluginsSpec    `json:"plugins"`
+	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
+	// Window bounds how many pending jobs one cycle considers; 0: all.
+	Window int `json:"window,omitempty"`
+	// Gang is per-replica (default), one-node-first or one-node-only.
+	Gang string `json:"gang,omitempty"`
+	// OneNodeFirstFit: the one-node stage takes the lowest-indexed node.
+	OneNodeFirstFit bool `json:"oneNodeFirstFit,omitempty"`
+}
+
+// PluginsSpec lists the plugins at each extension point, in call order.
+type PluginsSpec struct {
+	QueueSort *PluginRef  `json:"queueSort,omitempty"`
+	Admit     []PluginRef `json:"admit,omitempty"`
+	Size      *PluginRef  `json:"size,omitempty"`
+	Filter    []PluginRef `json:"filter,omitempty"`
+	Score     []PluginRef `json:"score,omitempty"`
+	Preempt   []PluginRef `json:"preempt,omitempty"`
+	Reserve   []PluginRef `json:"reserve,omitempty"`
+	Rebalance []PluginRef `json:"rebalance,omitempty"`
+	Provision []PluginRef `json:"provision,omitempty"`
+}
+
+// PluginRef names a plugin at an extension point; Weight is for Score
+// (default 1).
+type PluginRef struct {
+	Name   string  `json:"name"`
+	Weight float64 `json:"weight,omitempty"`
+}
+
+// PluginConfig gives a plugin its arguments. Values may be strings,
+// numbers or booleans; each plugin parses and bounds its own.
+type PluginConfig struct {
+	Name string         `json:"name"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// PluginEntry describes a registered plugin.
+type PluginEntry struct {
+	Name        string
+	Description string
+	// Points lists the extension points it implements, for docs.
+	New func(args policy.Params) (Plugin, error)
+}
+
+// Registry maps plugin names to constructors. It is filled explicitly in
+// one place (pkg/plugins), never from init functions.
+type Registry struct{ entries map[string]PluginEntry }
+
+// NewRegistry returns an empty plugin registry.
+func NewRegistry() *Registry { return &Registry{entries: map[string]PluginEntry{}} }
+
+// Add registers plugins; a duplicate name is an error.
+func (r *Registry) Add(es ...PluginEntry) error {
+	for _, e := range es {
+		if _, dup := r.entries[e.Name]; dup {
+			return fmt.Errorf("plugin %q registered twice", e.Name)
+		}
+		r.entries[e.Name] = e
+	}
+	return nil
+}
+
+// Entries lists the registered plugins sorted by name.
+func (r *Registry) Entries() []PluginEntry {
+	out := make([]PluginEntry, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Points names the extension points plugin p implements.
+func Points(p Plugin) []string {
+	var out []string
+	if _, ok := p.(QueueSort); ok {
+		out = append(out, "queueSort")
+	}
+	if _, ok := p.(Admit); ok {
+		out = append(out, "admit")
+	}
+	if _, ok := p.(Size); ok {
+		out = append(out, "size")
+	}
+	if _, ok := p.(Filter); ok {
+		out = append(out, "filter")
+	}
+	if _, ok := p.(Score); ok {
+		out = append(out, "score")
+	}
+	if _, ok := p.(Preempt); ok {
+		out = append(out, "preempt")
+	}
+	if _, ok := p.(Reserve); ok {
+		out = append(out, "reserve")
+	}
+	if _, ok := p.(Rebalance); ok {
+		out = append(out, "rebalance")
+	}
+	if _, ok := p.(Provision); ok {
+		out = append(out, "provision")
+	}
+	return out
+}
+
+// SoonUser is implemented by plugins that plan on the Soon ledger; a
+// profile built from a spec keeps Soon when any of its plugins is one.
+type SoonUser interface{ UsesSoon() bool }
+
+// ParseProfile reads a ProfileSpec from YAML or JSON. Unknown fields are
+// errors that name the field; source names the file in errors.
+func ParseProfile(data []byte, source string) (ProfileSpec, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return ProfileSpec{}, fmt.Errorf("%s: %w", source, err)
+	}
+	var spec ProfileSpec
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return ProfileSpec{}, fmt.Errorf("%s: %w", source, err)
+	}
+	return spec, nil
+}
+
+// Build instantiates a spec's plugins and returns its runtime. Errors name
+// the field (profile.plugins.preempt[1].name) and the reason.
+func (r *Registry) Build(spec ProfileSpec) (*Runtime, error) {
+	p, err := r.Profile(spec)
+	if err != nil {
+		return nil, err
+	}
+	return New(p)
+}
+
+// Profile instantiates a spec's plugins.
+func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("profile.%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if spec.Name == "" {
+		bad("name", "empty")
+	}
+	args := map[string]policy.Params{}
+	for i, pc := range spec.PluginConfig {
+		field := fmt.Sprintf("pluginConfig[%d]", i)
+		if _, ok := r.entries[pc.Name]; !ok {
+			bad(field+".name", "unknown plugin %q (known: %s)", pc.Name, r.names())
+			continue
+		}
+		if _, dup := args[pc.Name]; dup {
+			bad(field+".name", "plugin %q configured twice", pc.Name)
+			continue
+		}
+		ps := policy.Params{}
+		for k, v := range pc.Args {
+			s, err := argString(v)
+			if err != nil {
+				bad(field+".args."+k, "%v", err)
+				continue
+			}
+			ps[k] = s
+		}
+		args[pc.Name] = ps
+	}
+	inst := map[string]Plugin{}
+	get := func(field string, ref PluginRef) Plugin {
+		if ref.Name == "" {
+			bad(field+".name", "empty")
+			return nil
+		}
+		if p, ok := inst[ref.Name]; ok {
+			return p
+		}
+		e, ok := r.entries[ref.Name]
+		if !ok {
+			bad(field+".name", "unknown plugin %q (known: %s)", ref.Name, r.names())
+			return nil
+		}
+		a := args[ref.Name]
+		if a == nil {
+			a = policy.Params{}
+		}
+		p, err := e.New(a)
+		if err != nil {
+			bad(field, "plugin %s: %v", ref.Name, err)
+			return nil
+		}
+		inst[ref.Name] = p
+		return p
+	}
+	wrong := func(field, name, point string) {
+		bad(field+".name", "plugin %q does not implement %s", name, point)
+	}
+	prof := Profile{Name: spec.Name, Window: spec.Window, OneNodeFirstFit: spec.OneNodeFirstFit}
+	if spec.Window < 0 {
+		bad("window", "%d is negative", spec.Window)
+	}
+	g, err := placement.ParseGang(spec.Gang)
+	if err != nil {
+		bad("gang", "%v", err)
+	}
+	prof.Gang = g
+	ps := spec.Plugins
+	if ps.QueueSort != nil {
+		if p := get("plugins.queueSort", *ps.QueueSort); p != nil {
+			if q, ok := p.(QueueSort); ok {
+				prof.QueueSort = q
+			} else {
+				wrong("plugins.queueSort", ps.QueueSort.Name, "QueueSort")
+			}
+		}
+	}
+	if ps.Size != nil {
+		if p := get("plugins.size", *ps.Size); p != nil {
+			if q, ok := p.(Size); ok {
+				prof.Size = q
+			} else {
+				wrong("plugins.size", ps.Size.Name, "Size")
+			}
+		}
+	}
+	for i, ref := range ps.Admit {
+		f := fmt.Sprintf("plugins.admit[%d]", i)
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Admit); ok {
+				prof.Admit = append(prof.Admit, q)
+			} else {
+				wrong(f, ref.Name, "Admit")
+			}
+		}
+	}
+	for i, ref := range ps.Filter {
+		f := fmt.Sprintf("plugins.filter[%d]", i)
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Filter); ok {
+				prof.Filter = append(prof.Filter, q)
+			} else {
+				wrong(f, ref.Name, "Filter")
+			}
+		}
+	}
+	for i, ref := range ps.Score {
+		f := fmt.Sprintf("plugins.score[%d]", i)
+		w := ref.Weight
+		if w == 0 {
+			w = 1
+		}
+		if !(w > 0) || math.IsInf(w, 0) {
+			bad(f+".weight", "%v must be a positive number", ref.Weight)
+		}
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Score); ok {
+				prof.Score = append(prof.Score, WeightedScore{Score: q, Weight: w})
+			} else {
+				wrong(f, ref.Name, "Score")
+			}
+		}
+	}
+	for i, ref := range ps.Preempt {
+		f := fmt.Sprintf("plugins.preempt[%d]", i)
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Preempt); ok {
+				prof.Preempt = append(prof.Preempt, q)
+			} else {
+				wrong(f, ref.Name, "Preempt")
+			}
+		}
+	}
+	for i, ref := range ps.Reserve {
+		f := fmt.Sprintf("plugins.reserve[%d]", i)
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Reserve); ok {
+				prof.Reserve = append(prof.Reserve, q)
+			} else {
+				wrong(f, ref.Name, "Reserve")
+			}
+		}
+	}
+	for i, ref := range ps.Rebalance {
+		f := fmt.Sprintf("plugins.rebalance[%d]", i)
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Rebalance); ok {
+				prof.Rebalance = append(prof.Rebalance, q)
+			} else {
+				wrong(f, ref.Name, "Rebalance")
+			}
+		}
+	}
+	for i, ref := range ps.Provision {
+		f := fmt.Sprintf("plugins.provision[%d]", i)
+		if p := get(f, ref); p != nil {
+			if q, ok := p.(Provision); ok {
+				prof.Provision = append(prof.Provision, q)
+			} else {
+				wrong(f, ref.Name, "Provision")
+			}
+		}
+	}
+	for name := range args {
+		if _, used := inst[name]; !used {
+			bad("pluginConfig", "plugin %q is configured but not used at any extension point", name)
+		}
+	}
+	for _, p := range inst {
+		if su, ok := p.(SoonUser); ok && su.UsesSoon() {
+			prof.Future = true
+		}
+	}
+	if len(errs) > 0 {
+		sortErrs(errs)
+		return Profile{}, errors.Join(errs...)
+	}
+	return prof, nil
+}
+
+func sortErrs(errs []error) {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+}
+
+func (r *Registry) names() string {
+	var ns []string
+	for _, e := range r.Entries() {
+		ns = append(ns, e.Name)
+	}
+	return strings.Join(ns, ", ")
+}
+
+// argString turns a YAML scalar into the string form policy.Params holds.
+func argString(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	case json.Number:
+		return x.String(), nil
+	}
+	return "", fmt.Errorf("%v is not a string, number or boolean", v)
+}

@@ -1,0 +1,249 @@
+package framework
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// StrategyScore is a Score plugin that is one of placement's built-in
+// strategies. A profile whose only scorer is one of these (and whose only
+// filter is node-role) is placed by placement.Place, whose scan samples
+// feasible nodes on large clusters as kube-scheduler does; the generic
+// path scores every feasible node.
+type StrategyScore interface {
+	Score
+	Strategy() placement.Strategy
+}
+
+// roleOnly marks the node-role filter, which placement enforces itself.
+type roleOnly interface {
+	Filter
+	roleOnly()
+}
+
+// Trying returns the replica counts the Runtime is placing right now (for
+// Score plugins scoring a whole gang, g < 0), or nil.
+func (c *Cycle) Trying() []int { return c.trying }
+
+// placeGeneric is the placement for profiles with custom Filter or Score
+// plugins: every feasible node is filtered and scored.
+func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *Status) {
+	prev, prevOn := c.trying, c.on
+	c.trying, c.on = counts, l
+	defer func() { c.trying, c.on = prev, prevOn }()
+	j := js.Job
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if r.p.Gang != placement.PerReplica {
+		d := j.Demand(counts)
+		best, why := r.pick(c, l, js, -1, d, counts)
+		if best >= 0 {
+			l.Take(best, d)
+			p := make(cluster.Placement, 0, total)
+			for g, n := range counts {
+				for range n {
+					p = append(p, cluster.Assignment{Group: g, Node: best})
+				}
+			}
+			return p, nil
+		}
+		if r.p.Gang == placement.OneNodeOnly {
+			return nil, Statusf(Unschedulable, "no node holds all %d replicas (%v): %s", total, d, why).WithPlugin("placement")
+		}
+	}
+	l.Fork()
+	p := make(cluster.Placement, 0, total)
+	for g, n := range counts {
+		d := j.Groups[g].Demand
+		for k := range n {
+			best, why := r.pick(c, l, js, g, d, counts)
+			if best < 0 {
+				l.Revert()
+				return nil, Statusf(Unschedulable, "no node for replica %d of group %s (%v): %s", k+1, j.Groups[g].Name, d, why).WithPlugin("placement")
+			}
+			l.Take(best, d)
+			p = append(p, cluster.Assignment{Group: g, Node: best})
+		}
+	}
+	l.Commit()
+	return p, nil
+}
+
+// pick returns the best feasible node for demand d of group g (or of the
+// whole gang at counts, g < 0), or -1 and why no node was feasible.
+func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g int, d resource.Vector, counts []int) (int, string) {
+	s := c.Snap
+	var feasible []int
+	why := map[string]int{}
+	for i, n := range s.Nodes {
+		if !n.Ready || n.Gone {
+			why["not ready"]++
+			continue
+		}
+		if reason := r.filter(c, js, g, n, counts); reason != "" {
+			why[reason]++
+			continue
+		}
+		if !d.Fits(l.Free(i)) {
+			why["insufficient resources"]++
+			continue
+		}
+		if g < 0 && r.p.OneNodeFirstFit {
+			return i, ""
+		}
+		feasible = append(feasible, i)
+	}
+	if len(feasible) == 0 {
+		return -1, explain(why, len(s.Nodes))
+	}
+	if len(r.p.Score) == 0 {
+		best, bs := -1, 0.0
+		for _, i := range feasible {
+			if sc := l.Score(i, d, placement.Pack); best < 0 || sc > bs {
+				best, bs = i, sc
+			}
+		}
+		return best, ""
+	}
+	sum := make([]float64, len(feasible))
+	raw := make([]float64, len(feasible))
+	for _, ws := range r.p.Score {
+		lo, hi := 0.0, 0.0
+		for k, i := range feasible {
+			raw[k] = ws.Score.Score(c, js, g, i)
+			if k == 0 || raw[k] < lo {
+				lo = raw[k]
+			}
+			if k == 0 || raw[k] > hi {
+				hi = raw[k]
+			}
+		}
+		for k := range feasible {
+			v := raw[k]
+			if len(r.p.Score) > 1 {
+				// NormalizeScore: each plugin's scores to [0, 100], so
+				// that plugins on different scales combine by weight.
+				v = 100
+				if hi > lo {
+					v = 100 * (raw[k] - lo) / (hi - lo)
+				}
+			}
+			sum[k] += ws.Weight * v
+		}
+	}
+	best := 0
+	for k := range feasible {
+		if sum[k] > sum[best] {
+			best = k
+		}
+	}
+	return feasible[best], ""
+}
+
+// filter returns "" when node n passes the role rule and every Filter
+// plugin for group g (every group with replicas, g < 0), else the reason.
+func (r *Runtime) filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeState, counts []int) string {
+	check := func(g int) string {
+		if !placement.Eligible(n, js.Job, g) {
+			return "node-role: node is for " + n.Role
+		}
+		for _, f := range r.p.Filter {
+			if _, ok := f.(roleOnly); ok {
+				continue
+			}
+			if st := f.Filter(c, js, g, n); !st.IsSuccess() {
+				return f.Name() + ": " + st.Reason()
+			}
+		}
+		return ""
+	}
+	if g >= 0 {
+		return check(g)
+	}
+	for g, k := range counts {
+		if k > 0 {
+			if why := check(g); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+// explain turns per-reason node counts into "0/16 nodes are available: 4
+// node-role: ..., 12 insufficient resources" (kube-scheduler's wording).
+func explain(why map[string]int, nodes int) string {
+	keys := make([]string, 0, len(why))
+	for k := range why {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", why[k], k)
+	}
+	return fmt.Sprintf("0/%d nodes are available: %s", nodes, strings.Join(parts, ", "))
+}
+
+// Built-in plugins: the placement strategies as Score plugins and the node
+// role rule as a Filter.
+
+// Strategy is a built-in Score plugin: least-allocated (spread),
+// most-allocated (pack) or first-fit.
+type Strategy struct{ S placement.Strategy }
+
+var _ StrategyScore = Strategy{}
+
+// Name implements Plugin.
+func (s Strategy) Name() string {
+	switch s.S {
+	case placement.Spread:
+		return "least-allocated"
+	case placement.Pack:
+		return "most-allocated"
+	}
+	return "first-fit"
+}
+
+// Strategy implements StrategyScore.
+func (s Strategy) Strategy() placement.Strategy { return s.S }
+
+// Score implements Score: the strategy's score of the node after placing
+// one replica of group g (or the whole gang being tried, g < 0).
+func (s Strategy) Score(c *Cycle, js *cluster.JobState, g int, node int) float64 {
+	var d resource.Vector
+	if g < 0 {
+		d = js.Job.Demand(c.Trying())
+	} else {
+		d = js.Job.Groups[g].Demand
+	}
+	return c.Ledger().Score(node, d, s.S)
+}
+
+// NodeRole is the built-in Filter for node roles (OASiS's worker and
+// parameter-server pools): a node with a role takes only replicas of the
+// group of that name. Placement and both executors' validator enforce the
+// rule whether or not a profile lists this plugin.
+type NodeRole struct{}
+
+var _ Filter = NodeRole{}
+
+// Name implements Plugin.
+func (NodeRole) Name() string { return "node-role" }
+
+// Filter implements Filter.
+func (NodeRole) Filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeState) *Status {
+	if placement.Eligible(n, js.Job, g) {
+		return nil
+	}
+	return Statusf(Unschedulable, "node %s is for %s replicas", n.Name, n.Role)
+}
+
+func (NodeRole) roleOnly() {}

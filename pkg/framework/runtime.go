@@ -1,0 +1,358 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// WeightedScore is a Score plugin with its weight in the sum.
+type WeightedScore struct {
+	Score
+	Weight float64
+}
+
+// Profile says which plugins run at which extension point. Build one by
+// hand, from a preset, or from a ProfileSpec with a plugin Registry.
+type Profile struct {
+	// Name is what the runtime reports as its policy name.
+	Name string
+	// QueueSort orders pending jobs; nil keeps queue order.
+	QueueSort QueueSort
+	Admit     []Admit
+	// Size proposes counts; nil tries the requested counts only.
+	Size   Size
+	Filter []Filter
+	// Score ranks nodes; empty means most-allocated (pack).
+	Score []WeightedScore
+	// Gang is how a gang is kept together; OneNodeFirstFit makes its
+	// one-node stage take the lowest-indexed node that holds it all.
+	Gang            placement.Gang
+	OneNodeFirstFit bool
+	Preempt         []Preempt
+	Reserve         []Reserve
+	Rebalance       []Rebalance
+	Provision       []Provision
+	// Window bounds how many pending jobs (in queue order, before
+	// QueueSort) one cycle considers, as kube-scheduler and Volcano bound
+	// a cycle; 0 means all.
+	Window int
+	// Future keeps the Soon ledger (what jobs in their grace period will
+	// free), for Preempt plugins that wait for victims.
+	Future bool
+	// ScoreAll turns off feasible-node sampling on large clusters.
+	ScoreAll bool
+}
+
+// Runtime runs a Profile as a policy.Policy. It owns the scheduling loop;
+// plugins own the decisions at each extension point.
+type Runtime struct {
+	p          Profile
+	timeDriven bool
+	// fast is set when the profile's placement is one built-in strategy
+	// and no Filter beyond node roles, so placement.Place's sampled scan
+	// is exact for it.
+	fast     bool
+	opts     placement.Options
+	now      placement.Ledger
+	soon     placement.Ledger
+	st       Statement
+	scoreBuf [][]float64
+}
+
+var (
+	_ policy.Policy     = (*Runtime)(nil)
+	_ policy.TimeDriven = (*Runtime)(nil)
+)
+
+// New checks a profile and returns its runtime.
+func New(p Profile) (*Runtime, error) {
+	if p.Name == "" {
+		return nil, errors.New("profile: name is empty")
+	}
+	if p.Window < 0 {
+		return nil, fmt.Errorf("profile %s: window %d is negative", p.Name, p.Window)
+	}
+	for i, s := range p.Score {
+		if !(s.Weight > 0) {
+			return nil, fmt.Errorf("profile %s: score[%d] (%s): weight %v must be positive", p.Name, i, s.Name(), s.Weight)
+		}
+	}
+	r := &Runtime{p: p}
+	for _, pl := range r.Plugins() {
+		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() {
+			r.timeDriven = true
+		}
+	}
+	r.opts = placement.Options{Strategy: placement.Pack, Gang: p.Gang, OneNodeFirstFit: p.OneNodeFirstFit, ScoreAll: p.ScoreAll}
+	r.fast = true
+	switch len(p.Score) {
+	case 0:
+	case 1:
+		if s, ok := p.Score[0].Score.(StrategyScore); ok {
+			r.opts.Strategy = s.Strategy()
+		} else {
+			r.fast = false
+		}
+	default:
+		r.fast = false
+	}
+	for _, f := range p.Filter {
+		if _, ok := f.(roleOnly); !ok {
+			r.fast = false
+		}
+	}
+	return r, nil
+}
+
+// Profile returns the profile the runtime runs.
+func (r *Runtime) Profile() Profile { return r.p }
+
+// Name implements policy.Policy.
+func (r *Runtime) Name() string { return r.p.Name }
+
+// TimeDriven implements policy.TimeDriven.
+func (r *Runtime) TimeDriven() bool { return r.timeDriven }
+
+// Plugins lists every distinct plugin of the profile, in extension-point
+// order.
+func (r *Runtime) Plugins() []Plugin {
+	var out []Plugin
+	add := func(p Plugin) {
+		if p == nil {
+			return
+		}
+		for _, q := range out {
+			if q == p {
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	p := r.p
+	if p.QueueSort != nil {
+		add(p.QueueSort)
+	}
+	for _, x := range p.Admit {
+		add(x)
+	}
+	if p.Size != nil {
+		add(p.Size)
+	}
+	for _, x := range p.Filter {
+		add(x)
+	}
+	for _, x := range p.Score {
+		add(x.Score)
+	}
+	for _, x := range p.Preempt {
+		add(x)
+	}
+	for _, x := range p.Reserve {
+		add(x)
+	}
+	for _, x := range p.Rebalance {
+		add(x)
+	}
+	for _, x := range p.Provision {
+		add(x)
+	}
+	return out
+}
+
+// Schedule implements policy.Policy: one cycle of the profile.
+func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
+	p := &r.p
+	if s.Pending.Len() == 0 && len(p.Rebalance) == 0 && len(p.Provision) == 0 {
+		return nil
+	}
+	r.now.Reset(s, true)
+	if p.Future {
+		r.soon.Reset(s, true)
+		for i, n := range s.Nodes {
+			if n.Ready && !n.Gone && !n.Releasing.IsZero() {
+				r.soon.Give(i, n.Releasing)
+			}
+		}
+	}
+	r.st.reset(&r.now, &r.soon, p.Future)
+	c := &Cycle{Snap: s, St: &r.st, rt: r}
+
+	if s.Pending.Len() > 0 {
+		r.queue(c)
+	}
+	for _, pl := range p.Rebalance {
+		pl.Rebalance(c)
+	}
+	for _, pl := range p.Provision {
+		pl.Provision(c)
+	}
+	return r.st.acts
+}
+
+// queue walks the pending jobs in QueueSort order. Without a QueueSort it
+// walks the executor's queue lazily, so a cycle that blocks at the head of
+// a long queue costs O(1), not O(queue).
+func (r *Runtime) queue(c *Cycle) {
+	p := &r.p
+	s := c.Snap
+	if p.QueueSort == nil {
+		n := 0
+		for js := range s.Pending.All() {
+			if p.Window > 0 && n >= p.Window {
+				return
+			}
+			n++
+			if !r.try(c, js) {
+				return
+			}
+		}
+		return
+	}
+	var cands []*cluster.JobState
+	for js := range s.Pending.All() {
+		if p.Window > 0 && len(cands) >= p.Window {
+			break
+		}
+		cands = append(cands, js)
+	}
+	sortJobs := func(js []*cluster.JobState) {
+		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return p.QueueSort.Compare(c, a, b) })
+	}
+	sortJobs(cands)
+	for i := 0; i < len(cands); i++ {
+		if !r.try(c, cands[i]) {
+			return
+		}
+		if c.resort {
+			c.resort = false
+			sortJobs(cands[i+1:])
+		}
+	}
+}
+
+// try admits, sizes, places and if need be preempts for one pending job.
+// It returns false when an Admit plugin blocked the rest of the queue.
+func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
+	for _, a := range r.p.Admit {
+		st := a.Admit(c, js).WithPlugin(a.Name())
+		switch st.Code() {
+		case Success:
+			continue
+		case Blocked:
+			return false
+		case Unresolvable:
+			c.St.Record(js, policy.Reject{Job: js.Job.ID, Reason: st.Reason()})
+		default:
+			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+		}
+		return true
+	}
+	pl, st := r.sizeAndPlace(c, &r.now, js)
+	if st.IsSuccess() {
+		r.started(c, js, pl)
+	} else if !r.preempt(c, js, st) {
+		c.failed = append(c.failed, js)
+	}
+	return true
+}
+
+// started records the start of js on pl, which is already taken from
+// Now (unless a Preempt plugin recorded the start itself), and tells the
+// Reserve plugins.
+func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) {
+	if c.St.Op(js) != OpStart {
+		if c.St.hasSoon {
+			c.St.soon.TakePlacement(js.Job, pl)
+		}
+		c.St.Record(js, policy.Start{Job: js.Job.ID, Placement: pl})
+	}
+	c.started = append(c.started, js)
+	for _, rp := range r.p.Reserve {
+		rp.Reserve(c, js, pl)
+	}
+}
+
+// preempt runs the Preempt plugins for a job that did not fit. It returns
+// whether the job was handled (started, or waiting for room that is
+// coming); otherwise a Wait with the reason has been recorded.
+func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
+	reason := failed
+	for _, pp := range r.p.Preempt {
+		c.St.Fork()
+		st := pp.Preempt(c, js, failed).WithPlugin(pp.Name())
+		switch st.Code() {
+		case Success:
+			c.St.Commit()
+			if c.St.Op(js) == OpStart {
+				r.started(c, js, lastStart(c.St.acts, js.Job.ID))
+				return true
+			}
+			if pl, st := r.sizeAndPlace(c, &r.now, js); st.IsSuccess() {
+				r.started(c, js, pl)
+				return true
+			}
+			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			return false
+		case Wait:
+			c.St.Commit()
+			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			return true
+		default:
+			c.St.Discard()
+			if st.Reason() != "" {
+				reason = st
+			}
+		}
+	}
+	c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason.Reason()})
+	return false
+}
+
+func lastStart(acts []policy.Action, id string) cluster.Placement {
+	for i := len(acts) - 1; i >= 0; i-- {
+		if a, ok := acts[i].(policy.Start); ok && a.Job == id {
+			return a.Placement
+		}
+	}
+	return nil
+}
+
+// sizeAndPlace tries the Size plugin's counts in order on ledger l and
+// returns the first placement that fits (taken from l).
+func (r *Runtime) sizeAndPlace(c *Cycle, l *placement.Ledger, js *cluster.JobState) (cluster.Placement, *Status) {
+	var sizes [][]int
+	if r.p.Size != nil {
+		sizes = r.p.Size.Size(c, js)
+	} else {
+		sizes = [][]int{js.Job.RequestedCounts()}
+	}
+	var last *Status
+	for _, counts := range sizes {
+		pl, st := r.place(c, l, js, counts)
+		if st.IsSuccess() {
+			return pl, nil
+		}
+		last = st
+	}
+	if last == nil {
+		last = NewStatus(Unschedulable, "no size to try")
+	}
+	return nil, last
+}
+
+// place finds nodes for counts of js on l and takes them, all or nothing.
+func (r *Runtime) place(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *Status) {
+	if r.fast {
+		pl, err := placement.Place(l, js.Job, counts, r.opts)
+		if err != nil {
+			return nil, NewStatus(Unschedulable, err.Error()).WithPlugin("placement")
+		}
+		return pl, nil
+	}
+	return r.placeGeneric(c, l, js, counts)
+}
