@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/drover-sched/drover/internal/cli"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/standin"
-	"github.com/drover-sched/drover/pkg/registry"
+	"github.com/drover-sched/drover/pkg/plugins"
 )
 
 func newDevClusterCmd() *cobra.Command {
@@ -38,7 +39,7 @@ writes a kubeconfig. Then, in another shell:
 
 Stops on Ctrl-C.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			setLogger(verbosity)
+			cli.SetLogger(verbosity)
 			if assets == "" {
 				assets = os.Getenv("KUBEBUILDER_ASSETS")
 			}
@@ -89,7 +90,7 @@ Stops on Ctrl-C.`,
 			if err := kube.RegisterNodes(ctx); err != nil {
 				return err
 			}
-			reg, err := registry.Policies()
+			reg, err := plugins.Policies()
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/drover-sched/drover/internal/cli"
 )
 
 func main() {
@@ -29,7 +31,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSimCmd())
-	root.AddCommand(newSchedulerCmd(), newReportCmd(), newDevClusterCmd())
+	root.AddCommand(cli.NewSchedulerCmd(), cli.NewReportCmd(), newDevClusterCmd())
 	root.AddCommand(newForecastCmd())
 	return root
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/experiment"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/registry"
 	"github.com/drover-sched/drover/pkg/sim"
@@ -27,6 +29,7 @@ type simFlags struct {
 	format     string
 	traceFmt   string
 	policies   string
+	profiles   []string
 	cluster    string
 	seed       uint64
 	seeds      int
@@ -62,6 +65,7 @@ Policy parameters follow a colon, separated by semicolons:
 	fl.StringVar(&f.trace, "trace", "", "replay this trace file instead of an experiment")
 	fl.StringVar(&f.traceFmt, "trace-format", "", "trace format: generic or philly (default: by file name)")
 	fl.StringVarP(&f.policies, "policy", "p", "", "comma-separated policies for --trace (default: the overview set)")
+	fl.StringSliceVar(&f.profiles, "profile", nil, "profile file(s) (YAML: plugins per extension point, see docs/ARCHITECTURE.md) to run with --trace, by their name")
 	fl.StringVar(&f.cluster, "cluster", "", "cluster for --trace, e.g. '64:gpu=8,cpu=48,mem_gib=384' (see docs)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed (first seed of multi-seed experiments)")
 	fl.IntVar(&f.seeds, "seeds", 0, "number of seeds (default: the experiment's)")
@@ -78,7 +82,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if f.format != "table" && f.format != "json" {
 		return fmt.Errorf("--format %q: want table or json", f.format)
 	}
-	pols, err := registry.Policies()
+	pols, err := plugins.Policies()
 	if err != nil {
 		return err
 	}
@@ -101,8 +105,8 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 		rep, err = runTrace(cmd, f, env)
 	} else {
-		if f.policies != "" || f.cluster != "" {
-			return fmt.Errorf("--policy and --cluster go with --trace; experiments fix their own")
+		if f.policies != "" || f.cluster != "" || len(f.profiles) > 0 {
+			return fmt.Errorf("--policy, --profile and --cluster go with --trace; experiments fix their own")
 		}
 		name := f.experiment
 		if name == "" {
@@ -161,9 +165,17 @@ func runTrace(cmd *cobra.Command, f simFlags, env *experiment.Env) (*experiment.
 		return nil, err
 	}
 	specs := baselines.OverviewPolicies
+	if len(f.profiles) > 0 {
+		specs = nil
+	}
 	if f.policies != "" {
 		specs = splitPolicies(f.policies)
 	}
+	names, err := addProfiles(env.Policies, f.profiles)
+	if err != nil {
+		return nil, err
+	}
+	specs = append(specs, names...)
 	for _, s := range specs {
 		if _, err := env.Policies.New(s); err != nil {
 			return nil, err
@@ -180,6 +192,41 @@ func runTrace(cmd *cobra.Command, f simFlags, env *experiment.Env) (*experiment.
 	}
 	return &experiment.Report{Experiment: "trace:" + f.trace, Seed: f.seed, Seeds: env.SeedCount(1), Results: rows, Jobs: experiment.JobTables(runs),
 		Charts: []experiment.ChartFile{experiment.JCTCDF("JCT CDF", runs), experiment.UtilChart("GPU allocation", runs)}}, nil
+}
+
+// addProfiles reads profile files and registers each as a policy under its
+// name, so that it runs beside the presets.
+func addProfiles(pols *policy.Registry, files []string) ([]string, error) {
+	reg, err := plugins.Registry()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--profile: %w", err)
+		}
+		spec, err := framework.ParseProfile(data, file)
+		if err != nil {
+			return nil, fmt.Errorf("--profile: %w", err)
+		}
+		if _, err := reg.Profile(spec); err != nil {
+			return nil, fmt.Errorf("--profile %s: %w", file, err)
+		}
+		e := policy.Entry{Name: spec.Name, Description: "profile from " + file,
+			New: func(p policy.Params) (policy.Policy, error) {
+				if err := p.Check(spec.Name); err != nil {
+					return nil, err
+				}
+				return reg.Build(spec)
+			}}
+		if err := pols.Add(e); err != nil {
+			return nil, fmt.Errorf("--profile %s: name %q is taken by a preset or another profile", file, spec.Name)
+		}
+		names = append(names, spec.Name)
+	}
+	return names, nil
 }
 
 func splitPolicies(s string) []string {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
-	"github.com/drover-sched/drover/pkg/registry"
+	"github.com/drover-sched/drover/pkg/plugins"
 )
 
 // bigWorld is 5,000 ready nodes (16 CPU, 8 GPU) and 10,000 pending
@@ -46,7 +46,7 @@ func BenchmarkSnapshot5kNodes10kJobs(b *testing.B) {
 // BenchmarkCycle5kNodes10kJobs measures one in-process scheduling cycle
 // (snapshot + policy decision, no API calls) per policy. Target: < 100 ms.
 func BenchmarkCycle5kNodes10kJobs(b *testing.B) {
-	reg, err := registry.Policies()
+	reg, err := plugins.Policies()
 	if err != nil {
 		b.Fatal(err)
 	}

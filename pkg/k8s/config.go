@@ -11,14 +11,20 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/plugins"
 )
 
 // Config is the scheduler's configuration file (YAML or JSON). Every field
 // has a default, so an empty file is valid.
 type Config struct {
-	// Policy is the policy spec, "name" or "name:k=v;k=v" (see `drover sim
-	// --list`). Default fifo.
+	// Policy is a preset, "name" or "name:k=v;k=v" (see `drover sim
+	// --list`). Default fifo, unless Profile is set.
 	Policy string `json:"policy,omitempty"`
+	// Profile is a profile given plugin by plugin (see docs/ARCHITECTURE.md,
+	// "Profiles as configuration"), instead of a preset. Unknown plugins
+	// and arguments are errors at start-up that name the field.
+	Profile *framework.ProfileSpec `json:"profile,omitempty"`
 	// Period is the time between scheduling cycles. Default 1s.
 	Period metav1.Duration `json:"period,omitempty"`
 	// Seed seeds the policies' random choices.
@@ -66,7 +72,7 @@ type Config struct {
 
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
-	if c.Policy == "" {
+	if c.Policy == "" && c.Profile == nil {
 		c.Policy = "fifo"
 	}
 	if c.Period.Duration == 0 {
@@ -119,6 +125,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("defaultDurationSeconds: %v is not positive", c.DefaultDurationSeconds)
 	case c.StuckAfter.Duration < 0:
 		return fmt.Errorf("stuckAfter: %v is negative", c.StuckAfter.Duration)
+	}
+	if c.Policy != "" && c.Profile != nil {
+		return fmt.Errorf("policy and profile: give one (policy %q names a preset; profile lists plugins)", c.Policy)
+	}
+	if c.Profile != nil {
+		if _, err := plugins.Profile(*c.Profile); err != nil {
+			return err
+		}
 	}
 	for i, it := range c.Catalog {
 		if it.Name == "" || Vector(it.Capacity).IsZero() {

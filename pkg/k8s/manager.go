@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"fmt"
+	"github.com/drover-sched/drover/pkg/plugins"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -34,8 +35,14 @@ func Scheme() *runtime.Scheme {
 // leader schedules, and a new leader rebuilds everything from the API
 // server.
 func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Manager, *Executor, error) {
-	pol, err := reg.New(cfg.Policy)
-	if err != nil {
+	var pol policy.Policy
+	var err error
+	if cfg.Profile != nil {
+		pol, err = plugins.Profile(*cfg.Profile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("scheduler config: %w", err)
+		}
+	} else if pol, err = reg.New(cfg.Policy); err != nil {
 		return nil, nil, fmt.Errorf("scheduler config: policy: %w", err)
 	}
 	rc = rest.CopyConfig(rc)

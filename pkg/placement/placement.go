@@ -238,7 +238,9 @@ func ParseGang(s string) (Gang, error) {
 	return 0, fmt.Errorf("unknown gang mode %q (want per-replica, one-node-first or one-node-only)", s)
 }
 
-func (g Gang) String() string { return [...]string{"per-replica", "one-node-first", "one-node-only"}[g] }
+func (g Gang) String() string {
+	return [...]string{"per-replica", "one-node-first", "one-node-only"}[g]
+}
 
 // Eligible reports whether group g of job j may run on node n (role match).
 func Eligible(n *cluster.NodeState, j *cluster.Job, g int) bool {

@@ -16,7 +16,7 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/standin"
-	"github.com/drover-sched/drover/pkg/registry"
+	"github.com/drover-sched/drover/pkg/plugins"
 )
 
 // A two-group job is placed as a gang: every replica pod gets a Binding to
@@ -273,7 +273,7 @@ func requirePolicy(t *testing.T, name string) {
 }
 
 func registryNew(name string) (any, error) {
-	reg, err := registry.Policies()
+	reg, err := plugins.Policies()
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/standin"
-	"github.com/drover-sched/drover/pkg/registry"
+	"github.com/drover-sched/drover/pkg/plugins"
 )
 
 var (
@@ -165,7 +165,7 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 	}
 	cfg.Defaults()
 	tc.cfg = cfg
-	reg, err := registry.Policies()
+	reg, err := plugins.Policies()
 	if err != nil {
 		tc.t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package main
+// Package cli holds the commands that the drover CLI and the production
+// scheduler binary (cmd/drover-scheduler) share: the scheduler itself and
+// the trainers' progress report.
+package cli
 
 import (
 	"context"
@@ -16,12 +19,12 @@ import (
 
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/report"
-	"github.com/drover-sched/drover/pkg/registry"
+	"github.com/drover-sched/drover/pkg/plugins"
 )
 
-// restConfig loads a kubeconfig file, or $KUBECONFIG, or the in-cluster
+// RestConfig loads a kubeconfig file, or $KUBECONFIG, or the in-cluster
 // service account.
-func restConfig(path string) (*rest.Config, error) {
+func RestConfig(path string) (*rest.Config, error) {
 	if path == "" {
 		path = os.Getenv("KUBECONFIG")
 	}
@@ -39,13 +42,15 @@ func restConfig(path string) (*rest.Config, error) {
 	return c, nil
 }
 
-func setLogger(verbosity int) {
+// SetLogger sends controller-runtime logs to stderr with timestamps.
+func SetLogger(verbosity int) {
 	ctrl.SetLogger(funcr.New(func(prefix, args string) {
 		fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args)
 	}, funcr.Options{Verbosity: verbosity}))
 }
 
-func newSchedulerCmd() *cobra.Command {
+// NewSchedulerCmd is `drover scheduler`: the scheduler against an API server.
+func NewSchedulerCmd() *cobra.Command {
 	var kubeconfig, config, policy string
 	var verbosity int
 	cmd := &cobra.Command{
@@ -57,19 +62,19 @@ become API calls (replica pods bound through the Binding subresource,
 deletions with the job's grace period, status updates, Events, placeholder
 Deployments). See docs/kubernetes.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			setLogger(verbosity)
+			SetLogger(verbosity)
 			cfg, err := k8s.LoadConfig(config)
 			if err != nil {
 				return err
 			}
 			if policy != "" {
-				cfg.Policy = policy
+				cfg.Policy, cfg.Profile = policy, nil
 			}
-			rc, err := restConfig(kubeconfig)
+			rc, err := RestConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
-			reg, err := registry.Policies()
+			reg, err := plugins.Policies()
 			if err != nil {
 				return err
 			}
@@ -77,7 +82,11 @@ Deployments). See docs/kubernetes.md.`,
 			if err != nil {
 				return err
 			}
-			ctrl.Log.Info("drover scheduler starting", "policy", cfg.Policy, "period", cfg.Period.Duration.String(), "leaderElection", cfg.LeaderElection)
+			name := cfg.Policy
+			if cfg.Profile != nil {
+				name = "profile " + cfg.Profile.Name
+			}
+			ctrl.Log.Info("drover scheduler starting", "policy", name, "period", cfg.Period.Duration.String(), "leaderElection", cfg.LeaderElection)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -88,7 +97,8 @@ Deployments). See docs/kubernetes.md.`,
 	return cmd
 }
 
-func newReportCmd() *cobra.Command {
+// NewReportCmd is `drover report`, run by trainers inside replica pods.
+func NewReportCmd() *cobra.Command {
 	var kubeconfig, namespace, pod, checkpoint string
 	var progress, metric, ckptProgress float64
 	cmd := &cobra.Command{
@@ -105,7 +115,7 @@ and Python trainers. The pod's service account needs patch on pods.`,
 				}
 				namespace, pod = ns, p
 			}
-			rc, err := restConfig(kubeconfig)
+			rc, err := RestConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
