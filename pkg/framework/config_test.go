@@ -15,9 +15,9 @@ import (
 // shared is a plugin at two extension points; its args are checked.
 type shared struct{ k float64 }
 
-func (*shared) Name() string { return "shared" }
+func (*shared) Name() string                                                   { return "shared" }
 func (*shared) Reserve(*framework.Cycle, *cluster.JobState, cluster.Placement) {}
-func (*shared) Rebalance(*framework.Cycle) *framework.Status { return nil }
+func (*shared) Rebalance(*framework.Cycle) *framework.Status                   { return nil }
 
 func testRegistry(t *testing.T) *framework.Registry {
 	t.Helper()

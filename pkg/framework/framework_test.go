@@ -340,7 +340,7 @@ func TestStatementForkDiscard(t *testing.T) {
 
 type rebalanceFunc func(c *framework.Cycle) *framework.Status
 
-func (rebalanceFunc) Name() string                                   { return "probe" }
+func (rebalanceFunc) Name() string                                     { return "probe" }
 func (f rebalanceFunc) Rebalance(c *framework.Cycle) *framework.Status { return f(c) }
 
 func TestStatus(t *testing.T) {
