@@ -116,6 +116,28 @@ func Entries() []policy.Entry {
 	}
 }
 
+// maxLabel bounds every number read back from a label. Labels are not
+// SpeCon's alone: whoever may edit a job (its tenant) can write any value,
+// and a slot of math.MaxInt64 would overflow the next slot into a negative
+// index, a round in the far future would stop the job's categorisation for
+// good, and a NaN time would sort anywhere. A value outside [0, maxLabel)
+// is ignored, as a malformed one is, and rewritten with SpeCon's own.
+const maxLabel = 1 << 40
+
+// labelInt reads label key as an integer in [0, maxLabel); ok is false
+// when it is missing, malformed or out of range.
+func labelInt(l map[string]string, key string) (int64, bool) {
+	v, err := strconv.ParseInt(l[key], 10, 64)
+	return v, err == nil && v >= 0 && v < maxLabel
+}
+
+// labelFloat reads label key as a number in [0, maxLabel) (NaN is not);
+// ok is false when it is missing, malformed or out of range.
+func labelFloat(l map[string]string, key string) (float64, bool) {
+	v, err := strconv.ParseFloat(l[key], 64)
+	return v, err == nil && v >= 0 && v < maxLabel
+}
+
 // roundRobin is the paper's fixed initial placement: the n-th container
 // goes to worker n mod |W| ("container 1, 2, 3, 4 is hosted by Worker-1,
 // -2, -3, -4, then container 5, 6, 7, 8 rotate"). The sequence number is
@@ -208,8 +230,8 @@ func (r *roundRobin) start(c *cycle) {
 	if !r.init {
 		r.init = true
 		for _, js := range s.Running {
-			if v, err := strconv.Atoi(js.Labels[LabelSlot]); err == nil && v >= r.next {
-				r.next = v + 1
+			if v, ok := labelInt(js.Labels, LabelSlot); ok && int(v) >= r.next {
+				r.next = int(v) + 1
 			}
 		}
 	}
@@ -275,10 +297,10 @@ func memFromLabels(js *cluster.JobState) *jobMem {
 	if c, err := ParseCategory(l[LabelCategory]); err == nil {
 		m.cat = c
 	}
-	if v, err := strconv.ParseInt(l[LabelRound], 10, 64); err == nil {
+	if v, ok := labelInt(l, LabelRound); ok {
 		m.round = v
 	}
-	if v, err := strconv.ParseFloat(l[LabelConvergedAt], 64); err == nil {
+	if v, ok := labelFloat(l, LabelConvergedAt); ok {
 		m.convergedAt = v
 	}
 	m.migrated = l[LabelMigrated] == "true"
