@@ -11,8 +11,11 @@
 // five model types (models.go).
 //
 // The algorithms are pure functions (Categorize, Choose, Rebalance) so
-// that they can be tested against the paper's rules one by one; Policy
-// wires them to snapshots and persists each job's state in labels.
+// that they can be tested against the paper's rules one by one. Two
+// framework plugins wire them to snapshots: RoundRobin (filter, score,
+// reserve) is the initial placement, and Speculator (reserve, rebalance)
+// runs Alg. 1-3 and persists each job's state in labels. The presets
+// `default` (DefaultProfile) and `specon` (Profile) are made of them.
 package specon
 
 import (

@@ -1,21 +1,18 @@
 package specon
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
-	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
-	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// Labels SpeCon persists on each job, so that a rebuilt policy (the
-// Kubernetes controller after a restart) continues where it stopped and
+// Labels SpeCon persists on each job, so that rebuilt plugins (the
+// Kubernetes controller after a restart) continue where they stopped and
 // users can see each job's category.
 const (
 	LabelCategory    = "drover.dev/category"            // PC, WC or CC
@@ -95,6 +92,49 @@ func ParseParams(ps policy.Params) (Params, error) {
 	return p, p.Validate()
 }
 
+// Plugin names.
+const (
+	RoundRobinName = "round-robin"
+	SpeConName     = "specon"
+)
+
+// DefaultProfile is the `default` preset, the paper's DS baseline: pending
+// jobs in queue order, every container of a job on one worker, round-robin
+// over the workers, and no job ever moves.
+func DefaultProfile() framework.Profile {
+	rr := &RoundRobin{}
+	return framework.Profile{Name: "default", Gang: placement.OneNodeOnly,
+		Filter:  []framework.Filter{rr},
+		Score:   []framework.WeightedScore{{Score: rr, Weight: 1}},
+		Reserve: []framework.Reserve{rr}}
+}
+
+// Profile is the `specon` preset: DefaultProfile's round-robin initial
+// placement, then the Speculator (Alg. 1-3) with parameters p.
+func Profile(p Params) framework.Profile {
+	prof := DefaultProfile()
+	sp := NewSpeculator(p)
+	prof.Name = "specon"
+	prof.Reserve = append(prof.Reserve, sp)
+	prof.Rebalance = []framework.Rebalance{sp}
+	return prof
+}
+
+// New returns the `specon` preset's runtime; p must be valid (ParseParams
+// validates).
+func New(p Params) *framework.Runtime { return mustNew(Profile(p)) }
+
+// NewDefault returns the `default` preset's runtime.
+func NewDefault() *framework.Runtime { return mustNew(DefaultProfile()) }
+
+func mustNew(p framework.Profile) *framework.Runtime {
+	r, err := framework.New(p)
+	if err != nil {
+		panic(err) // a fixed, valid profile
+	}
+	return r
+}
+
 // Entries registers `specon` and its baseline `default`.
 func Entries() []policy.Entry {
 	return []policy.Entry{
@@ -111,413 +151,50 @@ func Entries() []policy.Entry {
 				if err := ps.Check("default"); err != nil {
 					return nil, err
 				}
-				return &Default{}, nil
+				return NewDefault(), nil
 			}},
 	}
 }
 
-// roundRobin is the paper's fixed initial placement: the n-th container
-// goes to worker n mod |W| ("container 1, 2, 3, 4 is hosted by Worker-1,
-// -2, -3, -4, then container 5, 6, 7, 8 rotate"). The sequence number is
-// kept in memory and in a label; a rebuilt policy resumes after the
-// highest number among running jobs, which is exact as long as the most
-// recently started job is still running.
-type roundRobin struct {
-	next int
-	init bool
-}
-
-// workers lists the nodes that may host the job's containers, in index
-// order: ready, not released, and eligible for every group (the manager
-// is not).
-func workers(s *cluster.Snapshot, j *cluster.Job) []*cluster.NodeState {
-	var out []*cluster.NodeState
-	for _, n := range s.Nodes {
-		if !n.Ready || n.Gone {
-			continue
-		}
-		ok := true
-		for g := range j.Groups {
-			ok = ok && placement.Eligible(n, j, g)
-		}
-		if ok {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// cycle is one scheduling cycle's what-if view: free capacity, usage and
-// where each job is, with this cycle's decisions applied.
-type cycle struct {
-	s     *cluster.Snapshot
-	free  []resource.Vector
-	usage []resource.Vector
-	where map[string]int // job ID -> node of its (first) replica
-	out   []policy.Action
-}
-
-func newCycle(s *cluster.Snapshot) *cycle {
-	c := &cycle{s: s, where: map[string]int{}}
-	for _, n := range s.Nodes {
-		c.free = append(c.free, n.Free().Add(n.Placeholder))
-		c.usage = append(c.usage, n.Usage)
-	}
-	for _, js := range s.Running {
-		if len(js.Placement) > 0 {
-			c.where[js.Job.ID] = js.Placement[0].Node
-		}
-	}
-	return c
-}
-
-// onOneNode places every replica of the job on node n.
-func onOneNode(j *cluster.Job, n int) cluster.Placement {
-	var p cluster.Placement
-	for g := range j.Groups {
-		for range j.Groups[g].Replicas {
-			p = append(p, cluster.Assignment{Group: g, Node: n})
-		}
-	}
-	return p
-}
-
-func (c *cycle) move(j *cluster.Job, from, to int) {
-	d, u := j.RequestedDemand(), usageOf(j)
-	if from >= 0 {
-		c.free[from] = c.free[from].Add(d)
-		c.usage[from] = c.usage[from].Sub(u)
-	}
-	c.free[to] = c.free[to].Sub(d)
-	c.usage[to] = c.usage[to].Add(u)
-	c.where[j.ID] = to
-}
-
-func usageOf(j *cluster.Job) resource.Vector {
-	var v resource.Vector
-	for g := range j.Groups {
-		v = v.Add(j.Groups[g].EffectiveUsage().Scale(int64(j.Groups[g].Replicas)))
-	}
-	return v
-}
-
-// start places pending jobs round-robin; a job whose turn's worker is full
-// goes to the next worker that fits.
-func (r *roundRobin) start(c *cycle) {
-	s := c.s
-	if !r.init {
-		r.init = true
-		for _, js := range s.Running {
-			if v, err := strconv.Atoi(js.Labels[LabelSlot]); err == nil && v >= r.next {
-				r.next = v + 1
-			}
-		}
-	}
-	for js := range s.Pending.All() {
-		j := js.Job
-		ws := workers(s, j)
-		if len(ws) == 0 {
-			c.out = append(c.out, policy.Wait{Job: j.ID, Reason: "no ready worker node"})
-			continue
-		}
-		d := j.RequestedDemand()
-		slot := r.next
-		placed := false
-		for k := range ws {
-			n := ws[(slot+k)%len(ws)].Index
-			if !d.Fits(c.free[n]) {
-				continue
-			}
-			c.out = append(c.out, policy.Start{Job: j.ID, Placement: onOneNode(j, n)},
-				policy.SetLabel{Job: j.ID, Key: LabelSlot, Value: strconv.Itoa(slot)})
-			c.move(j, -1, n)
-			placed = true
-			break
-		}
-		if !placed {
-			c.out = append(c.out, policy.Wait{Job: j.ID, Reason: fmt.Sprintf("no worker has %v free", d)})
-			continue
-		}
-		r.next++
+// Plugins returns the registry entries of SpeCon's plugins.
+func Plugins() []framework.PluginEntry {
+	return []framework.PluginEntry{
+		{Name: RoundRobinName, Description: "filter, score, reserve: SpeCon's fixed round-robin, the n-th job started goes to worker n mod |W| or the next that fits, kept in the drover.dev/rr-slot label (use with gang one-node-only)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(RoundRobinName); err != nil {
+					return nil, err
+				}
+				return &RoundRobin{}, nil
+			}},
+		{Name: SpeConName, Description: "reserve, rebalance: SpeCon's Alg. 1-3, categorise jobs PC/WC/CC every interval, migrate a converged job once to the lowest-score worker, rebalance converged jobs onto idle workers (alpha=0.01;interval=30;wpc=2;wwc=1.5;wcc=1)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				p, err := ParseParams(a)
+				if err != nil {
+					return nil, err
+				}
+				return NewSpeculator(p), nil
+			}},
 	}
 }
 
-// Default is the paper's DS baseline: the fixed round-robin initial
-// placement, and no migration ever.
-type Default struct{ rr roundRobin }
+// maxLabel bounds every number read back from a label. Labels are not
+// SpeCon's alone: whoever may edit a job (its tenant) can write any value,
+// and a slot of math.MaxInt64 would overflow the next slot into a negative
+// index, a round in the far future would stop the job's categorisation for
+// good, and a NaN time would sort anywhere. A value outside [0, maxLabel)
+// is ignored, as a malformed one is, and rewritten with SpeCon's own.
+const maxLabel = 1 << 40
 
-var _ policy.Policy = (*Default)(nil)
-
-// Name implements policy.Policy.
-func (*Default) Name() string { return "default" }
-
-// Schedule implements policy.Policy.
-func (d *Default) Schedule(s *cluster.Snapshot) []policy.Action {
-	c := newCycle(s)
-	d.rr.start(c)
-	return c.out
+// labelInt reads label key as an integer in [0, maxLabel); ok is false
+// when it is missing, malformed or out of range.
+func labelInt(l map[string]string, key string) (int64, bool) {
+	v, err := strconv.ParseInt(l[key], 10, 64)
+	return v, err == nil && v >= 0 && v < maxLabel
 }
 
-// jobMem is SpeCon's state of one job; every field is mirrored in a label.
-type jobMem struct {
-	cat         Category
-	round       int64   // last round categorised, -1 before
-	convergedAt float64 // when it entered CC, -1 when not in CC
-	migrated    bool    // Alg. 2 has decided for it (stay or move)
-	move        string  // "", MoveMigrate or MoveRebalance
-}
-
-// memFromLabels rebuilds a job's state from its labels; missing or
-// malformed labels fall back to a fresh job's state.
-func memFromLabels(js *cluster.JobState) *jobMem {
-	m := &jobMem{cat: PC, round: -1, convergedAt: -1}
-	l := js.Labels
-	if c, err := ParseCategory(l[LabelCategory]); err == nil {
-		m.cat = c
-	}
-	if v, err := strconv.ParseInt(l[LabelRound], 10, 64); err == nil {
-		m.round = v
-	}
-	if v, err := strconv.ParseFloat(l[LabelConvergedAt], 64); err == nil {
-		m.convergedAt = v
-	}
-	m.migrated = l[LabelMigrated] == "true"
-	m.move = l[LabelMove]
-	if m.move == "" && js.Migrations > 0 {
-		m.move = MoveMigrate // moved by a SpeCon instance whose label was lost
-	}
-	m.migrated = m.migrated || m.move != ""
-	return m
-}
-
-// labels returns the label values that represent m.
-func (m *jobMem) labels() [][2]string {
-	ca := ""
-	if m.convergedAt >= 0 {
-		ca = strconv.FormatFloat(m.convergedAt, 'g', -1, 64)
-	}
-	mig := ""
-	if m.migrated {
-		mig = "true"
-	}
-	return [][2]string{{LabelCategory, m.cat.String()}, {LabelRound, strconv.FormatInt(m.round, 10)},
-		{LabelConvergedAt, ca}, {LabelMigrated, mig}, {LabelMove, m.move}}
-}
-
-// Policy is SpeCon. Create it with New.
-type Policy struct {
-	P   Params
-	rr  roundRobin
-	mem map[string]*jobMem
-}
-
-var (
-	_ policy.Policy     = (*Policy)(nil)
-	_ policy.TimeDriven = (*Policy)(nil)
-)
-
-// New returns a SpeCon policy; p must be valid (ParseParams validates).
-func New(p Params) *Policy {
-	return &Policy{P: p, mem: map[string]*jobMem{}}
-}
-
-// Name implements policy.Policy.
-func (*Policy) Name() string { return "specon" }
-
-// TimeDriven implements policy.TimeDriven: the monitor categorises on a
-// clock, whether or not anything else happened.
-func (*Policy) TimeDriven() bool { return true }
-
-// Schedule implements policy.Policy: start pending jobs round-robin; at
-// each categorisation boundary run Alg. 1 on every job and Alg. 2 for
-// every converged job that asks; on every cycle run Alg. 3 when every job
-// has converged or a worker is idle; then persist what changed in labels.
-func (p *Policy) Schedule(s *cluster.Snapshot) []policy.Action {
-	c := newCycle(s)
-	p.rr.start(c)
-
-	// Load state of running jobs (from memory, else from labels) and drop
-	// that of jobs that left.
-	live := make(map[string]*cluster.JobState, len(s.Running))
-	before := map[string][][2]string{}
-	for _, js := range s.Running {
-		id := js.Job.ID
-		live[id] = js
-		m, ok := p.mem[id]
-		if !ok {
-			m = memFromLabels(js)
-			p.mem[id] = m
-		}
-		before[id] = m.labels()
-	}
-	for id := range p.mem {
-		if live[id] == nil {
-			delete(p.mem, id)
-		}
-	}
-	running := slices.Clone(s.Running)
-	slices.SortFunc(running, func(a, b *cluster.JobState) int {
-		return cmp.Or(cmp.Compare(a.Job.Submit, b.Job.Submit), cmp.Compare(a.Job.ID, b.Job.ID))
-	})
-
-	round := int64(math.Floor(s.Now/p.P.Interval + 1e-9))
-	tm := float64(round) * p.P.Interval
-
-	// Alg. 1 on every running, not yet migrated job.
-	var requests []*cluster.JobState
-	for _, js := range running {
-		m := p.mem[js.Job.ID]
-		if js.Phase != cluster.Running || m.migrated || m.round >= round {
-			continue
-		}
-		m.round = round
-		g, prev, n := Growths(js.Evals, tm, p.P.Interval)
-		if n == 0 {
-			continue
-		}
-		st := Categorize(m.cat, g, prev, n == 2, p.P.Alpha)
-		if st.Next == CC && m.cat != CC {
-			m.convergedAt = tm
-		}
-		if st.Next != CC {
-			m.convergedAt = -1
-		}
-		m.cat = st.Next
-		if st.Converged {
-			requests = append(requests, js)
-		}
-	}
-
-	// Alg. 2 for each request, when other progressing or watching jobs
-	// exist (line 15: |PC| + |WC| > 1, over the whole cluster).
-	for _, js := range requests {
-		if p.countActive(c) <= 1 {
-			break
-		}
-		p.speculate(c, js)
-	}
-
-	// Alg. 3 on every cycle: the manager "keeps monitoring the cluster",
-	// and a worker that just became idle is refilled at once. Running it
-	// once per round instead would need the last round stored somewhere
-	// a restarted controller can read; every cycle needs no state, and the
-	// one-move-per-job rule bounds what it can do.
-	p.rebalance(c, running, s.Now)
-
-	for _, js := range running {
-		m := p.mem[js.Job.ID]
-		old := before[js.Job.ID]
-		for i, kv := range m.labels() {
-			if kv != old[i] || js.Labels[kv[0]] != kv[1] {
-				c.out = append(c.out, policy.SetLabel{Job: js.Job.ID, Key: kv[0], Value: kv[1]})
-			}
-		}
-	}
-	return c.out
-}
-
-// countActive returns |PC| + |WC| over the jobs placed in this cycle's
-// view; jobs started this cycle are PC.
-func (p *Policy) countActive(c *cycle) int {
-	n := 0
-	for id := range c.where {
-		if m, ok := p.mem[id]; !ok || m.cat != CC {
-			n++
-		}
-	}
-	return n
-}
-
-// view builds Alg. 2/3's worker list for job j and the per-category
-// counts, from this cycle's what-if state. Jobs started this cycle count
-// as PC (Alg. 1 line 2).
-func (p *Policy) view(c *cycle, j *cluster.Job) []Worker {
-	ws := workers(c.s, j)
-	idx := map[int]int{}
-	out := make([]Worker, len(ws))
-	for i, n := range ws {
-		idx[n.Index] = i
-		out[i] = Worker{Node: n.Index}
-		if capCPU := n.Capacity[resource.CPU]; capCPU > 0 {
-			out[i].Usage = float64(c.usage[n.Index][resource.CPU]) / float64(capCPU)
-		}
-	}
-	for id, node := range c.where {
-		i, ok := idx[node]
-		if !ok {
-			continue
-		}
-		cat := PC
-		if m, ok := p.mem[id]; ok {
-			cat = m.cat
-		}
-		out[i].Count[cat]++
-	}
-	return out
-}
-
-// speculate is Alg. 2 for one converged job.
-func (p *Policy) speculate(c *cycle, js *cluster.JobState) {
-	m := p.mem[js.Job.ID]
-	ws := p.view(c, js.Job)
-	host := slices.IndexFunc(ws, func(w Worker) bool { return w.Node == c.where[js.Job.ID] })
-	m.migrated = true // lines 9, 15, 20: decided once, whatever the outcome
-	if host < 0 || js.Migrations > 0 || m.move != "" {
-		return
-	}
-	target, _ := Choose(ws, host, p.P.Weights)
-	if target == host {
-		return
-	}
-	to := ws[target].Node
-	if !js.Job.RequestedDemand().Fits(c.free[to]) {
-		return // the chosen worker cannot take the request; stay
-	}
-	c.out = append(c.out, policy.Migrate{Job: js.Job.ID, Placement: onOneNode(js.Job, to),
-		Reason: fmt.Sprintf("specon: converged; worker score %.1f -> %.1f", p.P.Weights.Score(ws[host].Count), p.P.Weights.Score(ws[target].Count))})
-	c.move(js.Job, ws[host].Node, to)
-	m.move = MoveMigrate
-}
-
-// rebalance is Alg. 3, run when every running job has converged or some
-// worker is idle.
-func (p *Policy) rebalance(c *cycle, running []*cluster.JobState, now float64) {
-	if len(running) == 0 {
-		return
-	}
-	ws := p.view(c, running[0].Job)
-	idx := map[int]int{}
-	active := make([]int, len(ws))
-	idle := false
-	for i, w := range ws {
-		idx[w.Node] = i
-		active[i] = w.Active()
-		idle = idle || active[i] == 0
-	}
-	if !idle && p.countActive(c) > 0 {
-		return
-	}
-	var cands []Movable
-	byID := map[string]*cluster.JobState{}
-	for _, js := range running {
-		m := p.mem[js.Job.ID]
-		i, ok := idx[c.where[js.Job.ID]]
-		if !ok || js.Phase != cluster.Running || m.cat != CC || m.convergedAt < 0 || m.move != "" || js.Migrations > 0 {
-			continue
-		}
-		cands = append(cands, Movable{ID: js.Job.ID, Worker: i, Duration: now - m.convergedAt})
-		byID[js.Job.ID] = js
-	}
-	for _, mv := range Rebalance(active, cands) {
-		js := byID[mv.ID]
-		to := ws[mv.To].Node
-		if !js.Job.RequestedDemand().Fits(c.free[to]) {
-			continue
-		}
-		c.out = append(c.out, policy.Migrate{Job: mv.ID, Placement: onOneNode(js.Job, to),
-			Reason: fmt.Sprintf("specon: rebalance %d -> %d containers", active[mv.From], active[mv.To])})
-		c.move(js.Job, ws[mv.From].Node, to)
-		m := p.mem[mv.ID]
-		m.move, m.migrated = MoveRebalance, true
-	}
+// labelFloat reads label key as a number in [0, maxLabel) (NaN is not);
+// ok is false when it is missing, malformed or out of range.
+func labelFloat(l map[string]string, key string) (float64, bool) {
+	v, err := strconv.ParseFloat(l[key], 64)
+	return v, err == nil && v >= 0 && v < maxLabel
 }

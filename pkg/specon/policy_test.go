@@ -233,7 +233,7 @@ func TestDefaultRoundRobin(t *testing.T) {
 			where = append(where, js.Job.ID+"@"+d)
 		}
 	}}
-	s, err := sim.New(cfg, Cluster(3), jobs, &Default{})
+	s, err := sim.New(cfg, Cluster(3), jobs, NewDefault())
 	if err != nil {
 		t.Fatal(err)
 	}

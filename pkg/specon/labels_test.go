@@ -1,0 +1,137 @@
+package specon
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// schedule runs one cycle of a registered preset, turning a panic into a
+// test failure so that one bad case does not hide the others.
+func schedule(t *testing.T, spec string, s *cluster.Snapshot) (as []policy.Action) {
+	t.Helper()
+	r := policy.NewRegistry()
+	if err := r.Add(Entries()...); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if e := recover(); e != nil {
+			t.Fatalf("%s panicked: %v", spec, e)
+		}
+	}()
+	return p.Schedule(s)
+}
+
+// labelsOf returns the SetLabel values written for job id, by key.
+func labelsOf(as []policy.Action, id string) map[string]string {
+	out := map[string]string{}
+	for _, l := range actionsOf[policy.SetLabel](as) {
+		if l.Job == id {
+			out[l.Key] = l.Value
+		}
+	}
+	return out
+}
+
+// TestSlotLabelBounds (issue 17, item 1): the round-robin slot is rebuilt
+// from the running jobs' rr-slot labels, which a tenant may overwrite. A
+// value of math.MaxInt64 used to overflow slot+1 into a negative index and
+// panic on every cycle; values outside [0, 1<<40) are now ignored as
+// malformed ones are.
+func TestSlotLabelBounds(t *testing.T) {
+	tests := []struct {
+		label    string
+		wantNode int    // node of the pending job (1..3 are worker-1..3)
+		wantSlot string // its rr-slot label
+	}{
+		{"9223372036854775807", 1, "0"}, // math.MaxInt64: slot+1 overflowed
+		{"1099511627776", 1, "0"},       // 1<<40: out of range
+		{"-4", 1, "0"},
+		{"seven", 1, "0"},
+		{"", 1, "0"},                          // no label: a fresh sequence
+		{"4", 3, "5"},                         // slot 5: worker 5 mod 3 = 2, the third
+		{"1099511627775", 2, "1099511627776"}, // the largest accepted; 2^40 mod 3 = 1
+	}
+	for _, spec := range []string{"default", "specon"} {
+		for _, tc := range tests {
+			t.Run(spec+"/"+tc.label, func(t *testing.T) {
+				s := snapshot(300, 3, []fakeJob{{id: "old", worker: 1, labels: map[string]string{LabelSlot: tc.label}}})
+				m, _ := ModelByName("vae")
+				s.Pending.PushBack(cluster.NewJobState(NewJob("new", m, 290, 7)))
+				as := schedule(t, spec, s)
+				var got []string
+				for _, st := range actionsOf[policy.Start](as) {
+					got = append(got, fmt.Sprintf("%s@%d", st.Job, st.Placement[0].Node))
+				}
+				want := []string{fmt.Sprintf("new@%d", tc.wantNode)}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("starts (-want +got):\n%s", d)
+				}
+				if got := labelsOf(as, "new")[LabelSlot]; got != tc.wantSlot {
+					t.Errorf("rr-slot of new = %q, want %q", got, tc.wantSlot)
+				}
+			})
+		}
+	}
+}
+
+// TestStateLabelBounds: the round and converged-at labels are bounded the
+// same way. A round in the far future used to stop a job's categorisation
+// for good; a converged-at of NaN or far in the future made the job the
+// first one Alg. 3 moves.
+func TestStateLabelBounds(t *testing.T) {
+	fast := []float64{0.9, 0.7, 0.5}
+	t.Run("round", func(t *testing.T) {
+		for _, tc := range []struct{ label, want string }{
+			{"9223372036854775807", "10"},
+			{"1099511627776", "10"},
+			{"9", "10"},
+			{"1099511627775", ""}, // accepted: a later round than now, nothing to do
+		} {
+			t.Run(tc.label, func(t *testing.T) {
+				jobs := []fakeJob{{id: "p", worker: 1, labels: map[string]string{LabelCategory: "PC", LabelRound: tc.label}, evals: fast}}
+				got := labelsOf(schedule(t, "specon", snapshot(300, 2, jobs)), "p")[LabelRound]
+				if got != tc.want {
+					t.Errorf("round label written %q, want %q", got, tc.want)
+				}
+			})
+		}
+	})
+	t.Run("converged-at", func(t *testing.T) {
+		flat := []float64{0.1, 0.1, 0.1}
+		conv := func(at string) map[string]string {
+			return map[string]string{LabelCategory: "CC", LabelConvergedAt: at, LabelMigrated: "true"}
+		}
+		for _, tc := range []struct{ label, want string }{
+			{"240", "late"}, // valid: the most recently converged moves
+			{"NaN", "mid"},
+			{"1e300", "mid"},
+			{"+Inf", "mid"},
+			{"-1", "mid"},
+		} {
+			t.Run(tc.label, func(t *testing.T) {
+				jobs := []fakeJob{
+					{id: "old", worker: 1, labels: conv("60"), evals: flat},
+					{id: "mid", worker: 1, labels: conv("180"), evals: flat},
+					{id: "late", worker: 1, labels: conv(tc.label), evals: flat},
+					{id: "x", worker: 2, labels: conv("30"), evals: flat},
+				}
+				var got []string
+				for _, m := range actionsOf[policy.Migrate](schedule(t, "specon", snapshot(300, 3, jobs))) {
+					got = append(got, m.Job)
+				}
+				if d := cmp.Diff([]string{tc.want}, got); d != "" {
+					t.Errorf("rebalanced (-want +got):\n%s", d)
+				}
+			})
+		}
+	})
+}
