@@ -23,6 +23,7 @@ func Registry() (*framework.Registry, error) {
 	r := framework.NewRegistry()
 	for _, es := range [][]framework.PluginEntry{
 		baseline.Plugins(),
+		specon.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
