@@ -1,37 +1,44 @@
-// Package autoscale holds the autoscaling policies of issue 7 (the
-// predictive autoscaler of "A Predictive Autoscaler for Elastic Batch
-// Jobs", papers/004): `predictive`, which overprovisions placeholder
-// capacity ahead of forecast demand, and `reactive`, which leaves scaling
-// to the cluster autoscaler.
+// Package autoscale holds the autoscaling of issue 7 (the predictive
+// autoscaler of "A Predictive Autoscaler for Elastic Batch Jobs",
+// papers/004): the `predictive` Provision plugin, which overprovisions
+// placeholder capacity ahead of forecast demand, and two presets,
+// `predictive` and `reactive`, which leaves scaling to the cluster
+// autoscaler.
 //
 // In Kubernetes a scheduler does not add nodes: the cluster-autoscaler
-// does, when pods are pending. Both policies therefore run on a cluster
+// does, when pods are pending. Both presets therefore run on a cluster
 // whose executor models the cluster-autoscaler (sim.Config.Autoscaler;
-// in a real cluster, the real one). Each is "base scheduling + placeholder
-// management": a base policy from pkg/baseline (binpack by default, the
-// most-allocated scoring cluster-autoscaler deployments pair with, so that
-// empty nodes appear and can be released) starts the real jobs, and the
-// predictive policy adds one policy.SetPlaceholders action when its
-// placeholder set changes. Placeholders are the lowest priority: a real
-// job takes their capacity at once (the executor evicts them), and a
-// pending placeholder is what makes the cluster-autoscaler add a node.
+// in a real cluster, the real one). Each is a base preset's profile from
+// pkg/baseline (binpack by default, the most-allocated scoring
+// cluster-autoscaler deployments pair with, so that empty nodes appear and
+// can be released), which starts the real jobs; `predictive` adds the
+// predictive plugin at the Provision point, which records one
+// policy.SetPlaceholders action when its placeholder set changes. Any
+// other profile may list the plugin too. Placeholders are the lowest
+// priority: a real job takes their capacity at once (the executor evicts
+// them), and a pending placeholder is what makes the cluster-autoscaler
+// add a node.
 package autoscale
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
-	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/embed"
 	"github.com/drover-sched/drover/pkg/forecast"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
-// Predictive is the paper's predictive autoscaler (§2.3, §4.4) on top of a
-// base scheduling policy.
+// PredictiveName is the name of the predictive plugin and preset.
+const PredictiveName = "predictive"
+
+// Predictive is the paper's predictive autoscaler (§2.3, §4.4) as a
+// Provision plugin. It manages capacity, not jobs: whatever the profile's
+// other plugins do with the queue, it only ever records
+// policy.SetPlaceholders actions, through the cycle's Statement, after them.
 //
 // Every Tick seconds (the instance launch time, 5 minutes by default) it
 // embeds the demand it observes (the replicas of running and pending jobs)
@@ -40,7 +47,7 @@ import (
 // forecasts the next step's counts with the chosen model (refitted every
 // Refit steps) and sets, per type, placeholders for the positive part of
 // forecast minus current count, rounded up; placeholders never go below
-// zero, so the policy never removes what runs, and a forecast below the
+// zero, so the plugin never removes what runs, and a forecast below the
 // current demand leaves scaling to the cluster-autoscaler (the paper's
 // "downgrade to an on-demand autoscaler"). Before that, or when the model
 // fails, a ladder policy holds placeholders up to the next power of two
@@ -51,11 +58,12 @@ import (
 // groups round-robin, and a shrinking type gives back its newest virtual
 // instances first, so placeholders that stay keep their group.
 //
-// The policy's state (history, fitted model, virtual instances) lives in
-// memory: after a restart it re-warms with the ladder, as the paper's
-// prophet does at its initial stage.
+// The plugin's state (history, fitted model, virtual instances) lives in
+// the instance, which lives for one run like the policy it replaces: after
+// a restart it re-warms with the ladder, as the paper's prophet does at
+// its initial stage. It is time-driven: the runtime calls it on every
+// scheduling tick, and it acts once per Tick.
 type Predictive struct {
-	Base   policy.Policy
 	Model  string // forecaster name, or "ladder" for the ladder only
 	Tick   float64
 	Warmup int // steps of history before forecasting
@@ -91,29 +99,37 @@ type virtual struct {
 }
 
 var (
-	_ policy.Policy     = (*Predictive)(nil)
-	_ policy.TimeDriven = (*Predictive)(nil)
+	_ framework.Provision  = (*Predictive)(nil)
+	_ framework.TimeDriven = (*Predictive)(nil)
 )
 
-// Name implements policy.Policy.
-func (*Predictive) Name() string { return "predictive" }
+// Name implements framework.Plugin.
+func (*Predictive) Name() string { return PredictiveName }
 
-// TimeDriven implements policy.TimeDriven: the forecast runs on a clock.
+// TimeDriven implements framework.TimeDriven: the forecast runs on a
+// clock, so a profile that lists the plugin is scheduled on every tick.
 func (*Predictive) TimeDriven() bool { return true }
 
-// Schedule implements policy.Policy: the base policy's actions, then the
-// placeholder set when it changed.
-func (p *Predictive) Schedule(s *cluster.Snapshot) []policy.Action {
-	out := p.Base.Schedule(s)
+// Provision implements framework.Provision. On a cluster with an instance
+// catalogue, once per Tick, it observes the demand, chooses the wanted
+// placeholders and, when the set changed, records one SetPlaceholders
+// action (the whole set) on c.St; it changes no ledger (placeholders are
+// the executor's, and count as free for every real job). On a fixed
+// cluster (no catalogue) and between ticks it does nothing. It returns an
+// Error status, and counts a failure, when the demand cannot be embedded;
+// a failing model is not an error (the ladder takes over, and Failures
+// and LastErr record it).
+func (p *Predictive) Provision(c *framework.Cycle) *framework.Status {
+	s := c.Snap
 	if p.cat == nil {
 		if len(s.Catalog) == 0 {
-			return out // a fixed cluster: nothing to overprovision
+			return nil // a fixed cluster: nothing to overprovision
 		}
 		p.cat, p.types = catalog(s.Catalog)
 		p.start, p.next = s.Now, s.Now
 	}
 	if s.Now < p.next {
-		return out
+		return nil
 	}
 	for p.next <= s.Now {
 		p.next += p.Tick
@@ -122,13 +138,13 @@ func (p *Predictive) Schedule(s *cluster.Snapshot) []policy.Action {
 	if err != nil {
 		p.Failures++
 		p.LastErr = err
-		return out
+		return framework.NewStatus(framework.Error, err.Error())
 	}
 	want := p.target(cur)
 	if p.adjust(want) {
-		out = append(out, policy.SetPlaceholders{Placeholders: p.placeholders()})
+		c.St.Record(nil, policy.SetPlaceholders{Placeholders: p.placeholders()})
 	}
-	return out
+	return nil
 }
 
 // catalog converts the snapshot's catalogue into embedding buckets,
@@ -347,96 +363,4 @@ func (p *Predictive) placeholders() []cluster.Placeholder {
 			Count: v.count, PlacementGroup: v.group})
 	}
 	return out
-}
-
-// Reactive is the base policy alone under the cluster-autoscaler: nodes
-// are added only once a pod is pending.
-type Reactive struct{ Base policy.Policy }
-
-// Name implements policy.Policy.
-func (*Reactive) Name() string { return "reactive" }
-
-// Schedule implements policy.Policy.
-func (r *Reactive) Schedule(s *cluster.Snapshot) []policy.Action { return r.Base.Schedule(s) }
-
-// basePolicy builds the named baseline.
-func basePolicy(name string) (policy.Policy, error) {
-	var names []string
-	for _, e := range baseline.Entries() {
-		if e.Name == name {
-			return e.New(policy.Params{})
-		}
-		names = append(names, e.Name)
-	}
-	return nil, fmt.Errorf("parameter base=%q: unknown base policy (known: %s)", name, strings.Join(names, ", "))
-}
-
-// Entries returns the registry entries of the autoscaling policies.
-func Entries() []policy.Entry {
-	return []policy.Entry{
-		{Name: "predictive", Description: "base scheduling + predictive placeholder overprovisioning (papers/004); " +
-			"model=" + strings.Join(forecast.Names(), "|") + "|ladder (default holt-winters), tick=s (300), warmup=h (24), refit=h (24), " +
-			"groups=a,b (placement groups, round-robin), base=binpack|k8s-default|fifo|drf, quick=1; needs an instance catalogue and the cluster-autoscaler model",
-			New: newPredictive},
-		{Name: "reactive", Description: "base scheduling only; the cluster-autoscaler adds nodes for pending pods (base=binpack)",
-			New: func(pr policy.Params) (policy.Policy, error) {
-				if err := pr.Check("reactive", "base"); err != nil {
-					return nil, err
-				}
-				b, err := basePolicy(pr.String("base", "binpack"))
-				if err != nil {
-					return nil, err
-				}
-				return &Reactive{Base: b}, nil
-			}},
-	}
-}
-
-func newPredictive(pr policy.Params) (policy.Policy, error) {
-	if err := pr.Check("predictive", "model", "tick", "warmup", "refit", "groups", "base", "quick"); err != nil {
-		return nil, err
-	}
-	p := &Predictive{Model: pr.String("model", "holt-winters"), NewForecaster: forecast.New}
-	if p.Model != "ladder" {
-		if _, err := forecast.New(p.Model, forecast.Options{}); err != nil {
-			return nil, fmt.Errorf("parameter model: %w", err)
-		}
-	}
-	var err error
-	if p.Tick, err = pr.Float("tick", 300); err != nil {
-		return nil, err
-	}
-	if !(p.Tick > 0) || math.IsInf(p.Tick, 0) {
-		return nil, fmt.Errorf("parameter tick=%v: want a positive number of seconds", p.Tick)
-	}
-	warm, err := pr.Float("warmup", 24)
-	if err != nil {
-		return nil, err
-	}
-	refit, err := pr.Float("refit", 24)
-	if err != nil {
-		return nil, err
-	}
-	if warm < 0 || math.IsNaN(warm) || !(refit > 0) || math.IsInf(refit, 0) {
-		return nil, fmt.Errorf("parameters warmup=%v refit=%v: want hours, warmup >= 0 and refit > 0", warm, refit)
-	}
-	p.Warmup = int(math.Ceil(warm * 3600 / p.Tick))
-	p.Refit = max(1, int(math.Round(refit*3600/p.Tick)))
-	if g := pr.String("groups", ""); g != "" {
-		for _, x := range strings.Split(g, ",") {
-			if x = strings.TrimSpace(x); x == "" {
-				return nil, fmt.Errorf("parameter groups=%q: empty group name", g)
-			}
-			p.Groups = append(p.Groups, strings.TrimSpace(x))
-		}
-	}
-	q, err := pr.Int("quick", 0)
-	if err != nil {
-		return nil, err
-	}
-	p.Quick = q != 0
-	if p.Base, err = basePolicy(pr.String("base", "binpack")); err != nil {
-		return nil, err
-	}
-	return p, nil
 }

@@ -143,7 +143,8 @@ func newPolicy(t *testing.T, spec string) policy.Policy {
 // holds a spare node).
 func TestScenarioPredictiveVsReactive(t *testing.T) {
 	react := runScenario(t, newPolicy(t, "reactive")).Metrics()
-	pp := newPolicy(t, "predictive:warmup=0;groups=x,y").(*Predictive)
+	pol := newPolicy(t, "predictive:warmup=0;groups=x,y")
+	pp := PredictiveOf(pol)
 	pp.NewForecaster = func(string, forecast.Options) (forecast.Forecaster, error) {
 		return &fakeModel{fn: func(last []float64) []float64 {
 			out := append([]float64(nil), last...)
@@ -151,7 +152,7 @@ func TestScenarioPredictiveVsReactive(t *testing.T) {
 			return out
 		}}, nil
 	}
-	pred := runScenario(t, pp).Metrics()
+	pred := runScenario(t, pol).Metrics()
 	if pp.Forecasts == 0 || pp.Failures != 0 {
 		t.Fatalf("forecasts %d failures %d (%v)", pp.Forecasts, pp.Failures, pp.LastErr)
 	}
@@ -170,11 +171,11 @@ func TestScenarioPredictiveVsReactive(t *testing.T) {
 // demand sets no placeholder at all (positive delta only): the run is the
 // reactive one.
 func TestScenarioForecastBelowDemand(t *testing.T) {
-	pp := newPolicy(t, "predictive:warmup=0").(*Predictive)
-	pp.NewForecaster = func(string, forecast.Options) (forecast.Forecaster, error) {
+	pol := newPolicy(t, "predictive:warmup=0")
+	PredictiveOf(pol).NewForecaster = func(string, forecast.Options) (forecast.Forecaster, error) {
 		return &fakeModel{fn: func(last []float64) []float64 { return make([]float64, len(last)) }}, nil
 	}
-	pred := runScenario(t, pp).Metrics()
+	pred := runScenario(t, pol).Metrics()
 	react := runScenario(t, newPolicy(t, "reactive")).Metrics()
 	if pred["placeholder_node_hours"] != 0 || pred["pending_mean_s"] != react["pending_mean_s"] || pred["cost"] != react["cost"] {
 		t.Fatalf("predictive %v\nreactive %v", pred, react)
@@ -184,53 +185,19 @@ func TestScenarioForecastBelowDemand(t *testing.T) {
 // TestLadderUntilWarm: before the warm-up the ladder holds placeholders;
 // a failing model falls back to the ladder and is counted.
 func TestLadderUntilWarm(t *testing.T) {
-	pp := newPolicy(t, "predictive:warmup=1").(*Predictive) // 12 steps of 300 s
+	pol := newPolicy(t, "predictive:warmup=1") // 12 steps of 300 s
+	pp := PredictiveOf(pol)
 	fits := 0
 	pp.NewForecaster = func(string, forecast.Options) (forecast.Forecaster, error) {
 		fits++
 		return nil, errors.New("boom")
 	}
-	r := runScenario(t, pp).Metrics()
+	r := runScenario(t, pol).Metrics()
 	if pp.Ladders == 0 || pp.Forecasts != 0 || pp.Failures == 0 || !strings.Contains(pp.LastErr.Error(), "boom") {
 		t.Fatalf("ladders %d forecasts %d failures %d err %v", pp.Ladders, pp.Forecasts, pp.Failures, pp.LastErr)
 	}
 	if fits == 0 || r["placeholder_node_hours"] <= 0 {
 		t.Fatalf("fits %d, placeholder node-hours %g", fits, r["placeholder_node_hours"])
-	}
-}
-
-// TestPlaceholderSetsAndGroups: the placeholders a tick emits are whole
-// instances of the bucket's type, in the virtual instance's group; the
-// model sees only buckets the demand has used.
-func TestPlaceholderSetsAndGroups(t *testing.T) {
-	pp := newPolicy(t, "predictive:warmup=0;groups=g1,g2").(*Predictive)
-	pp.NewForecaster = func(string, forecast.Options) (forecast.Forecaster, error) {
-		return &fakeModel{fn: func(last []float64) []float64 { return []float64{last[0] + 2, last[1] + 1} }}, nil
-	}
-	snap := &cluster.Snapshot{Now: 0, Catalog: catalog1, Pending: cluster.NewQueue()}
-	snap.Pending.PushBack(cluster.NewJobState(job1("a", 0, 60)))
-	big := job1("b", 0, 60)
-	big.Groups[0].Demand = resource.New(16, 64, 4)
-	snap.Pending.PushBack(cluster.NewJobState(big))
-	var got []cluster.Placeholder
-	for _, a := range pp.Schedule(snap) {
-		if sp, ok := a.(policy.SetPlaceholders); ok {
-			got = sp.Placeholders
-		}
-	}
-	want := []cluster.Placeholder{
-		{Name: "ph-gpu1-1", Demand: catalog1[0].Capacity, Count: 2, PlacementGroup: "g1"},
-		{Name: "ph-gpu4-2", Demand: catalog1[1].Capacity, Count: 1, PlacementGroup: "g2"},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("placeholders %+v, want %+v", got, want)
-	}
-	// The next call within the tick changes nothing.
-	snap.Now = 60
-	for _, a := range pp.Schedule(snap) {
-		if _, ok := a.(policy.SetPlaceholders); ok {
-			t.Fatal("placeholders reset within a tick")
-		}
 	}
 }
 
