@@ -24,6 +24,7 @@ func Registry() (*framework.Registry, error) {
 	for _, es := range [][]framework.PluginEntry{
 		baseline.Plugins(),
 		specon.Plugins(),
+		autoscale.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
