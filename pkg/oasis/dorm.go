@@ -255,4 +255,3 @@ func (d *Dorm) solve(jobs []*cluster.JobState, v, lo, hi, psr []float64, capW, c
 	}
 	return x
 }
-

@@ -26,11 +26,11 @@ func Transition(st *framework.Statement, jobs []*cluster.JobState, targets []clu
 		kind   uint8
 	}
 	const (
-		stop    = iota // shrink phase: preempt
-		shrink         // shrink phase: resize to common
-		start          // grow phase: start a pending (or just stopped) job
-		grow           // grow phase: resize from the current placement
-		regrow         // grow phase: resize from common (after shrink)
+		stop   = iota // shrink phase: preempt
+		shrink        // shrink phase: resize to common
+		start         // grow phase: start a pending (or just stopped) job
+		grow          // grow phase: resize from the current placement
+		regrow        // grow phase: resize from common (after shrink)
 	)
 	var shrinks, grows []step
 	for i, js := range jobs {
