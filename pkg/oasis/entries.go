@@ -11,7 +11,7 @@ import (
 // OASiSProfile is the oasis preset: arrivals decided in submission order
 // by the OASiS plugin, which also moves every admitted job to its plan.
 func OASiSProfile(o *OASiS) framework.Profile {
-	return framework.Profile{Name: Name, QueueSort: ArrivalOrder{},
+	return framework.Profile{Name: OASiSName, QueueSort: ArrivalOrder{},
 		Admit: []framework.Admit{o}, Rebalance: []framework.Rebalance{o}}
 }
 
@@ -106,7 +106,7 @@ func Plugins() []framework.PluginEntry {
 		}
 	}
 	return []framework.PluginEntry{
-		{Name: Name, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
+		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				o, err := newOASiS(a)
 				if err != nil {

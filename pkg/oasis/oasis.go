@@ -119,8 +119,8 @@ var (
 	_ framework.TimeDriven = (*OASiS)(nil)
 )
 
-// Name is the name of the OASiS plugin and preset.
-const Name = "oasis"
+// OASiSName is the name of the OASiS plugin and preset.
+const OASiSName = "oasis"
 
 // New returns an OASiS plugin.
 func New(cfg Config) (*OASiS, error) {
@@ -151,7 +151,7 @@ func New(cfg Config) (*OASiS, error) {
 }
 
 // Name implements framework.Plugin.
-func (*OASiS) Name() string { return Name }
+func (*OASiS) Name() string { return OASiSName }
 
 // TimeDriven implements framework.TimeDriven: the schedule changes at
 // every slot start whether or not anything else happened.
@@ -247,7 +247,10 @@ func (o *OASiS) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Statu
 	return o.waiting(c, js)
 }
 
-// waiting is the Wait status of an admitted pending job.
+// waiting is the Wait status of an admitted pending job. Its reason does
+// not change from slot to slot while the job's situation does not, so
+// that an executor that reports reasons is not told the same thing anew
+// every slot.
 func (o *OASiS) waiting(c *framework.Cycle, js *cluster.JobState) *framework.Status {
 	p := o.plans[js.Job.ID]
 	if p == nil {
@@ -261,9 +264,9 @@ func (o *OASiS) waiting(c *framework.Cycle, js *cluster.JobState) *framework.Sta
 		return framework.Statusf(framework.Wait, "oasis: admitted, planned for slots %d-%d", p.Start, p.End)
 	}
 	if w, _ := p.Counts(t); w == 0 {
-		return framework.Statusf(framework.Wait, "oasis: no replicas planned in slot %d (plan %d-%d)", t, p.Start, p.End)
+		return framework.Statusf(framework.Wait, "oasis: admitted, planned for slots %d-%d (none this slot)", p.Start, p.End)
 	}
-	return framework.Statusf(framework.Wait, "oasis: starts on its plan for slot %d", t)
+	return framework.NewStatus(framework.Wait, "oasis: starts on its plan this slot")
 }
 
 // Rebalance implements framework.Rebalance: every admitted job moves to

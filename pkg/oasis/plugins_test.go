@@ -401,7 +401,7 @@ func TestOASiSPlugin(t *testing.T) {
 	want := []string{
 		"reject broken: oasis: job broken: ps: missing parameter-server parameters",
 		"label valuable " + LabelSchedule,
-		"wait valuable: oasis: starts on its plan for slot 0",
+		"wait valuable: oasis: starts on its plan this slot",
 		"start valuable [" + strings.TrimSpace(strings.Repeat("W0 ", len(p.placement(0))-countPS(p, 0))+strings.Repeat("P1 ", countPS(p, 0))) + "]",
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -584,8 +584,8 @@ func TestProfilesFromSpecs(t *testing.T) {
 		spec   framework.ProfileSpec
 	}{
 		{"oasis:slot=3600;slots=30;" + b.String(), framework.ProfileSpec{Name: "oasis", Plugins: framework.PluginsSpec{
-			QueueSort: &framework.PluginRef{Name: ArrivalOrderName}, Admit: ref(Name), Rebalance: ref(Name)},
-			PluginConfig: []framework.PluginConfig{{Name: Name, Args: oasisArgs}}}},
+			QueueSort: &framework.PluginRef{Name: ArrivalOrderName}, Admit: ref(OASiSName), Rebalance: ref(OASiSName)},
+			PluginConfig: []framework.PluginConfig{{Name: OASiSName, Args: oasisArgs}}}},
 		{"ps-fifo", framework.ProfileSpec{Name: "ps-fifo", Plugins: framework.PluginsSpec{
 			Admit: ref(baseline.HeadOfLineName, FitsEmptyName), Filter: ref("node-role"), Score: ref(RoundRobinName)}}},
 		{"ps-drf", framework.ProfileSpec{Name: "ps-drf", Plugins: framework.PluginsSpec{Admit: ref(DRFName), Rebalance: ref(DRFName)}}},
