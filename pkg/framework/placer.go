@@ -26,6 +26,25 @@ type roleOnly interface {
 	roleOnly()
 }
 
+// Picker is implemented by Score plugins whose scores depend on the nodes
+// taken before (a round-robin cursor that continues where the last
+// replica went). On the generic placement path the Runtime calls Picked
+// right after it takes node for one replica of group g, or for a whole
+// gang on one node (g < 0), in placement order. It is called also for
+// replicas of a gang that then fails and is given back, and for what-if
+// placements (Cycle.Place): a cursor moves on whether or not the
+// placement is kept.
+type Picker interface {
+	Picked(c *Cycle, js *cluster.JobState, g int, node int)
+}
+
+// picked tells the Picker score plugins that node was taken.
+func (r *Runtime) picked(c *Cycle, js *cluster.JobState, g, node int) {
+	for _, p := range r.pickers {
+		p.Picked(c, js, g, node)
+	}
+}
+
 // Trying returns the replica counts the Runtime is placing right now (for
 // Score plugins scoring a whole gang, g < 0), or nil.
 func (c *Cycle) Trying() []int { return c.trying }
@@ -46,6 +65,7 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 		best, why := r.pick(c, l, js, -1, d, counts)
 		if best >= 0 {
 			l.Take(best, d)
+			r.picked(c, js, -1, best)
 			p := make(cluster.Placement, 0, total)
 			for g, n := range counts {
 				for range n {
@@ -69,6 +89,7 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 				return nil, Statusf(Unschedulable, "no node for replica %d of group %s (%v): %s", k+1, j.Groups[g].Name, d, why).WithPlugin("placement")
 			}
 			l.Take(best, d)
+			r.picked(c, js, g, best)
 			p = append(p, cluster.Assignment{Group: g, Node: best})
 		}
 	}

@@ -62,6 +62,8 @@ type Runtime struct {
 	soon     placement.Ledger
 	st       Statement
 	scoreBuf [][]float64
+	// pickers are the Score plugins told of each node taken.
+	pickers []Picker
 }
 
 var (
@@ -86,6 +88,11 @@ func New(p Profile) (*Runtime, error) {
 	for _, pl := range r.Plugins() {
 		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() {
 			r.timeDriven = true
+		}
+	}
+	for _, s := range p.Score {
+		if pk, ok := s.Score.(Picker); ok {
+			r.pickers = append(r.pickers, pk)
 		}
 	}
 	r.opts = placement.Options{Strategy: placement.Pack, Gang: p.Gang, OneNodeFirstFit: p.OneNodeFirstFit, ScoreAll: p.ScoreAll}

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
-	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -19,13 +19,82 @@ import (
 // general-purpose baselines of package baseline; the oasis experiments
 // label their rows FIFO, DRF, RRH and Dorm.
 
-// roundRobin places replicas on a pool's eligible servers in turn,
-// continuing where the last placement stopped (the paper places workers and
-// PSs "on available servers in a round-robin fashion" for FIFO, DRF and
-// RRH). It is all or nothing.
-type roundRobin struct{ next [2]int }
+// Plugin names.
+const (
+	ArrivalOrderName = "arrival-order"
+	RoundRobinName   = "ps-round-robin"
+	FitsEmptyName    = "fits-empty"
+	DRFName          = "ps-drf"
+	RRHName          = "rrh"
+	DormName         = "dorm"
+)
 
-func (rr *roundRobin) place(l *placement.Ledger, j *cluster.Job, counts []int) (cluster.Placement, bool) {
+// ArrivalOrder orders pending jobs by submission time, earliest first;
+// equal times keep queue order. OASiS decides arrivals in this order (an
+// online algorithm sees jobs as they come).
+type ArrivalOrder struct{}
+
+var _ framework.QueueSort = ArrivalOrder{}
+
+// Name implements framework.Plugin.
+func (ArrivalOrder) Name() string { return ArrivalOrderName }
+
+// Compare implements framework.QueueSort.
+func (ArrivalOrder) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
+	return cmp.Compare(a.Job.Submit, b.Job.Submit)
+}
+
+// RoundRobin places replicas on the eligible servers in turn, continuing
+// where the last replica of the same group went (the paper places workers
+// and PSs "on available servers in a round-robin fashion" for FIFO, DRF
+// and RRH). As a Score plugin it ranks the feasible nodes by their
+// distance after the group's cursor, so the Runtime takes the first
+// feasible node from it, and as a framework.Picker it moves the cursor
+// past each node the Runtime takes, also for the replicas of a gang that
+// then fails (the cursor does not go back). One instance is one cursor.
+type RoundRobin struct{ next []int }
+
+var (
+	_ framework.Score  = (*RoundRobin)(nil)
+	_ framework.Picker = (*RoundRobin)(nil)
+)
+
+// Name implements framework.Plugin.
+func (*RoundRobin) Name() string { return RoundRobinName }
+
+func (rr *RoundRobin) cursor(g int) int {
+	if g < 0 || g >= len(rr.next) {
+		return 0
+	}
+	return rr.next[g]
+}
+
+func (rr *RoundRobin) advance(g, node int) {
+	if g < 0 {
+		return
+	}
+	for len(rr.next) <= g {
+		rr.next = append(rr.next, 0)
+	}
+	rr.next[g] = node + 1
+}
+
+// Score implements framework.Score: minus the node's distance after the
+// cursor of group g (of the first group, for a whole gang).
+func (rr *RoundRobin) Score(c *framework.Cycle, _ *cluster.JobState, g int, node int) float64 {
+	n := len(c.Snap.Nodes)
+	return -float64(((node-rr.cursor(max(g, 0)))%n + n) % n)
+}
+
+// Picked implements framework.Picker.
+func (rr *RoundRobin) Picked(_ *framework.Cycle, _ *cluster.JobState, g int, node int) {
+	rr.advance(g, node)
+}
+
+// place is the same round-robin placement on ledger l, all or nothing,
+// for plugins that compute placements themselves (ps-drf): the cursor
+// moves as in Picked.
+func (rr *RoundRobin) place(l *placement.Ledger, j *cluster.Job, counts []int) (cluster.Placement, bool) {
 	nodes := l.Snapshot().Nodes
 	l.Fork()
 	var p cluster.Placement
@@ -34,12 +103,12 @@ func (rr *roundRobin) place(l *placement.Ledger, j *cluster.Job, counts []int) (
 		for k := 0; k < c; k++ {
 			found := false
 			for step := 0; step < len(nodes); step++ {
-				i := (rr.next[g] + step) % len(nodes)
+				i := (rr.cursor(g) + step) % len(nodes)
 				if !placement.Eligible(nodes[i], j, g) || !l.Take(i, d) {
 					continue
 				}
 				p = append(p, cluster.Assignment{Group: g, Node: i})
-				rr.next[g] = i + 1
+				rr.advance(g, i)
 				found = true
 				break
 			}
@@ -53,48 +122,34 @@ func (rr *roundRobin) place(l *placement.Ledger, j *cluster.Job, counts []int) (
 	return canonical(p), true
 }
 
-// fixedCounts are the job's requested worker and PS counts: FIFO and RRH
-// run a job at a fixed size for its whole course.
-func fixedCounts(j *cluster.Job) []int { return j.RequestedCounts() }
-
 // ---- FIFO ----
 
-// FIFO admits every job and runs jobs in arrival order at their fixed
-// worker and PS counts; the head of the queue blocks the rest.
-type FIFO struct{ rr roundRobin }
+// FitsEmpty rejects a job whose requested counts do not fit on the
+// cluster with nothing else running (placed round-robin from the first
+// node): a fixed-size job that never fits would otherwise block a FIFO
+// queue forever. It reads the Statement's ledger on a fork it discards.
+type FitsEmpty struct{}
 
-// Name implements policy.Policy.
-func (*FIFO) Name() string { return "ps-fifo" }
+var _ framework.Admit = FitsEmpty{}
 
-// Schedule implements policy.Policy.
-func (f *FIFO) Schedule(s *cluster.Snapshot) []policy.Action {
-	var out []policy.Action
-	l := placement.NewLedger(s, true)
-	for js := range s.Pending.All() {
-		p, ok := f.rr.place(l, js.Job, fixedCounts(js.Job))
-		if !ok && !fitsEmpty(s, js.Job, fixedCounts(js.Job)) {
-			out = append(out, policy.Reject{Job: js.Job.ID, Reason: "ps-fifo: fixed size exceeds the empty cluster"})
-			continue
+// Name implements framework.Plugin.
+func (FitsEmpty) Name() string { return FitsEmptyName }
+
+// Admit implements framework.Admit.
+func (FitsEmpty) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	l := c.St.Now()
+	l.Fork()
+	defer l.Revert()
+	for i, n := range c.Snap.Nodes {
+		if n.Ready && !n.Gone {
+			l.Give(i, n.Capacity.Sub(l.Free(i)))
 		}
-		if !ok {
-			return append(out, policy.Wait{Job: js.Job.ID, Reason: "ps-fifo: head of queue does not fit"})
-		}
-		out = append(out, policy.Start{Job: js.Job.ID, Placement: p})
 	}
-	return out
-}
-
-// fitsEmpty reports whether counts of job j fit on the cluster with
-// nothing else running (a fixed-size job that never fits would block FIFO
-// forever).
-func fitsEmpty(s *cluster.Snapshot, j *cluster.Job, counts []int) bool {
-	empty := &cluster.Snapshot{Nodes: make([]*cluster.NodeState, len(s.Nodes))}
-	for i, n := range s.Nodes {
-		empty.Nodes[i] = &cluster.NodeState{Node: n.Node, Index: n.Index, Ready: n.Ready, Gone: n.Gone}
+	var rr RoundRobin
+	if _, ok := rr.place(l, js.Job, js.Job.RequestedCounts()); ok {
+		return nil
 	}
-	var rr roundRobin
-	_, ok := rr.place(placement.NewLedger(empty, true), j, counts)
-	return ok
+	return framework.NewStatus(framework.Unresolvable, "ps-fifo: fixed size exceeds the empty cluster")
 }
 
 // ---- DRF ----
@@ -104,16 +159,32 @@ func fitsEmpty(s *cluster.Snapshot, j *cluster.Job, counts []int) bool {
 // filling: the job with the lowest dominant share (over both pools'
 // capacity) gets one more worker, plus a PS when the bandwidth constraint
 // asks for one, until no job can grow. Replicas are placed round-robin.
+//
+// As an Admit plugin it holds every pending job (Wait): jobs start only
+// through the reallocation. As a Rebalance plugin it reallocates, on a
+// fork of the Statement's ledger with every running job's resources given
+// back, and moves every job to its new placement (Transition).
 type DRF struct {
-	rr  roundRobin
+	rr  RoundRobin
 	sig string
 }
 
-// Name implements policy.Policy.
-func (*DRF) Name() string { return "ps-drf" }
+var (
+	_ framework.Admit     = (*DRF)(nil)
+	_ framework.Rebalance = (*DRF)(nil)
+)
 
-// Schedule implements policy.Policy.
-func (d *DRF) Schedule(s *cluster.Snapshot) []policy.Action {
+// Name implements framework.Plugin.
+func (*DRF) Name() string { return DRFName }
+
+// Admit implements framework.Admit.
+func (*DRF) Admit(*framework.Cycle, *cluster.JobState) *framework.Status {
+	return framework.NewStatus(framework.Wait, "ps-drf: no share in the last reallocation (redone on each arrival and completion)")
+}
+
+// Rebalance implements framework.Rebalance.
+func (d *DRF) Rebalance(c *framework.Cycle) *framework.Status {
+	s := c.Snap
 	jobs := activeJobs(s)
 	if sig := signature(jobs); sig == d.sig {
 		return nil
@@ -121,7 +192,8 @@ func (d *DRF) Schedule(s *cluster.Snapshot) []policy.Action {
 		d.sig = sig
 	}
 	total := poolCapacity(s)
-	l := placement.NewLedger(s, true)
+	l := c.St.Now()
+	l.Fork()
 	for _, js := range s.Running {
 		l.GiveJob(js)
 	}
@@ -163,11 +235,13 @@ func (d *DRF) Schedule(s *cluster.Snapshot) []policy.Action {
 		x.dem = j.Demand([]int{x.w, x.ps})
 		x.place = canonical(append(x.place, p...))
 	}
+	l.Revert()
 	targets := make([]cluster.Placement, len(jobs))
 	for i := range jobs {
 		targets[i] = state[i].place
 	}
-	return Transition(jobs, targets, nil)
+	Transition(c.St, jobs, targets, nil)
+	return nil
 }
 
 // activeJobs are the running and pending jobs sorted by ID.
@@ -212,23 +286,106 @@ func poolCapacity(s *cluster.Snapshot) resource.Vector {
 // job whose future utility gain has fallen below the threshold is paused
 // (suspended, progress kept) and resumes only when nothing admitted waits.
 // Waiting jobs start in order of expected utility per resource-second,
-// round-robin placed, skipping those that do not fit.
+// skipping those that do not fit (placed by the ps-round-robin plugin).
+//
+// One instance is the plugin at three points:
+//
+//   - QueueSort: admitted jobs by expected utility per resource-second,
+//     highest first (ties by ID), then the paused jobs in queue order.
+//   - Admit: on its first call in a cycle it decides every new arrival, in
+//     queue order, and, when admitted jobs wait, pauses the running jobs
+//     without future gain (a preemption without grace through the
+//     Statement, so their room is free for the jobs tried after). Then per
+//     job: a rejected arrival is Unresolvable; a paused job waits while an
+//     admitted job waits; any other job is tried.
+//   - Reserve: a paused job that starts is no longer paused.
 type RRH struct {
 	Threshold float64
-	rr        roundRobin
 	decided   map[string]bool
 	paused    map[string]bool
 }
 
-// Name implements policy.Policy.
-func (*RRH) Name() string { return "rrh" }
+var (
+	_ framework.QueueSort = (*RRH)(nil)
+	_ framework.Admit     = (*RRH)(nil)
+	_ framework.Reserve   = (*RRH)(nil)
+)
 
-// Schedule implements policy.Policy.
-func (r *RRH) Schedule(s *cluster.Snapshot) []policy.Action {
-	if r.decided == nil {
-		r.decided, r.paused = map[string]bool{}, map[string]bool{}
+// NewRRH returns the RRH plugin with the given threshold.
+func NewRRH(threshold float64) *RRH {
+	return &RRH{Threshold: threshold, decided: map[string]bool{}, paused: map[string]bool{}}
+}
+
+// Name implements framework.Plugin.
+func (*RRH) Name() string { return RRHName }
+
+// rrhOrder is the per-cycle data of RRH's queue order.
+type rrhOrder struct {
+	total   resource.Vector
+	density map[*cluster.JobState]float64
+}
+
+// rrhCycle is RRH's decisions in one cycle.
+type rrhCycle struct {
+	rejected map[*cluster.JobState]string
+	waiting  int // admitted jobs that wait (not paused)
+}
+
+var (
+	rrhOrderKey = framework.NewKey[*rrhOrder]("rrh-order")
+	rrhCycleKey = framework.NewKey[*rrhCycle]("rrh-cycle")
+)
+
+func (r *RRH) order(c *framework.Cycle) *rrhOrder {
+	return framework.GetOrInit(c, rrhOrderKey, func() *rrhOrder {
+		return &rrhOrder{total: poolCapacity(c.Snap), density: map[*cluster.JobState]float64{}}
+	})
+}
+
+// density is a job's expected utility per resource-second if it started
+// now.
+func (r *RRH) density(c *framework.Cycle, js *cluster.JobState) float64 {
+	o := r.order(c)
+	if v, ok := o.density[js]; ok {
+		return v
 	}
-	var out []policy.Action
+	j := js.Job
+	v := utility(j, c.Snap.Now+j.Work-j.Submit) / (j.Work * math.Max(j.RequestedDemand().DominantShare(o.total), 1e-9))
+	o.density[js] = v
+	return v
+}
+
+// Compare implements framework.QueueSort.
+func (r *RRH) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+	pa, pb := r.paused[a.Job.ID], r.paused[b.Job.ID]
+	switch {
+	case pa && pb:
+		return 0
+	case pa:
+		return 1
+	case pb:
+		return -1
+	}
+	return cmp.Or(cmp.Compare(r.density(c, b), r.density(c, a)), strings.Compare(a.Job.ID, b.Job.ID))
+}
+
+// Admit implements framework.Admit.
+func (r *RRH) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	cy := framework.GetOrInit(c, rrhCycleKey, func() *rrhCycle { return r.decide(c) })
+	if reason, ok := cy.rejected[js]; ok {
+		return framework.NewStatus(framework.Unresolvable, reason)
+	}
+	if r.paused[js.Job.ID] && cy.waiting > 0 {
+		return framework.NewStatus(framework.Wait, "rrh: paused without future gain; resumes when no admitted job waits")
+	}
+	return nil
+}
+
+// decide decides the cycle's new arrivals in queue order and pauses the
+// running jobs without future gain when admitted jobs wait.
+func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
+	s := c.Snap
+	cy := &rrhCycle{rejected: map[*cluster.JobState]string{}}
 	total := poolCapacity(s)
 	// Estimated start: when the running jobs that finish first have freed
 	// enough aggregate capacity.
@@ -275,51 +432,27 @@ func (r *RRH) Schedule(s *cluster.Snapshot) []policy.Action {
 			cost += utility(w.Job, e-w.Job.Submit) - utility(w.Job, e+j.Work*share-w.Job.Submit)
 		}
 		if g1 := priority(j); gain-cost <= r.Threshold*g1 || CheckJob(j) != nil {
-			out = append(out, policy.Reject{Job: j.ID, Reason: fmt.Sprintf("rrh: gain %.3g - delay cost %.3g below threshold", gain, cost)})
+			cy.rejected[js] = fmt.Sprintf("rrh: gain %.3g - delay cost %.3g below threshold", gain, cost)
 			continue
 		}
 		waiting = append(waiting, js)
 	}
-	l := placement.NewLedger(s, true)
+	cy.waiting = len(waiting)
 	// Pause running jobs that can no longer gain while admitted jobs wait.
 	if len(waiting) > 0 {
 		for _, js := range running {
 			if utility(js.Job, s.Now+js.TimeLeft(s.Now)-js.Job.Submit) < r.Threshold*priority(js.Job) {
 				r.paused[js.Job.ID] = true
-				l.GiveJob(js)
-				out = append(out, policy.Preempt{Job: js.Job.ID, Reason: "rrh: no future gain"})
+				c.St.Evict(js, 0, "", "rrh: no future gain", true)
 			}
 		}
 	}
-	density := func(js *cluster.JobState) float64 {
-		j := js.Job
-		return utility(j, s.Now+j.Work-j.Submit) / (j.Work * math.Max(j.RequestedDemand().DominantShare(total), 1e-9))
-	}
-	slices.SortStableFunc(waiting, func(a, b *cluster.JobState) int {
-		return cmp.Or(cmp.Compare(density(b), density(a)), strings.Compare(a.Job.ID, b.Job.ID))
-	})
-	started := false
-	for _, js := range waiting {
-		if p, ok := r.rr.place(l, js.Job, fixedCounts(js.Job)); ok {
-			out = append(out, policy.Start{Job: js.Job.ID, Placement: p})
-			started = true
-		}
-	}
-	if !started && len(waiting) == 0 {
-		var paused []*cluster.JobState
-		for js := range s.Pending.All() {
-			if r.paused[js.Job.ID] {
-				paused = append(paused, js)
-			}
-		}
-		for _, js := range paused {
-			if p, ok := r.rr.place(l, js.Job, fixedCounts(js.Job)); ok {
-				delete(r.paused, js.Job.ID)
-				out = append(out, policy.Start{Job: js.Job.ID, Placement: p})
-			}
-		}
-	}
-	return out
+	return cy
+}
+
+// Reserve implements framework.Reserve.
+func (r *RRH) Reserve(_ *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {
+	delete(r.paused, js.Job.ID)
 }
 
 func priority(j *cluster.Job) float64 {

@@ -32,7 +32,7 @@ func runPolicy(t *testing.T, p policy.Policy, st Setting, seed uint64) (*sim.Res
 func TestBaselinesScenario(t *testing.T) {
 	st := DefaultSetting(40, 4, 2, 30)
 	t.Run("ps-fifo starts in arrival order at fixed counts", func(t *testing.T) {
-		res, jobs := runPolicy(t, &FIFO{}, st, 5)
+		res, jobs := runPolicy(t, NewPolicy(FIFOProfile()), st, 5)
 		last := -1.0
 		for i, r := range res.Records {
 			if r.FirstStart < 0 {
@@ -48,14 +48,14 @@ func TestBaselinesScenario(t *testing.T) {
 		}
 	})
 	t.Run("ps-drf admits all and resizes", func(t *testing.T) {
-		res, _ := runPolicy(t, &DRF{}, st, 5)
+		res, _ := runPolicy(t, NewPolicy(DRFProfile(&DRF{})), st, 5)
 		m := res.Metrics()
 		if m["rejected"] != 0 || m["resizes"] == 0 {
 			t.Errorf("rejected %v resizes %v: want none rejected and some resizes", m["rejected"], m["resizes"])
 		}
 	})
 	t.Run("rrh rejects some and never resizes", func(t *testing.T) {
-		res, _ := runPolicy(t, &RRH{Threshold: 0.1}, DefaultSetting(120, 4, 2, 30), 5)
+		res, _ := runPolicy(t, NewPolicy(RRHProfile(NewRRH(0.1))), DefaultSetting(120, 4, 2, 30), 5)
 		m := res.Metrics()
 		if m["rejected"] == 0 || m["resizes"] != 0 {
 			t.Errorf("rejected %v resizes %v: want rejections on a scarce cluster and fixed sizes", m["rejected"], m["resizes"])
@@ -63,7 +63,7 @@ func TestBaselinesScenario(t *testing.T) {
 	})
 	t.Run("dorm solves its LP", func(t *testing.T) {
 		d := &Dorm{Fair: 0.5, Adjust: 4}
-		res, _ := runPolicy(t, d, st, 5)
+		res, _ := runPolicy(t, NewPolicy(DormProfile(d)), st, 5)
 		if d.LPFailures != 0 {
 			t.Errorf("%d LP failures", d.LPFailures)
 		}
@@ -80,7 +80,7 @@ func TestDRFFairShares(t *testing.T) {
 	a := psJob("a", 0, 40, 16, 100, 400, cluster.Sigmoid{G1: 1})
 	b := psJob("b", 0, 40, 16, 100, 400, cluster.Sigmoid{G1: 1})
 	s := snapshotOf(nodes, 0, a, b)
-	acts := (&DRF{}).Schedule(s)
+	acts := NewPolicy(DRFProfile(&DRF{})).Schedule(s)
 	counts := map[string]int{}
 	for _, act := range acts {
 		if st, ok := act.(policy.Start); ok {
@@ -120,7 +120,7 @@ func TestOffline(t *testing.T) {
 		jobs, nodes := st.Generate(seed), st.Nodes(seed)
 		b := ComputeBounds(jobs, nodes, st.Slot, st.Slots)
 		o, _ := New(Config{Slot: st.Slot, Slots: st.Slots, Eta: 1, Bounds: &b})
-		runPolicy(t, o, st, seed)
+		runPolicy(t, NewPolicy(OASiSProfile(o)), st, seed)
 		// OASiS's utility as the incumbent only prunes: the optimum is
 		// still exact, and at least the incumbent by construction, so
 		// the check is that the search returns a consistent value.

@@ -21,7 +21,7 @@ func BenchmarkAdmission(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := snapshotOf(nodes, 0)
-	o.init(s)
+	o.sync(s)
 	for _, j := range jobs[:300] {
 		if p := o.BestSchedule(j, arrivalSlot(j.Submit, st.Slot)); p != nil && p.Utility > p.Cost {
 			o.admit(j, p)

@@ -9,8 +9,8 @@ import (
 	"gonum.org/v1/gonum/optimize/convex/lp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
-	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -30,6 +30,11 @@ import (
 // adjustment, |x_i - current_i| <= Adjust for running jobs. When the
 // bounds conflict with capacity the adjustment limit is dropped, then the
 // fairness floor.
+//
+// As an Admit plugin it holds every pending job (Wait): jobs start only
+// through the recomputation. As a Rebalance plugin it recomputes, places
+// on a fork of the Statement's ledger with every running job's resources
+// given back, and moves every job to its new placement (Transition).
 type Dorm struct {
 	Fair   float64 // fraction of the equal share guaranteed (default 0.5)
 	Adjust int     // largest change of a running job's worker count (default 4)
@@ -39,11 +44,22 @@ type Dorm struct {
 	LPFailures int
 }
 
-// Name implements policy.Policy.
-func (*Dorm) Name() string { return "dorm" }
+var (
+	_ framework.Admit     = (*Dorm)(nil)
+	_ framework.Rebalance = (*Dorm)(nil)
+)
 
-// Schedule implements policy.Policy.
-func (d *Dorm) Schedule(s *cluster.Snapshot) []policy.Action {
+// Name implements framework.Plugin.
+func (*Dorm) Name() string { return DormName }
+
+// Admit implements framework.Admit.
+func (*Dorm) Admit(*framework.Cycle, *cluster.JobState) *framework.Status {
+	return framework.NewStatus(framework.Wait, "dorm: no workers in the last recomputation (redone on each arrival and completion)")
+}
+
+// Rebalance implements framework.Rebalance.
+func (d *Dorm) Rebalance(c *framework.Cycle) *framework.Status {
+	s := c.Snap
 	jobs := activeJobs(s)
 	if sig := signature(jobs); sig == d.sig {
 		return nil
@@ -118,7 +134,8 @@ func (d *Dorm) Schedule(s *cluster.Snapshot) []policy.Action {
 		counts[i] = min(int(math.Floor(x[i]+1e-6)), jobs[i].Job.PS.Chunks)
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(counts[b], counts[a]) })
-	l := placement.NewLedger(s, true)
+	l := c.St.Now()
+	l.Fork()
 	for _, js := range s.Running {
 		l.GiveJob(js)
 	}
@@ -156,7 +173,9 @@ func (d *Dorm) Schedule(s *cluster.Snapshot) []policy.Action {
 			}
 		}
 	}
-	return Transition(jobs, targets, nil)
+	l.Revert()
+	Transition(c.St, jobs, targets, nil)
+	return nil
 }
 
 // solve maximises sum v_i x_i with lo <= x <= hi under the pools'
@@ -236,5 +255,3 @@ func (d *Dorm) solve(jobs []*cluster.JobState, v, lo, hi, psr []float64, capW, c
 	}
 	return x
 }
-
-var _ policy.Policy = (*Dorm)(nil)

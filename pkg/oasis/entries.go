@@ -3,58 +3,171 @@ package oasis
 import (
 	"fmt"
 
+	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
-// Entries returns the policies of this package for the registry.
+// OASiSProfile is the oasis preset: arrivals decided in submission order
+// by the OASiS plugin, which also moves every admitted job to its plan.
+func OASiSProfile(o *OASiS) framework.Profile {
+	return framework.Profile{Name: OASiSName, QueueSort: ArrivalOrder{},
+		Admit: []framework.Admit{o}, Rebalance: []framework.Rebalance{o}}
+}
+
+// FIFOProfile is the ps-fifo preset: queue order, head-of-line blocking,
+// a job that does not fit the empty cluster rejected, requested (fixed)
+// counts placed round-robin.
+func FIFOProfile() framework.Profile {
+	return framework.Profile{Name: "ps-fifo", Admit: []framework.Admit{baseline.HeadOfLine{}, FitsEmpty{}},
+		Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{{Score: &RoundRobin{}, Weight: 1}}}
+}
+
+// DRFProfile is the ps-drf preset: the DRF plugin holds and reallocates.
+func DRFProfile(d *DRF) framework.Profile {
+	return framework.Profile{Name: DRFName, Admit: []framework.Admit{d}, Rebalance: []framework.Rebalance{d}}
+}
+
+// RRHProfile is the rrh preset: risk-reward admission and order, the
+// requested (fixed) counts placed round-robin, jobs that do not fit
+// skipped.
+func RRHProfile(r *RRH) framework.Profile {
+	return framework.Profile{Name: RRHName, QueueSort: r, Admit: []framework.Admit{r},
+		Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{{Score: &RoundRobin{}, Weight: 1}},
+		Reserve: []framework.Reserve{r}}
+}
+
+// DormProfile is the dorm preset: the Dorm plugin holds and recomputes.
+func DormProfile(d *Dorm) framework.Profile {
+	return framework.Profile{Name: DormName, Admit: []framework.Admit{d}, Rebalance: []framework.Rebalance{d}}
+}
+
+// NewPolicy returns the runtime of a preset profile of this package.
+func NewPolicy(p framework.Profile) *framework.Runtime {
+	r, err := framework.New(p)
+	if err != nil {
+		panic(err) // the presets are fixed, valid profiles
+	}
+	return r
+}
+
+// Entries returns the presets of this package for the policy registry.
 func Entries() []policy.Entry {
 	return []policy.Entry{
 		{Name: "oasis", Description: "OASiS: online primal-dual admission of parameter-server jobs with per-slot worker/PS schedules (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
-			New: newOASiS},
+			New: func(p policy.Params) (policy.Policy, error) {
+				o, err := newOASiS(p)
+				if err != nil {
+					return nil, err
+				}
+				return framework.New(OASiSProfile(o))
+			}},
 		{Name: "ps-fifo", Description: "OASiS baseline FIFO: parameter-server jobs in arrival order at fixed worker/PS counts, round-robin placement",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("ps-fifo"); err != nil {
 					return nil, err
 				}
-				return &FIFO{}, nil
+				return framework.New(FIFOProfile())
 			}},
 		{Name: "ps-drf", Description: "OASiS baseline DRF: all jobs admitted, dominant-resource-fair worker/PS counts recomputed on arrival and completion",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("ps-drf"); err != nil {
 					return nil, err
 				}
-				return &DRF{}, nil
+				return framework.New(DRFProfile(&DRF{}))
 			}},
 		{Name: "rrh", Description: "OASiS baseline RRH: risk-reward admission (gain minus delay cost above threshold*g1), pause jobs without future gain (threshold)",
 			New: func(p policy.Params) (policy.Policy, error) {
-				if err := p.Check("rrh", "threshold"); err != nil {
+				r, err := newRRH("rrh", p)
+				if err != nil {
 					return nil, err
 				}
-				th, err := p.Float("threshold", 0.1)
-				if err != nil || th < 0 {
-					return nil, fmt.Errorf("parameter threshold: want a number >= 0")
-				}
-				return &RRH{Threshold: th}, nil
+				return framework.New(RRHProfile(r))
 			}},
 		{Name: "dorm", Description: "OASiS baseline Dorm: utilisation-maximising LP (relaxed MILP) under fairness and adjustment limits, recomputed on arrival and completion (fair, adjust)",
 			New: func(p policy.Params) (policy.Policy, error) {
-				if err := p.Check("dorm", "fair", "adjust"); err != nil {
+				d, err := newDorm("dorm", p)
+				if err != nil {
 					return nil, err
 				}
-				f, err := p.Float("fair", 0.5)
-				if err != nil || f < 0 || f > 1 {
-					return nil, fmt.Errorf("parameter fair: want a number in [0, 1]")
-				}
-				a, err := p.Int("adjust", 4)
-				if err != nil || a < 0 {
-					return nil, fmt.Errorf("parameter adjust: want an integer >= 0")
-				}
-				return &Dorm{Fair: f, Adjust: a}, nil
+				return framework.New(DormProfile(d))
 			}},
 	}
 }
 
-func newOASiS(p policy.Params) (policy.Policy, error) {
+// Plugins returns the registry entries of this package's plugins.
+func Plugins() []framework.PluginEntry {
+	none := func(name string, mk func() framework.Plugin) func(policy.Params) (framework.Plugin, error) {
+		return func(a policy.Params) (framework.Plugin, error) {
+			if err := a.Check(name); err != nil {
+				return nil, err
+			}
+			return mk(), nil
+		}
+	}
+	return []framework.PluginEntry{
+		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				o, err := newOASiS(a)
+				if err != nil {
+					return nil, err
+				}
+				return o, nil
+			}},
+		{Name: ArrivalOrderName, Description: "queueSort: earliest submission first, then queue order",
+			New: none(ArrivalOrderName, func() framework.Plugin { return ArrivalOrder{} })},
+		{Name: RoundRobinName, Description: "score: round-robin over the servers, each group continuing after the node its last replica took (OASiS's FIFO, DRF and RRH)",
+			New: none(RoundRobinName, func() framework.Plugin { return &RoundRobin{} })},
+		{Name: FitsEmptyName, Description: "admit: rejects a job whose requested counts do not fit even the empty cluster",
+			New: none(FitsEmptyName, func() framework.Plugin { return FitsEmpty{} })},
+		{Name: DRFName, Description: "admit, rebalance: holds pending jobs and, on each arrival or completion, reallocates worker/PS counts of all parameter-server jobs by dominant-resource progressive filling, placed round-robin",
+			New: none(DRFName, func() framework.Plugin { return &DRF{} })},
+		{Name: RRHName, Description: "queueSort, admit, reserve: risk-reward heuristic: admits an arrival when gain minus delay cost exceeds threshold*g1, pauses running jobs without future gain while admitted jobs wait, orders by utility per resource-second (threshold)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				r, err := newRRH(RRHName, a)
+				if err != nil {
+					return nil, err
+				}
+				return r, nil
+			}},
+		{Name: DormName, Description: "admit, rebalance: Dorm: holds pending jobs and, on each arrival or completion, recomputes worker/PS counts by a utilisation-maximising LP under fairness and adjustment limits, placed first-fit (fair, adjust)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				d, err := newDorm(DormName, a)
+				if err != nil {
+					return nil, err
+				}
+				return d, nil
+			}},
+	}
+}
+
+func newRRH(name string, p policy.Params) (*RRH, error) {
+	if err := p.Check(name, "threshold"); err != nil {
+		return nil, err
+	}
+	th, err := p.Float("threshold", 0.1)
+	if err != nil || th < 0 {
+		return nil, fmt.Errorf("parameter threshold: want a number >= 0")
+	}
+	return NewRRH(th), nil
+}
+
+func newDorm(name string, p policy.Params) (*Dorm, error) {
+	if err := p.Check(name, "fair", "adjust"); err != nil {
+		return nil, err
+	}
+	f, err := p.Float("fair", 0.5)
+	if err != nil || f < 0 || f > 1 {
+		return nil, fmt.Errorf("parameter fair: want a number in [0, 1]")
+	}
+	a, err := p.Int("adjust", 4)
+	if err != nil || a < 0 {
+		return nil, fmt.Errorf("parameter adjust: want an integer >= 0")
+	}
+	return &Dorm{Fair: f, Adjust: a}, nil
+}
+
+func newOASiS(p policy.Params) (*OASiS, error) {
 	if err := p.Check("oasis", "slot", "slots", "eta", "scale", "uw", "up", "lw", "lp", "lfloor"); err != nil {
 		return nil, err
 	}

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
@@ -34,7 +34,12 @@ type Config struct {
 // LabelSchedule is the job label that holds an admitted job's schedule
 // (EncodeSchedule's format), so that a restarted scheduler rebuilds its
 // allocations, and with them every price, from the cluster alone.
-const LabelSchedule = "oasis.schedule"
+const LabelSchedule = "drover.dev/oasis-schedule"
+
+// legacyLabelSchedule is the key LabelSchedule had before it moved under
+// drover.dev/; restore still reads it, so that jobs admitted by an older
+// scheduler keep their plans across an upgrade.
+const legacyLabelSchedule = "oasis.schedule"
 
 // Slot plan of one job: where its workers and PSs run in one slot.
 type slotPlan struct {
@@ -66,9 +71,28 @@ func (p *Plan) Counts(t int) (w, s int) {
 	return w, s
 }
 
-// OASiS is the policy. Its state is the schedule of every admitted job and
-// the resulting allocation per slot, server and resource; prices are a
-// function of the allocation and are recomputed when needed, never stored.
+// OASiS is the paper's online algorithm as a plugin, one instance per run
+// (it is the admission state):
+//
+//   - Admit decides each new arrival once (Alg. 1): a job whose best
+//     schedule (Alg. 2) has no positive payoff, or that is not a valid
+//     parameter-server job, is rejected for good (Unresolvable, with the
+//     payoff in the reason); an admitted job's schedule is recorded as the
+//     LabelSchedule label and the job waits (Wait) for its plan's first
+//     slot. Jobs decided before wait with their plan as the reason. Admit
+//     never lets the Runtime place a job: the plan places it.
+//   - Rebalance moves every admitted job, running or pending, to its plan
+//     for the current slot through the Statement: start, stop, shrink and
+//     grow, shrinks and stops before grows (Transition). A running job
+//     past its planned completion slot is left as it is.
+//
+// Its state is the schedule of every admitted job and the resulting
+// allocation per slot, node and resource; prices are a function of the
+// allocation and are recomputed when needed, never stored. Per-node state
+// is indexed by snapshot node index, which executors keep stable (a node
+// that leaves is marked Gone, new nodes are appended): each cycle appends
+// the nodes the snapshot gained and takes capacities from the nodes'
+// readiness, so that plans use new nodes and avoid departed ones.
 type OASiS struct {
 	cfg     Config
 	bounds  Bounds
@@ -89,7 +113,16 @@ type OASiS struct {
 	scratch        scratch
 }
 
-// New returns an OASiS policy.
+var (
+	_ framework.Admit      = (*OASiS)(nil)
+	_ framework.Rebalance  = (*OASiS)(nil)
+	_ framework.TimeDriven = (*OASiS)(nil)
+)
+
+// OASiSName is the name of the OASiS plugin and preset.
+const OASiSName = "oasis"
+
+// New returns an OASiS plugin.
 func New(cfg Config) (*OASiS, error) {
 	if cfg.Slot <= 0 || math.IsNaN(cfg.Slot) {
 		return nil, fmt.Errorf("slot: %v is not a positive duration", cfg.Slot)
@@ -117,85 +150,131 @@ func New(cfg Config) (*OASiS, error) {
 	return o, nil
 }
 
-var (
-	_ policy.Policy     = (*OASiS)(nil)
-	_ policy.TimeDriven = (*OASiS)(nil)
-)
+// Name implements framework.Plugin.
+func (*OASiS) Name() string { return OASiSName }
 
-// Name implements policy.Policy.
-func (*OASiS) Name() string { return "oasis" }
-
-// TimeDriven implements policy.TimeDriven: the schedule changes at every
-// slot start whether or not anything else happened.
+// TimeDriven implements framework.TimeDriven: the schedule changes at
+// every slot start whether or not anything else happened.
 func (*OASiS) TimeDriven() bool { return true }
 
 // Plan returns the schedule of an admitted job, or nil.
 func (o *OASiS) Plan(id string) *Plan { return o.plans[id] }
 
-func (o *OASiS) init(s *cluster.Snapshot) {
-	o.wp, o.pp = newPool(s.Nodes, RoleWorker), newPool(s.Nodes, RolePS)
-	o.nodeIdx = make(map[string]int, len(s.Nodes))
-	o.caps = make([]resource.Vector, len(s.Nodes))
-	for _, n := range s.Nodes {
-		o.nodeIdx[n.Name] = n.Index
+// sync brings the per-node state in step with the snapshot's node list:
+// on the first cycle it builds the pools; on every cycle it appends the
+// nodes the list gained (indices of known nodes never change) and takes
+// each node's capacity from its readiness (a node not ready, or gone,
+// has none to plan on).
+func (o *OASiS) sync(s *cluster.Snapshot) {
+	if !o.ready {
+		o.wp, o.pp = newPool(s.Nodes, RoleWorker), newPool(s.Nodes, RolePS)
+		o.nodeIdx = make(map[string]int, len(s.Nodes))
+		o.caps = make([]resource.Vector, len(s.Nodes))
+		for _, n := range s.Nodes {
+			o.nodeIdx[n.Name] = n.Index
+		}
+		for t := range o.alloc {
+			o.alloc[t] = make([]resource.Vector, len(s.Nodes))
+		}
+		o.ready = true
+	}
+	for i := len(o.caps); i < len(s.Nodes); i++ {
+		n := s.Nodes[i]
+		o.nodeIdx[n.Name] = i
+		o.caps = append(o.caps, resource.Vector{})
+		for t := range o.alloc {
+			o.alloc[t] = append(o.alloc[t], resource.Vector{})
+		}
+		o.wp.add(n, RoleWorker)
+		o.pp.add(n, RolePS)
+	}
+	for i, n := range s.Nodes {
 		if n.Ready && !n.Gone {
-			o.caps[n.Index] = n.Capacity
+			o.caps[i] = n.Capacity
+		} else {
+			o.caps[i] = resource.Vector{}
 		}
 	}
-	for t := range o.alloc {
-		o.alloc[t] = make([]resource.Vector, len(s.Nodes))
+}
+
+// cycleKey marks the cycles whose state sync and restore have run.
+var cycleKey = framework.NewKey[bool]("oasis-cycle")
+
+// prepare runs once per cycle, before the first decision: it brings the
+// node state in step and adopts the schedules of labelled jobs this
+// instance has not seen (after a restart).
+func (o *OASiS) prepare(c *framework.Cycle) {
+	if _, done := framework.Get(c, cycleKey); done {
+		return
 	}
-	o.ready = true
+	framework.Set(c, cycleKey, true)
+	o.sync(c.Snap)
+	o.restore(c.Snap)
 }
 
 // slotAt is the slot containing time t.
 func (o *OASiS) slotAt(t float64) int { return int(math.Floor(t/o.cfg.Slot + 1e-9)) }
 
-// Schedule implements policy.Policy: it rebuilds state from labels after a
-// restart, decides every new arrival (Alg. 1), and moves every admitted
-// job to its plan for the current slot.
-func (o *OASiS) Schedule(s *cluster.Snapshot) []policy.Action {
-	if !o.ready {
-		o.init(s)
+// Admit implements framework.Admit: Alg. 1 for a job not decided yet, and
+// Wait (the plan starts it) for every job.
+func (o *OASiS) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	o.prepare(c)
+	j := js.Job
+	if o.decided[j.ID] {
+		return o.waiting(c, js)
 	}
-	var out []policy.Action
-	o.restore(s)
-	// Decisions, in arrival order.
-	var fresh []*cluster.JobState
-	for js := range s.Pending.All() {
-		if !o.decided[js.Job.ID] {
-			fresh = append(fresh, js)
-		}
+	o.decided[j.ID] = true
+	if err := CheckJob(j); err != nil {
+		o.Rejected++
+		return framework.NewStatus(framework.Unresolvable, "oasis: "+err.Error())
 	}
-	sort.SliceStable(fresh, func(a, b int) bool { return fresh[a].Job.Submit < fresh[b].Job.Submit })
-	first := arrivalSlot(s.Now, o.cfg.Slot)
-	for _, js := range fresh {
-		j := js.Job
-		o.decided[j.ID] = true
-		if err := CheckJob(j); err != nil {
-			o.Rejected++
-			out = append(out, policy.Reject{Job: j.ID, Reason: "oasis: " + err.Error()})
-			continue
-		}
-		if o.learned {
-			o.learn(j)
-		}
-		plan := o.BestSchedule(j, first)
-		if plan == nil || plan.Utility-plan.Cost <= 0 {
-			o.Rejected++
-			reason := "oasis: no schedule finishes within the timespan"
-			if plan != nil {
-				reason = fmt.Sprintf("oasis: payoff %.4g <= 0 (utility %.4g, priced cost %.4g)", plan.Utility-plan.Cost, plan.Utility, plan.Cost)
-			}
-			out = append(out, policy.Reject{Job: j.ID, Reason: reason})
-			continue
-		}
-		o.admit(j, plan)
-		o.Admitted++
-		o.PlannedUtility += plan.Utility
-		out = append(out, policy.SetLabel{Job: j.ID, Key: LabelSchedule, Value: o.EncodeSchedule(plan, s)})
+	if o.learned {
+		o.learn(j)
 	}
-	return append(out, o.follow(s)...)
+	plan := o.BestSchedule(j, arrivalSlot(c.Snap.Now, o.cfg.Slot))
+	if plan == nil || plan.Utility-plan.Cost <= 0 {
+		o.Rejected++
+		reason := "oasis: no schedule finishes within the timespan"
+		if plan != nil {
+			reason = fmt.Sprintf("oasis: payoff %.4g <= 0 (utility %.4g, priced cost %.4g)", plan.Utility-plan.Cost, plan.Utility, plan.Cost)
+		}
+		return framework.NewStatus(framework.Unresolvable, reason)
+	}
+	o.admit(j, plan)
+	o.Admitted++
+	o.PlannedUtility += plan.Utility
+	c.St.Record(js, policy.SetLabel{Job: j.ID, Key: LabelSchedule, Value: o.EncodeSchedule(plan, c.Snap)})
+	return o.waiting(c, js)
+}
+
+// waiting is the Wait status of an admitted pending job. Its reason does
+// not change from slot to slot while the job's situation does not, so
+// that an executor that reports reasons is not told the same thing anew
+// every slot.
+func (o *OASiS) waiting(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	p := o.plans[js.Job.ID]
+	if p == nil {
+		return framework.NewStatus(framework.Wait, "oasis: rejected, no schedule")
+	}
+	t := o.slotAt(c.Snap.Now)
+	switch {
+	case t > p.End:
+		return framework.Statusf(framework.Wait, "oasis: past its planned completion slot %d", p.End)
+	case t < p.Start:
+		return framework.Statusf(framework.Wait, "oasis: admitted, planned for slots %d-%d", p.Start, p.End)
+	}
+	if w, _ := p.Counts(t); w == 0 {
+		return framework.Statusf(framework.Wait, "oasis: admitted, planned for slots %d-%d (none this slot)", p.Start, p.End)
+	}
+	return framework.NewStatus(framework.Wait, "oasis: starts on its plan this slot")
+}
+
+// Rebalance implements framework.Rebalance: every admitted job moves to
+// its plan for the current slot.
+func (o *OASiS) Rebalance(c *framework.Cycle) *framework.Status {
+	o.prepare(c)
+	o.follow(c)
+	return nil
 }
 
 // learn widens the online bounds with a new job.
@@ -459,135 +538,22 @@ func maxFit(d, free resource.Vector) int {
 
 // ---- following the schedule ----
 
-// follow moves every admitted job to its plan for the current slot, in two
-// phases so that no action needs capacity another job has yet to give
-// back: first every job that changes shrinks to what it keeps (or stops),
-// then every job grows to (or starts on) its new placement.
-func (o *OASiS) follow(s *cluster.Snapshot) []policy.Action {
+// follow moves every admitted job to its plan for the current slot
+// through the Statement (Transition), jobs in ID order.
+func (o *OASiS) follow(c *framework.Cycle) {
+	s := c.Snap
 	t := o.slotAt(s.Now)
-	want := func(js *cluster.JobState) cluster.Placement {
-		p := o.plans[js.Job.ID]
-		if p == nil || t < p.Start || t > p.End {
-			return nil
-		}
-		return p.placement(t)
-	}
-	var jobs []*cluster.JobState
-	jobs = append(jobs, s.Running...)
-	for js := range s.Pending.All() {
-		jobs = append(jobs, js)
-	}
-	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Job.ID < jobs[b].Job.ID })
+	jobs := activeJobs(s)
 	targets := make([]cluster.Placement, len(jobs))
 	for i, js := range jobs {
-		targets[i] = want(js)
+		if p := o.plans[js.Job.ID]; p != nil && t >= p.Start && t <= p.End {
+			targets[i] = p.placement(t)
+		}
 	}
-	return Transition(jobs, targets, func(js *cluster.JobState) bool {
+	Transition(c.St, jobs, targets, func(js *cluster.JobState) bool {
 		p := o.plans[js.Job.ID]
 		return p != nil && t > p.End // overran its plan: leave it be
 	})
-}
-
-// placement returns the plan's placement for slot t in canonical order.
-func (p *Plan) placement(t int) cluster.Placement {
-	sp := &p.Slots[t-p.Start]
-	var out cluster.Placement
-	for _, c := range sp.W {
-		for k := 0; k < c.N; k++ {
-			out = append(out, cluster.Assignment{Group: GWorker, Node: c.Node})
-		}
-	}
-	for _, c := range sp.P {
-		for k := 0; k < c.N; k++ {
-			out = append(out, cluster.Assignment{Group: GPS, Node: c.Node})
-		}
-	}
-	return canonical(out)
-}
-
-func canonical(p cluster.Placement) cluster.Placement {
-	slices.SortFunc(p, func(a, b cluster.Assignment) int {
-		if a.Group != b.Group {
-			return a.Group - b.Group
-		}
-		return a.Node - b.Node
-	})
-	return p
-}
-
-// Transition returns the actions that move each job to its target
-// placement (nil: not running), shrinking first and growing second. keep
-// says which running jobs without a target are left alone. Jobs are
-// visited in the given order.
-func Transition(jobs []*cluster.JobState, targets []cluster.Placement, keep func(*cluster.JobState) bool) []policy.Action {
-	var shrink, grow []policy.Action
-	for i, js := range jobs {
-		tgt := targets[i]
-		id := js.Job.ID
-		switch js.Phase {
-		case cluster.Pending:
-			if len(tgt) > 0 {
-				grow = append(grow, policy.Start{Job: id, Placement: tgt})
-			}
-		case cluster.Running:
-			cur := canonical(slices.Clone(js.Placement))
-			if len(tgt) == 0 {
-				if keep == nil || !keep(js) {
-					shrink = append(shrink, policy.Preempt{Job: id, Reason: "schedule: no replicas this slot"})
-				}
-				continue
-			}
-			if slices.Equal(cur, tgt) {
-				continue
-			}
-			common := intersect(cur, tgt)
-			switch {
-			case len(common) == 0 || belowMin(js.Job, common):
-				// Executors refuse shrinking a group below its minimum:
-				// stop and restart instead.
-				shrink = append(shrink, policy.Preempt{Job: id, Reason: "schedule: moves to other servers"})
-				grow = append(grow, policy.Start{Job: id, Placement: tgt})
-			case !slices.Equal(common, cur):
-				shrink = append(shrink, policy.Resize{Job: id, Placement: common, Reason: "schedule: shrink"})
-				if !slices.Equal(common, tgt) {
-					grow = append(grow, policy.Resize{Job: id, Placement: tgt, Reason: "schedule: grow"})
-				}
-			default:
-				grow = append(grow, policy.Resize{Job: id, Placement: tgt, Reason: "schedule: grow"})
-			}
-		}
-	}
-	return append(shrink, grow...)
-}
-
-// belowMin reports whether a placement leaves some group of j below its
-// minimum.
-func belowMin(j *cluster.Job, p cluster.Placement) bool {
-	for g, c := range p.Counts(len(j.Groups)) {
-		if c < j.Groups[g].Min {
-			return true
-		}
-	}
-	return false
-}
-
-// intersect returns the assignments two canonical placements share.
-func intersect(a, b cluster.Placement) cluster.Placement {
-	var out cluster.Placement
-	i, k := 0, 0
-	for i < len(a) && k < len(b) {
-		switch {
-		case a[i] == b[k]:
-			out = append(out, a[i])
-			i++
-			k++
-		case a[i].Group < b[k].Group || a[i].Group == b[k].Group && a[i].Node < b[k].Node:
-			i++
-		default:
-			k++
-		}
-	}
-	return out
 }
 
 // ---- persistence ----
@@ -691,7 +657,9 @@ func (o *OASiS) restore(s *cluster.Snapshot) {
 		}
 		v, ok := js.Labels[LabelSchedule]
 		if !ok {
-			return
+			if v, ok = js.Labels[legacyLabelSchedule]; !ok {
+				return
+			}
 		}
 		p, err := DecodeSchedule(v, o.nodeIdx)
 		if err != nil || p.End >= o.cfg.Slots {

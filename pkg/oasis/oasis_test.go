@@ -89,7 +89,7 @@ func TestBoundsParamsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := p.(*OASiS).bounds
+	got := p.bounds
 	if math.Abs(got.UW[resource.CPU]-0.5*b.UW[resource.CPU]) > 1e-6*b.UW[resource.CPU] {
 		t.Errorf("scaled U_cpu = %v, want %v", got.UW[resource.CPU], 0.5*b.UW[resource.CPU])
 	}
@@ -134,7 +134,7 @@ func newTestPolicy(t *testing.T, nodes []cluster.Node, slots int, jobs ...*clust
 		t.Fatal(err)
 	}
 	s := snapshotOf(nodes, 0)
-	o.init(s)
+	o.sync(s)
 	return o, s
 }
 
@@ -268,13 +268,13 @@ func TestAdmission(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := snapshotOf(nodes, 0, tc.job)
-			o.init(s)
+			o.sync(s)
 			if tc.preload {
 				for t := range o.alloc {
 					o.alloc[t][0] = vec(26, 52, 3, 0, 0)
 				}
 			}
-			acts := o.Schedule(s)
+			acts := NewPolicy(OASiSProfile(o)).Schedule(s)
 			admitted := false
 			for _, a := range acts {
 				switch a.(type) {
@@ -339,7 +339,7 @@ func TestScenario(t *testing.T) {
 	var fresh *OASiS
 	var restored bool
 	cfg := sim.Config{Tick: st.Slot, Horizon: st.Slot * float64(st.Slots), Check: true}
-	wrap := &probe{inner: o, after: func(s *cluster.Snapshot) {
+	wrap := &probe{inner: NewPolicy(OASiSProfile(o)), after: func(s *cluster.Snapshot) {
 		// Half way through, a restarted scheduler rebuilds its state
 		// from the labels of running and pending jobs.
 		if restored || s.Now < st.Slot*float64(st.Slots)/2 {
@@ -347,7 +347,7 @@ func TestScenario(t *testing.T) {
 		}
 		restored = true
 		fresh, _ = New(Config{Slot: st.Slot, Slots: st.Slots, Eta: 1, Bounds: &b})
-		fresh.init(s)
+		fresh.sync(s)
 		fresh.restore(s)
 		var labelled []*cluster.JobState
 		for _, js := range activeJobs(s) {
@@ -427,7 +427,7 @@ func (o *OASiS) allocOf(jobs []*cluster.JobState, t, h int) resource.Vector {
 
 // probe wraps a policy to look at snapshots after it decided.
 type probe struct {
-	inner *OASiS
+	inner policy.Policy
 	after func(*cluster.Snapshot)
 }
 
@@ -447,7 +447,7 @@ func TestOnlineBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := runPolicy(t, o, st, 11)
+	res, _ := runPolicy(t, NewPolicy(OASiSProfile(o)), st, 11)
 	if o.Admitted == 0 || o.bounds.LW <= 0 || math.IsInf(o.bounds.LW, 1) || o.bounds.UW[resource.CPU] <= 0 {
 		t.Errorf("admitted %d, learned bounds %+v", o.Admitted, o.bounds)
 	}

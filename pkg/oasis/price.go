@@ -95,6 +95,22 @@ func newPool(nodes []*cluster.NodeState, role string) Pool {
 	return p
 }
 
+// add appends a node that joined the cluster after the pool was built.
+// The pool's unit (Ref) stays what it was, so that prices stay in the unit
+// of the bounds; only a kind the pool had none of takes its unit from the
+// first node that has it.
+func (p *Pool) add(n *cluster.NodeState, role string) {
+	if n.Role != role || n.Gone {
+		return
+	}
+	p.Nodes = append(p.Nodes, n.Index)
+	for r := range p.Ref {
+		if p.Ref[r] == 0 {
+			p.Ref[r] = float64(n.Capacity[r])
+		}
+	}
+}
+
 // norm returns a demand in the pool's normalised units.
 func (p *Pool) norm(d resource.Vector) [resource.NumKinds]float64 {
 	var out [resource.NumKinds]float64

@@ -239,7 +239,7 @@ func ratio(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 				if err != nil {
 					return nil, err
 				}
-				s, err := sim.New(sim.Config{Seed: seed, Tick: st.Slot, Horizon: st.Slot * float64(st.Slots)}, nodes, jobs, pol)
+				s, err := sim.New(sim.Config{Seed: seed, Tick: st.Slot, Horizon: st.Slot * float64(st.Slots)}, nodes, jobs, oasis.NewPolicy(oasis.OASiSProfile(pol)))
 				if err != nil {
 					return nil, err
 				}
