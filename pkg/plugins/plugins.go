@@ -25,6 +25,7 @@ func Registry() (*framework.Registry, error) {
 		baseline.Plugins(),
 		specon.Plugins(),
 		autoscale.Plugins(),
+		oasis.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
