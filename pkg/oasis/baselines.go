@@ -178,7 +178,10 @@ var (
 func (*DRF) Name() string { return DRFName }
 
 // Admit implements framework.Admit.
-func (*DRF) Admit(*framework.Cycle, *cluster.JobState) *framework.Status {
+func (*DRF) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
+	if err := CheckJob(js.Job); err != nil {
+		return framework.NewStatus(framework.Unresolvable, "ps-drf: "+err.Error())
+	}
 	return framework.NewStatus(framework.Wait, "ps-drf: no share in the last reallocation (redone on each arrival and completion)")
 }
 
@@ -245,11 +248,20 @@ func (d *DRF) Rebalance(c *framework.Cycle) *framework.Status {
 }
 
 // activeJobs are the running and pending jobs sorted by ID.
+// activeJobs lists the running and pending parameter-server jobs, by ID.
+// A job CheckJob refuses is left out: Admit rejects it in the same cycle,
+// and its missing PS parameters must never be read.
 func activeJobs(s *cluster.Snapshot) []*cluster.JobState {
 	var jobs []*cluster.JobState
-	jobs = append(jobs, s.Running...)
+	for _, js := range s.Running {
+		if CheckJob(js.Job) == nil {
+			jobs = append(jobs, js)
+		}
+	}
 	for js := range s.Pending.All() {
-		jobs = append(jobs, js)
+		if CheckJob(js.Job) == nil {
+			jobs = append(jobs, js)
+		}
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Job.ID < jobs[b].Job.ID })
 	return jobs

@@ -53,7 +53,10 @@ var (
 func (*Dorm) Name() string { return DormName }
 
 // Admit implements framework.Admit.
-func (*Dorm) Admit(*framework.Cycle, *cluster.JobState) *framework.Status {
+func (*Dorm) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
+	if err := CheckJob(js.Job); err != nil {
+		return framework.NewStatus(framework.Unresolvable, "dorm: "+err.Error())
+	}
 	return framework.NewStatus(framework.Wait, "dorm: no workers in the last recomputation (redone on each arrival and completion)")
 }
 
