@@ -9,48 +9,6 @@ import (
 	"github.com/drover-sched/drover/pkg/placement"
 )
 
-// The dragon preset is DRAGON's scheduling algorithm as its controller
-// implements it (NTHU-LSALAB/DRAGON v0.9.1, pkg/controller.v1/DRAGON/
-// scheduling, SchedulingAlgorithm, ScheduleJob, ScaleDown and ScaleUp),
-// without its KubeShare GPU-sharing branch:
-//
-//   - The waiting queue is first come, first served; the running queue is
-//     in start order. Neither is weighted.
-//   - Phase 1: when the head of the waiting queue has waited at least
-//     StarveAfter (30 s in the code) it is the high-priority job, and
-//     ScaleDown tries to make room for its minimum number of workers
-//     (the code's GetMinInstanceWorkerPodRequests: workers only, not its
-//     parameter servers) by removing workers of running jobs, in running
-//     order, each down to its minimum, nodes without the job's parameter
-//     server first.
-//   - Phase 2: when there is no high-priority job or ScaleDown succeeded,
-//     the first waiting job for which ScheduleJob places all parameter
-//     servers and at least the minimum number of workers (of its requested
-//     count) starts, with as many workers as were placed. At most one job
-//     starts per cycle.
-//   - Phase 3: when nothing was done for ScaleUpAfter (60 s), ScaleUp adds
-//     workers to running jobs in running order, filling one node after the
-//     other, up to each job's maximum.
-//
-// As plugins: FCFS orders the queue; OnePerCycle admits one start;
-// DragonPlace is ScheduleJob; DragonScaleDown is phase 1 (a Preempt plugin
-// for the starving head, and an Admit plugin that holds every other job
-// when it failed); DragonScaleUp is phase 3 with the controller's clock.
-// Phase 1 runs in the controller before the head is placed; here it runs
-// only when the head does not fit, which is the same: when the head's
-// placement succeeds, its minimum workers fit and ScaleDown removes
-// nothing.
-//
-// Where we had to choose: the controller iterates Go maps of nodes, whose
-// order is random; we use node index order. Its ScaleUp recomputes a job's
-// headroom from the job's placement before the cycle on every node, which
-// can push a job past its maximum; we count the workers already added so
-// the simulator does not refuse the resize. Jobs pausing for a rescale are
-// skipped by ScaleDown and ScaleUp (the simulator cannot resize them), and
-// so are jobs already resized in the cycle. The clock state (time of the
-// last action) lives in the scale-up plugin, as it lives in the
-// controller's process.
-
 // Plugin names.
 const (
 	FCFSName            = "fcfs"
@@ -261,6 +219,8 @@ func (d *DragonScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framew
 func (d *DragonScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	st := d.state(c)
 	if js != st.hp {
+		// Not the job scale-down is for; the empty reason keeps the
+		// placement's as the job's wait reason.
 		return framework.NewStatus(framework.Unschedulable, "")
 	}
 	hp := js.Job
@@ -389,7 +349,48 @@ func (u *DragonScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	return nil
 }
 
-// DragonProfile is the dragon preset with the controller's timers.
+// DragonProfile is the dragon preset with the controller's timers
+// (starveAfter, scaleUpAfter): DRAGON's scheduling algorithm as its
+// controller implements it (NTHU-LSALAB/DRAGON v0.9.1,
+// pkg/controller.v1/DRAGON/scheduling, SchedulingAlgorithm, ScheduleJob,
+// ScaleDown and ScaleUp), without its KubeShare GPU-sharing branch:
+//
+//   - The waiting queue is first come, first served; the running queue is
+//     in start order. Neither is weighted.
+//   - Phase 1: when the head of the waiting queue has waited at least
+//     StarveAfter (30 s in the code) it is the high-priority job, and
+//     ScaleDown tries to make room for its minimum number of workers
+//     (the code's GetMinInstanceWorkerPodRequests: workers only, not its
+//     parameter servers) by removing workers of running jobs, in running
+//     order, each down to its minimum, nodes without the job's parameter
+//     server first.
+//   - Phase 2: when there is no high-priority job or ScaleDown succeeded,
+//     the first waiting job for which ScheduleJob places all parameter
+//     servers and at least the minimum number of workers (of its requested
+//     count) starts, with as many workers as were placed. At most one job
+//     starts per cycle.
+//   - Phase 3: when nothing was done for ScaleUpAfter (60 s), ScaleUp adds
+//     workers to running jobs in running order, filling one node after the
+//     other, up to each job's maximum.
+//
+// As plugins: FCFS orders the queue; OnePerCycle admits one start;
+// DragonPlace is ScheduleJob; DragonScaleDown is phase 1 (a Preempt plugin
+// for the starving head, and an Admit plugin that holds every other job
+// when it failed); DragonScaleUp is phase 3 with the controller's clock.
+// Phase 1 runs in the controller before the head is placed; here it runs
+// only when the head does not fit, which is the same: when the head's
+// placement succeeds, its minimum workers fit and ScaleDown removes
+// nothing.
+//
+// Where we had to choose: the controller iterates Go maps of nodes, whose
+// order is random; we use node index order. Its ScaleUp recomputes a job's
+// headroom from the job's placement before the cycle on every node, which
+// can push a job past its maximum; we count the workers already added so
+// the simulator does not refuse the resize. Jobs pausing for a rescale are
+// skipped by ScaleDown and ScaleUp (the simulator cannot resize them), and
+// so are jobs already resized in the cycle. The clock state (time of the
+// last action) lives in the scale-up plugin, as it lives in the
+// controller's process.
 func DragonProfile(starveAfter, scaleUpAfter float64) framework.Profile {
 	down := &DragonScaleDown{StarveAfter: starveAfter}
 	return framework.Profile{

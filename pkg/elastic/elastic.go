@@ -10,31 +10,6 @@ import (
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// The elastic preset is the article's scheduler. Each cycle follows its
-// last algorithm ("Scheduling Algorithm"):
-//
-//  1. If jobs are waiting and the heaviest waiting job outranks every
-//     running job (priority, then utility), it is the high-priority job h.
-//     h is started if it fits; otherwise scale-down shrinks lower-weight
-//     running jobs towards their minimum until h fits, all or nothing.
-//  2. If there was no high-priority job, or scale-down succeeded, the first
-//     waiting job (in weight order) that fits is started and the cycle
-//     ends there (the pseudo-code returns).
-//  3. Otherwise scale-up grows running jobs, heaviest first, towards their
-//     maximum worker count while resources last.
-//
-// As plugins: the queue is in weight order (Weighted); at most one job
-// starts per cycle (OnePerCycle); a job starts at its requested counts
-// when they fit, else with the most workers between its minimum and its
-// request that fit (Workers, as DRAGON starts jobs), placed by the
-// article's gang placement: all replicas on the first node in index order
-// that holds them all, else the default spread (Profile.Gang
-// one-node-first with OneNodeFirstFit and least-allocated scoring); h,
-// when it does not fit, gets scale-down, and when that fails no other job
-// starts (ScaleDown); scale-up runs after the queue unless the cycle
-// started a job by step 2 (ScaleUp). No plugin keeps state between cycles,
-// so the policy survives a scheduler restart unchanged.
-
 // Plugin names.
 const (
 	WeightedName    = "elastic-weight"
@@ -205,6 +180,8 @@ func (ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.
 	e := elasticState(c)
 	h := e.highJob(c.Snap)
 	if js != h {
+		// Not the job scale-down is for; the empty reason keeps the
+		// placement's as the job's wait reason.
 		return framework.NewStatus(framework.Unschedulable, "")
 	}
 	hw := e.weight(h)
@@ -387,9 +364,33 @@ func preferredNodes(q *cluster.JobState, n int) []int {
 	return out
 }
 
-// ElasticProfile is the elastic preset: st places a job that no single
-// node holds (spread by default, kube-scheduler's least-allocated
-// scoring); local restricts scale-up to a job's own nodes.
+// ElasticProfile is the elastic preset, the article's scheduler: st
+// places a job that no single node holds (spread by default,
+// kube-scheduler's least-allocated scoring); local restricts scale-up to a
+// job's own nodes. Each cycle follows the article's last algorithm
+// ("Scheduling Algorithm"):
+//
+//  1. If jobs are waiting and the heaviest waiting job outranks every
+//     running job (priority, then utility), it is the high-priority job h.
+//     h is started if it fits; otherwise scale-down shrinks lower-weight
+//     running jobs towards their minimum until h fits, all or nothing.
+//  2. If there was no high-priority job, or scale-down succeeded, the first
+//     waiting job (in weight order) that fits is started and the cycle
+//     ends there (the pseudo-code returns).
+//  3. Otherwise scale-up grows running jobs, heaviest first, towards their
+//     maximum worker count while resources last.
+//
+// As plugins: the queue is in weight order (Weighted); at most one job
+// starts per cycle (OnePerCycle); a job starts at its requested counts
+// when they fit, else with the most workers between its minimum and its
+// request that fit (Workers, as DRAGON starts jobs), placed by the
+// article's gang placement: all replicas on the first node in index order
+// that holds them all, else the default spread (Profile.Gang
+// one-node-first with OneNodeFirstFit and least-allocated scoring); h,
+// when it does not fit, gets scale-down, and when that fails no other job
+// starts (ScaleDown); scale-up runs after the queue unless the cycle
+// started a job by step 2 (ScaleUp). No plugin keeps state between cycles,
+// so the policy survives a scheduler restart unchanged.
 func ElasticProfile(st placement.Strategy, local bool) framework.Profile {
 	return framework.Profile{
 		Name:            "elastic",

@@ -9,28 +9,6 @@ import (
 	"github.com/drover-sched/drover/pkg/placement"
 )
 
-// The tf-operator preset models Kubeflow's tf-operator with the default
-// Kubernetes scheduler. tf-operator creates every pod of a TFJob at its
-// requested replica count at once and never resizes it; kube-scheduler
-// then binds pods one at a time, in priority then creation order, each to
-// the least-allocated node with room (spread), and moves on to the next
-// pod when one does not fit. There is no gang: a job whose pods only
-// partly fit starts partially, holds what it got, and makes no progress
-// while a group is below its minimum (see PSSpeed); its remaining pods are
-// bound as room appears (a Resize that adds them).
-//
-// As plugins: PodPriority orders the queue; PodByPod binds a pending job's
-// pods (Place) and, after the queue, the remaining pods of partly started
-// jobs in the same order (Rebalance). kube-scheduler retries a pod that did
-// not fit after a back-off or a cluster event, so binding the remaining
-// pods of running jobs after this cycle's pending jobs is as faithful as
-// binding them in creation order; the experiments give the same results
-// either way.
-//
-// Within a job, parameter-server pods are bound before worker pods. (The
-// operator iterates a Go map of replica types, so the real order varies;
-// putting the servers first is the order most favourable to progress.)
-
 // Plugin names.
 const (
 	PodPriorityName = "pod-priority"
@@ -151,7 +129,27 @@ func podOrder(j *cluster.Job) []int {
 	return append(out, 0)
 }
 
-// TFOperatorProfile is the tf-operator preset.
+// TFOperatorProfile is the tf-operator preset, which models Kubeflow's
+// tf-operator with the default Kubernetes scheduler. tf-operator creates every pod of a TFJob at its
+// requested replica count at once and never resizes it; kube-scheduler
+// then binds pods one at a time, in priority then creation order, each to
+// the least-allocated node with room (spread), and moves on to the next
+// pod when one does not fit. There is no gang: a job whose pods only
+// partly fit starts partially, holds what it got, and makes no progress
+// while a group is below its minimum (see PSSpeed); its remaining pods are
+// bound as room appears (a Resize that adds them).
+//
+// As plugins: PodPriority orders the queue; PodByPod binds a pending job's
+// pods (Place) and, after the queue, the remaining pods of partly started
+// jobs in the same order (Rebalance). kube-scheduler retries a pod that did
+// not fit after a back-off or a cluster event, so binding the remaining
+// pods of running jobs after this cycle's pending jobs is as faithful as
+// binding them in creation order; the experiments give the same results
+// either way.
+//
+// Within a job, parameter-server pods are bound before worker pods. (The
+// operator iterates a Go map of replica types, so the real order varies;
+// putting the servers first is the order most favourable to progress.)
 func TFOperatorProfile() framework.Profile {
 	return framework.Profile{
 		Name:      "tf-operator",
