@@ -5,138 +5,76 @@ import (
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
-	"github.com/drover-sched/drover/pkg/policy"
 )
 
-// Dragon is DRAGON's scheduling algorithm as its controller implements it
-// (NTHU-LSALAB/DRAGON v0.9.1, pkg/controller.v1/DRAGON/scheduling,
-// SchedulingAlgorithm, ScheduleJob, ScaleDown and ScaleUp), without its
-// KubeShare GPU-sharing branch:
-//
-//   - The waiting queue is first come, first served; the running queue is
-//     in start order. Neither is weighted.
-//   - Phase 1: when the head of the waiting queue has waited at least
-//     StarveAfter (30 s in the code) it is the high-priority job, and
-//     ScaleDown tries to make room for its minimum number of workers
-//     (the code's GetMinInstanceWorkerPodRequests: workers only, not its
-//     parameter servers) by removing workers of running jobs, in running
-//     order, each down to its minimum, nodes without the job's parameter
-//     server first.
-//   - Phase 2: when there is no high-priority job or ScaleDown succeeded,
-//     the first waiting job for which ScheduleJob places all parameter
-//     servers and at least the minimum number of workers (of its requested
-//     count) starts, with as many workers as were placed. At most one job
-//     starts per cycle.
-//   - Phase 3: when nothing was done for ScaleUpAfter (60 s), ScaleUp adds
-//     workers to running jobs in running order, filling one node after the
-//     other, up to each job's maximum.
-//
-// ScheduleJob first looks for one node that holds every requested replica
-// (gang placement); failing that, it fills nodes one after the other
-// starting from the node that can hold the most replicas of one group, and
-// moves to the next node at the first replica that does not fit.
-//
-// Where we had to choose: the controller iterates Go maps of nodes, whose
-// order is random; we use node index order. Its ScaleUp recomputes a job's
-// headroom from the job's placement before the cycle on every node, which
-// can push a job past its maximum; we count the workers already added so
-// the simulator does not refuse the resize. Jobs pausing for a rescale are
-// skipped by ScaleDown and ScaleUp (the simulator cannot resize them).
-// The clock state (time of the last action) lives in the policy, as it
-// lives in the controller's process.
-type Dragon struct {
-	// StarveAfter is how long the head of the queue waits before it counts
-	// as high priority (30 s).
-	StarveAfter float64
-	// ScaleUpAfter is how long without an action before scale-up (60 s).
-	ScaleUpAfter float64
+// Plugin names.
+const (
+	FCFSName            = "fcfs"
+	DragonPlaceName     = "dragon-place"
+	DragonScaleDownName = "dragon-scale-down"
+	DragonScaleUpName   = "dragon-scale-up"
+)
 
-	started    bool
-	lastAction float64
+// Defaults of DRAGON's timers (seconds).
+const (
+	DefaultStarveAfter  = 30
+	DefaultScaleUpAfter = 60
+)
+
+// FCFS orders pending jobs by the time they entered the queue, earliest
+// first (DRAGON's waiting queue); ties keep queue order.
+type FCFS struct{}
+
+var _ framework.QueueSort = FCFS{}
+
+// Name implements framework.Plugin.
+func (FCFS) Name() string { return FCFSName }
+
+// Compare implements framework.QueueSort.
+func (FCFS) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
+	return cmp.Compare(a.Enqueued, b.Enqueued)
 }
 
-var (
-	_ policy.Policy     = (*Dragon)(nil)
-	_ policy.TimeDriven = (*Dragon)(nil)
-)
+// DragonPlace is DRAGON's ScheduleJob as a Place plugin: the parameter
+// servers (every group but the first) and then the workers of the counts
+// asked for, all on the first node (in index order) that holds them all;
+// failing that, nodes are filled one after the other starting from the
+// node that can hold the most replicas of one group, moving to the next
+// node at the first replica that does not fit. The job is placed when all
+// its parameter servers and at least its minimum workers were, with as
+// many workers as were placed.
+type DragonPlace struct{}
 
-// NewDragon returns DRAGON with the controller's timers.
-func NewDragon() *Dragon { return &Dragon{StarveAfter: 30, ScaleUpAfter: 60} }
+var _ framework.Place = DragonPlace{}
 
-// Name implements policy.Policy.
-func (*Dragon) Name() string { return "dragon" }
+// Name implements framework.Plugin.
+func (DragonPlace) Name() string { return DragonPlaceName }
 
-// TimeDriven implements policy.TimeDriven: DRAGON's phases depend on the
-// clock (waiting time, time since the last action).
-func (*Dragon) TimeDriven() bool { return true }
-
-// Schedule implements policy.Policy.
-func (d *Dragon) Schedule(s *cluster.Snapshot) []policy.Action {
-	if !d.started {
-		d.started, d.lastAction = true, s.Now
+// Place implements framework.Place.
+func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
+	j := js.Job
+	reqs := make([]dragonReq, 0, len(j.Groups))
+	for g := 1; g < len(j.Groups); g++ {
+		reqs = append(reqs, dragonReq{group: g, n: counts[g]})
 	}
-	var waiting []*cluster.JobState
-	for js := range s.Pending.All() {
-		waiting = append(waiting, js)
-	}
-	slices.SortStableFunc(waiting, func(a, b *cluster.JobState) int { return cmp.Compare(a.Enqueued, b.Enqueued) })
-	running := runningOrder(s)
-	l := placement.NewLedger(s, true)
-	var out []policy.Action
-
-	// Phase 1.
-	var hp *cluster.JobState
-	scaledDown := false
-	if len(waiting) > 0 && s.Now-waiting[0].Enqueued >= d.StarveAfter {
-		hp = waiting[0]
-		if acts, ok := dragonScaleDown(l, hp.Job, running); ok {
-			out = append(out, acts...)
-			scaledDown = true
+	reqs = append(reqs, dragonReq{group: 0, n: counts[0]})
+	p, ok := dragonScheduleJob(l, j, reqs)
+	for i, r := range reqs {
+		need := r.n
+		if r.group == 0 {
+			need = j.Groups[0].Min
 		}
-		d.lastAction = s.Now
-	}
-
-	// Phase 2.
-	if hp == nil || scaledDown {
-		for _, w := range waiting {
-			j := w.Job
-			reqs := make([]dragonReq, 0, len(j.Groups))
-			for g := 1; g < len(j.Groups); g++ {
-				reqs = append(reqs, dragonReq{group: g, n: j.Groups[g].Replicas})
-			}
-			reqs = append(reqs, dragonReq{group: 0, n: j.Groups[0].Replicas})
-			p, ok := dragonScheduleJob(l, j, reqs)
-			good := true
-			for i, r := range reqs {
-				need := j.Groups[r.group].Replicas
-				if r.group == 0 {
-					need = j.Groups[0].Min
-				}
-				if ok[i] < need {
-					good = false
-				}
-			}
-			if good && l.TakePlacement(j, p) {
-				out = append(out, policy.Start{Job: j.ID, Placement: p})
-				d.lastAction = s.Now
-				break
-			}
+		if ok[i] < need {
+			return nil, framework.Statusf(framework.Unschedulable, "ScheduleJob placed %d of %d %s replicas (need %d)",
+				ok[i], r.n, j.Groups[r.group].Name, need)
 		}
 	}
-	for _, w := range waiting {
-		if len(out) == 0 || w.Job.ID != out[len(out)-1].Target() {
-			out = append(out, policy.Wait{Job: w.Job.ID, Reason: "waiting for room (FIFO)"})
-			break
-		}
+	if !l.TakePlacement(j, p) {
+		return nil, framework.NewStatus(framework.Unschedulable, "ScheduleJob's placement does not fit")
 	}
-
-	// Phase 3.
-	if s.Now-d.lastAction >= d.ScaleUpAfter {
-		out = append(out, dragonScaleUp(l, running)...)
-		d.lastAction = s.Now
-	}
-	return out
+	return p, nil
 }
 
 // dragonReq asks for n replicas of one group.
@@ -214,24 +152,93 @@ func dragonScheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq) (c
 	return p, ok
 }
 
-// dragonScaleDown is DRAGON's ScaleDown for a high-priority job that needs
-// its minimum number of workers. On success it returns the Resize actions
-// and leaves their freed resources in the ledger; on failure the ledger is
-// unchanged and there are no actions.
-func dragonScaleDown(l *placement.Ledger, hp *cluster.Job, running []*cluster.JobState) ([]policy.Action, bool) {
+// DragonScaleDown is DRAGON's phase 1. The head of the queue (earliest
+// enqueued) is the high-priority job once it has waited StarveAfter
+// seconds. As a Preempt plugin, for that job only: ScaleDown makes room
+// for its minimum workers (not its parameter servers) by removing workers
+// of running jobs in running order, each down to its minimum, testing
+// with ScheduleJob before each removal; it succeeds with the Resizes (the
+// Runtime then places the job again, and when it still does not fit the
+// next jobs may use the room), or changes nothing. As an Admit plugin:
+// once ScaleDown failed, no job starts this cycle. A cycle with a
+// starving head counts as an action for DragonScaleUp's clock.
+type DragonScaleDown struct {
+	// StarveAfter is how long the head of the queue waits before it counts
+	// as high priority (30 s).
+	StarveAfter float64
+}
+
+var (
+	_ framework.Admit      = (*DragonScaleDown)(nil)
+	_ framework.Preempt    = (*DragonScaleDown)(nil)
+	_ framework.TimeDriven = (*DragonScaleDown)(nil)
+)
+
+// dragonCycle is phase 1's state in one cycle: the starving head, if any,
+// and whether scale-down failed for it. DragonScaleUp reads hp.
+type dragonCycle struct {
+	hp     *cluster.JobState
+	failed bool
+}
+
+var dragonKey = framework.NewKey[*dragonCycle]("dragon-scale-down")
+
+// Name implements framework.Plugin.
+func (*DragonScaleDown) Name() string { return DragonScaleDownName }
+
+// TimeDriven implements framework.TimeDriven: starvation is a matter of
+// time.
+func (*DragonScaleDown) TimeDriven() bool { return true }
+
+func (d *DragonScaleDown) state(c *framework.Cycle) *dragonCycle {
+	return framework.GetOrInit(c, dragonKey, func() *dragonCycle {
+		s := c.Snap
+		var head *cluster.JobState
+		for js := range s.Pending.All() {
+			if head == nil || js.Enqueued < head.Enqueued {
+				head = js
+			}
+		}
+		st := &dragonCycle{}
+		if head != nil && s.Now-head.Enqueued >= d.StarveAfter {
+			st.hp = head
+		}
+		return st
+	})
+}
+
+// Admit implements framework.Admit.
+func (d *DragonScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
+	if st := d.state(c); st.failed {
+		return framework.Statusf(framework.Blocked, "behind starving job %s, which scale-down could not make room for", st.hp.Job.ID)
+	}
+	return nil
+}
+
+// Preempt implements framework.Preempt.
+func (d *DragonScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	st := d.state(c)
+	if js != st.hp {
+		// Not the job scale-down is for; the empty reason keeps the
+		// placement's as the job's wait reason.
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	hp := js.Job
 	req := []dragonReq{{group: 0, n: hp.Groups[0].Min}}
+	l := c.St.Now()
 	fits := func() bool {
 		_, ok := dragonScheduleJob(l, hp, req)
 		return ok[0] == req[0].n
 	}
-	l.Fork()
-	var acts []policy.Action
-	for _, q := range running {
-		if q.Phase != cluster.Running {
+	for _, q := range runningOrder(c.Snap) {
+		if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone {
 			continue
 		}
 		keep, workers := shrinkOrder(q)
 		maxDelete := q.Counts()[0] - q.Job.Groups[0].Min
+		// Give workers back one at a time on a fork of the ledger, then
+		// record the removals as one Resize.
+		l.Fork()
 		n := 0
 		done := false
 		for range workers {
@@ -245,30 +252,66 @@ func dragonScaleDown(l *placement.Ledger, hp *cluster.Job, running []*cluster.Jo
 			l.Give(workers[n].Node, q.Job.Groups[0].Demand)
 			n++
 		}
+		l.Revert()
 		if n > 0 {
-			p := append(slices.Clone(keep), workers[n:]...)
-			acts = append(acts, policy.Resize{Job: q.Job.ID, Placement: p, Reason: "dragon scale-down for " + hp.ID})
+			c.St.Resize(q, append(slices.Clone(keep), workers[n:]...), "dragon scale-down for "+hp.ID)
 		}
 		if done {
-			l.Commit()
-			return acts, true
+			return nil
 		}
 	}
 	if fits() {
-		l.Commit()
-		return acts, true
+		return nil
 	}
-	l.Revert()
-	return nil, false
+	st.failed = true
+	return framework.Statusf(framework.Unschedulable, "starving: running jobs at their minimum leave no room for %d workers", req[0].n)
 }
 
-// dragonScaleUp is DRAGON's ScaleUp: nodes in order, and on each node the
-// running jobs in running order from where the previous node stopped, each
-// given workers until it reaches its maximum or the node is full.
-func dragonScaleUp(l *placement.Ledger, running []*cluster.JobState) []policy.Action {
-	s := l.Snapshot()
+// DragonScaleUp is DRAGON's phase 3, a Rebalance plugin: when nothing was
+// done for ScaleUpAfter seconds (a start, or a starving head, which makes
+// the controller run ScaleDown), running jobs get workers: nodes in index
+// order, and on each node the running jobs in running order from where
+// the previous node stopped, each given workers until it reaches its
+// maximum or the node is full. It keeps the controller's clock (the time
+// of the last action) across cycles.
+type DragonScaleUp struct {
+	// ScaleUpAfter is how long without an action before scale-up (60 s).
+	ScaleUpAfter float64
+
+	started    bool
+	lastAction float64
+}
+
+var (
+	_ framework.Rebalance  = (*DragonScaleUp)(nil)
+	_ framework.TimeDriven = (*DragonScaleUp)(nil)
+)
+
+// Name implements framework.Plugin.
+func (*DragonScaleUp) Name() string { return DragonScaleUpName }
+
+// TimeDriven implements framework.TimeDriven: the clock decides.
+func (*DragonScaleUp) TimeDriven() bool { return true }
+
+// Rebalance implements framework.Rebalance.
+func (u *DragonScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
+	now := c.Snap.Now
+	if !u.started {
+		u.started, u.lastAction = true, now
+	}
+	if st, ok := framework.Get(c, dragonKey); len(c.Started()) > 0 || ok && st.hp != nil {
+		u.lastAction = now
+	}
+	if now-u.lastAction < u.ScaleUpAfter {
+		return nil
+	}
+	u.lastAction = now
+	s := c.Snap
+	l := c.St.Now()
+	running := runningOrder(s)
 	plans := make([]cluster.Placement, len(running))
 	added := make([]int, len(running))
+	l.Fork()
 	i := 0
 	for ni, n := range s.Nodes {
 		if !n.Ready || n.Gone {
@@ -276,7 +319,7 @@ func dragonScaleUp(l *placement.Ledger, running []*cluster.JobState) []policy.Ac
 		}
 		for ; i < len(running); i++ {
 			q := running[i]
-			if q.Phase != cluster.Running || !placement.Eligible(n, q.Job, 0) {
+			if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone || !placement.Eligible(n, q.Job, 0) {
 				continue
 			}
 			g := &q.Job.Groups[0]
@@ -297,11 +340,71 @@ func dragonScaleUp(l *placement.Ledger, running []*cluster.JobState) []policy.Ac
 			}
 		}
 	}
-	var out []policy.Action
+	l.Revert()
 	for k, q := range running {
 		if added[k] > 0 {
-			out = append(out, policy.Resize{Job: q.Job.ID, Placement: plans[k], Reason: "dragon scale-up"})
+			c.St.Resize(q, plans[k], "dragon scale-up")
 		}
 	}
-	return out
+	return nil
+}
+
+// DragonProfile is the dragon preset with the controller's timers
+// (starveAfter, scaleUpAfter): DRAGON's scheduling algorithm as its
+// controller implements it (NTHU-LSALAB/DRAGON v0.9.1,
+// pkg/controller.v1/DRAGON/scheduling, SchedulingAlgorithm, ScheduleJob,
+// ScaleDown and ScaleUp), without its KubeShare GPU-sharing branch:
+//
+//   - The waiting queue is first come, first served; the running queue is
+//     in start order. Neither is weighted.
+//   - Phase 1: when the head of the waiting queue has waited at least
+//     StarveAfter (30 s in the code) it is the high-priority job, and
+//     ScaleDown tries to make room for its minimum number of workers
+//     (the code's GetMinInstanceWorkerPodRequests: workers only, not its
+//     parameter servers) by removing workers of running jobs, in running
+//     order, each down to its minimum, nodes without the job's parameter
+//     server first.
+//   - Phase 2: when there is no high-priority job or ScaleDown succeeded,
+//     the first waiting job for which ScheduleJob places all parameter
+//     servers and at least the minimum number of workers (of its requested
+//     count) starts, with as many workers as were placed. At most one job
+//     starts per cycle.
+//   - Phase 3: when nothing was done for ScaleUpAfter (60 s), ScaleUp adds
+//     workers to running jobs in running order, filling one node after the
+//     other, up to each job's maximum.
+//
+// As plugins: FCFS orders the queue; OnePerCycle admits one start;
+// DragonPlace is ScheduleJob; DragonScaleDown is phase 1 (a Preempt plugin
+// for the starving head, and an Admit plugin that holds every other job
+// when it failed); DragonScaleUp is phase 3 with the controller's clock.
+// Phase 1 runs in the controller before the head is placed; here it runs
+// only when the head does not fit, which is the same: when the head's
+// placement succeeds, its minimum workers fit and ScaleDown removes
+// nothing.
+//
+// Where we had to choose: the controller iterates Go maps of nodes, whose
+// order is random; we use node index order. Its ScaleUp recomputes a job's
+// headroom from the job's placement before the cycle on every node, which
+// can push a job past its maximum; we count the workers already added so
+// the simulator does not refuse the resize. Jobs pausing for a rescale are
+// skipped by ScaleDown and ScaleUp (the simulator cannot resize them), and
+// so are jobs already resized in the cycle. The clock state (time of the
+// last action) lives in the scale-up plugin, as it lives in the
+// controller's process.
+func DragonProfile(starveAfter, scaleUpAfter float64) framework.Profile {
+	down := &DragonScaleDown{StarveAfter: starveAfter}
+	return framework.Profile{
+		Name:      "dragon",
+		QueueSort: FCFS{},
+		Admit:     []framework.Admit{OnePerCycle{}, down},
+		Place:     DragonPlace{},
+		Preempt:   []framework.Preempt{down},
+		Rebalance: []framework.Rebalance{&DragonScaleUp{ScaleUpAfter: scaleUpAfter}},
+	}
+}
+
+// NewDragon returns the dragon preset's runtime with the controller's
+// timers (30 s, 60 s).
+func NewDragon() *framework.Runtime {
+	return mustNew(DragonProfile(DefaultStarveAfter, DefaultScaleUpAfter))
 }

@@ -5,102 +5,298 @@ import (
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
-	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// Elastic is the article's scheduler. Each cycle follows its last
-// algorithm ("Scheduling Algorithm"):
-//
-//  1. If jobs are waiting and the heaviest waiting job outranks every
-//     running job (priority, then utility), it is the high-priority job h.
-//     h is started if it fits; otherwise scale-down shrinks lower-weight
-//     running jobs towards their minimum until h fits, all or nothing.
-//  2. If there was no high-priority job, or scale-down succeeded, the first
-//     waiting job (in weight order) that fits is started and the cycle
-//     ends there (the pseudo-code returns).
-//  3. Otherwise scale-up grows running jobs, heaviest first, towards their
-//     maximum worker count while resources last.
-//
-// A job starts at its requested counts when they fit, else with the most
-// workers between its minimum and its request that fit (as DRAGON starts
-// jobs), placed by gang placement: all replicas on the first node that
-// holds them all, else the default spread. The policy keeps no state
-// between cycles, so it survives a scheduler restart unchanged.
-type Elastic struct {
-	// Strategy places a job that no single node holds (default spread,
-	// kube-scheduler's least-allocated scoring).
-	Strategy placement.Strategy
-	// LocalScaleUp restricts scale-up to nodes the job already uses, so
-	// that growing a job never adds a node to it (and never pays the
-	// cross-node penalty for it). The article's scale-up has no such
-	// restriction; this variant exists to measure what that costs.
-	LocalScaleUp bool
+// Plugin names.
+const (
+	WeightedName    = "elastic-weight"
+	WorkersName     = "elastic"
+	ScaleDownName   = "elastic-scale-down"
+	ScaleUpName     = "elastic-scale-up"
+	OnePerCycleName = "one-per-cycle"
+)
+
+// elasticCycle is what the elastic plugins share within one cycle: the
+// weights (computed once per job) and the high-priority job, and what
+// scale-down did for it.
+type elasticCycle struct {
+	capacity resource.Vector
+	weights  map[*cluster.JobState]Weight
+	high     *cluster.JobState
+	highDone bool
+	// scaledDown: scale-down made room for the high-priority job.
+	scaledDown bool
+	// blocked: scale-down could not make room for it.
+	blocked bool
+}
+
+var elasticKey = framework.NewKey[*elasticCycle]("elastic")
+
+func elasticState(c *framework.Cycle) *elasticCycle {
+	return framework.GetOrInit(c, elasticKey, func() *elasticCycle {
+		return &elasticCycle{capacity: c.Snap.ReadyCapacity(), weights: map[*cluster.JobState]Weight{}}
+	})
+}
+
+func (e *elasticCycle) weight(js *cluster.JobState) Weight {
+	w, ok := e.weights[js]
+	if !ok {
+		w = WeightOf(js.Job, e.capacity)
+		e.weights[js] = w
+	}
+	return w
+}
+
+// highJob returns the high-priority job of the cycle: the heaviest pending
+// job (the first in queue order among equals) when it outranks every
+// running job, else nil.
+func (e *elasticCycle) highJob(s *cluster.Snapshot) *cluster.JobState {
+	if e.highDone {
+		return e.high
+	}
+	e.highDone = true
+	var top *cluster.JobState
+	var tw Weight
+	for js := range s.Pending.All() {
+		if w := e.weight(js); top == nil || w.Compare(tw) > 0 {
+			top, tw = js, w
+		}
+	}
+	if top == nil {
+		return nil
+	}
+	for _, r := range s.Running {
+		if !tw.Outranks(e.weight(r)) {
+			return nil
+		}
+	}
+	e.high = top
+	return top
+}
+
+// byWeight is ByWeight with the cycle's cached weights.
+func (e *elasticCycle) byWeight(jobs []*cluster.JobState) []*cluster.JobState {
+	out := slices.Clone(jobs)
+	slices.SortStableFunc(out, func(a, b *cluster.JobState) int { return e.weight(b).Compare(e.weight(a)) })
+	return out
+}
+
+// Weighted orders pending jobs by the article's weight (see Weight),
+// heaviest first; jobs of equal weight keep queue order, which is what the
+// article's insertion into the queue amounts to.
+type Weighted struct{}
+
+var _ framework.QueueSort = Weighted{}
+
+// Name implements framework.Plugin.
+func (Weighted) Name() string { return WeightedName }
+
+// Compare implements framework.QueueSort.
+func (Weighted) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+	e := elasticState(c)
+	return e.weight(b).Compare(e.weight(a))
+}
+
+// Workers sizes an elastic parameter-server job: its requested counts,
+// then one worker fewer at a time down to the worker group's minimum; the
+// parameter servers keep their requested count.
+type Workers struct{}
+
+var _ framework.Size = Workers{}
+
+// Name implements framework.Plugin.
+func (Workers) Name() string { return WorkersName }
+
+// Size implements framework.Size.
+func (Workers) Size(_ *framework.Cycle, js *cluster.JobState) [][]int {
+	j := js.Job
+	var out [][]int
+	for w := j.Groups[0].Replicas; w >= j.Groups[0].Min; w-- {
+		counts := j.RequestedCounts()
+		counts[0] = w
+		out = append(out, counts)
+	}
+	return out
+}
+
+// OnePerCycle admits at most one start per cycle, as the controllers'
+// loops of the elastic article and of DRAGON do (each pass starts one job
+// and returns). It is time-driven: a queue that drains one job per pass
+// needs the controller's periodic resync to run the next pass.
+type OnePerCycle struct{}
+
+var (
+	_ framework.Admit      = OnePerCycle{}
+	_ framework.TimeDriven = OnePerCycle{}
+)
+
+// Name implements framework.Plugin.
+func (OnePerCycle) Name() string { return OnePerCycleName }
+
+// TimeDriven implements framework.TimeDriven.
+func (OnePerCycle) TimeDriven() bool { return true }
+
+// Admit implements framework.Admit: Blocked once a job started this cycle.
+func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
+	if len(c.Started()) > 0 {
+		return framework.Statusf(framework.Blocked, "one job starts per cycle (%s did)", c.Started()[0].Job.ID)
+	}
+	return nil
+}
+
+// ScaleDown is the article's scale-down for the high-priority job h (the
+// heaviest waiting job when it outranks every running job). As a Preempt
+// plugin, for h only: it removes workers of running jobs that weigh less
+// than h, lightest job first, each down to its minimum, testing before
+// each removal whether h now fits at its minimum workers (with the
+// profile's placement); it succeeds with the Resizes that make room
+// (the Runtime then places h again), or changes nothing. As an Admit
+// plugin: once scale-down failed for h, no other job starts this cycle
+// (the article's loop starts another job only when there was no h or
+// scale-down succeeded).
+type ScaleDown struct{}
+
+var (
+	_ framework.Admit   = ScaleDown{}
+	_ framework.Preempt = ScaleDown{}
+)
+
+// Name implements framework.Plugin.
+func (ScaleDown) Name() string { return ScaleDownName }
+
+// Admit implements framework.Admit.
+func (ScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
+	if e := elasticState(c); e.blocked {
+		return framework.Statusf(framework.Blocked, "behind high-priority job %s, which scale-down could not make room for", e.high.Job.ID)
+	}
+	return nil
+}
+
+// Preempt implements framework.Preempt.
+func (ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	e := elasticState(c)
+	h := e.highJob(c.Snap)
+	if js != h {
+		// Not the job scale-down is for; the empty reason keeps the
+		// placement's as the job's wait reason.
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	hw := e.weight(h)
+	minCounts := h.Job.RequestedCounts()
+	minCounts[0] = h.Job.Groups[0].Min
+	l := c.St.Now()
+	fits := func() bool {
+		l.Fork()
+		_, st := c.Place(l, h, minCounts)
+		l.Revert()
+		return st.IsSuccess()
+	}
+	running := e.byWeight(runningOrder(c.Snap))
+	for i := len(running) - 1; i >= 0; i-- {
+		q := running[i]
+		if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone || e.weight(q).Compare(hw) >= 0 {
+			continue
+		}
+		keep, removed := shrinkOrder(q)
+		extra := q.Counts()[0] - q.Job.Groups[0].Min
+		// Give workers back one at a time on a fork of the ledger to find
+		// how many h needs, then record that as one Resize.
+		l.Fork()
+		n := 0
+		for ; n < extra && n < len(removed); n++ {
+			if fits() {
+				break
+			}
+			l.Give(removed[n].Node, q.Job.Groups[0].Demand)
+		}
+		l.Revert()
+		if n > 0 {
+			c.St.Resize(q, append(slices.Clone(keep), removed[n:]...), "scale-down for "+h.Job.ID)
+		}
+		if fits() {
+			e.scaledDown = true
+			return nil
+		}
+	}
+	if fits() {
+		e.scaledDown = true
+		return nil
+	}
+	e.blocked = true
+	return framework.Statusf(framework.Unschedulable, "high-priority: lighter jobs at their minimum workers leave no room for %d workers", minCounts[0])
+}
+
+// ScaleUp is the article's scale-up, a Rebalance plugin: running jobs,
+// heaviest first, get workers until they reach their maximum or no node
+// has room for one more. A new worker goes to a node the job already uses
+// when one has room (nodes with its parameter servers first), else to the
+// first node with room; with Local, only to nodes the job already uses
+// (growing a job never adds a node to it, nor the cross-node penalty; the
+// article's scale-up has no such restriction, this variant measures what
+// that costs). Scale-up is skipped in a cycle that started a job other
+// than the high-priority one placed without scale-down (the article's loop
+// returns after such a start). It is time-driven for the same reason as
+// OnePerCycle: a skipped scale-up waits for the next pass.
+type ScaleUp struct {
+	Local bool
 }
 
 var (
-	_ policy.Policy     = (*Elastic)(nil)
-	_ policy.TimeDriven = (*Elastic)(nil)
+	_ framework.Rebalance  = ScaleUp{}
+	_ framework.TimeDriven = ScaleUp{}
 )
 
-// Name implements policy.Policy.
-func (*Elastic) Name() string { return "elastic" }
+// Name implements framework.Plugin.
+func (ScaleUp) Name() string { return ScaleUpName }
 
-// TimeDriven implements policy.TimeDriven. The article's loop starts at
-// most one job per pass and scales up only in a pass that starts none, so
-// it relies on the controller running it again soon (Kubeflow controllers
-// reconcile on events and on a periodic resync) even when nothing else
-// happened: the simulator must call it on every tick.
-func (*Elastic) TimeDriven() bool { return true }
+// TimeDriven implements framework.TimeDriven.
+func (ScaleUp) TimeDriven() bool { return true }
 
-// Schedule implements policy.Policy.
-func (e *Elastic) Schedule(s *cluster.Snapshot) []policy.Action {
-	capacity := s.ReadyCapacity()
-	var pending []*cluster.JobState
-	for js := range s.Pending.All() {
-		pending = append(pending, js)
+// Rebalance implements framework.Rebalance.
+func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
+	e := elasticState(c)
+	s := c.Snap
+	for _, js := range c.Started() {
+		if js != e.highJob(s) || e.scaledDown {
+			return nil
+		}
 	}
-	waiting := ByWeight(pending, capacity)
-	running := ByWeight(runningOrder(s), capacity)
-	l := placement.NewLedger(s, true)
-	var out []policy.Action
-
-	var h *cluster.JobState
-	scaledDown := false
-	if len(waiting) > 0 {
-		top := WeightOf(waiting[0].Job, capacity)
-		high := true
-		for _, r := range running {
-			if !top.Outranks(WeightOf(r.Job, capacity)) {
-				high = false
-				break
+	l := c.St.Now()
+	for _, q := range e.byWeight(runningOrder(s)) {
+		if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone {
+			continue
+		}
+		g := &q.Job.Groups[0]
+		want := g.Max - q.Counts()[0]
+		if want <= 0 {
+			continue
+		}
+		order := preferredNodes(q, len(s.Nodes))
+		if u.Local {
+			order = q.Placement.Nodes()
+		}
+		p := slices.Clone(q.Placement)
+		added := 0
+		l.Fork()
+		for _, ni := range order {
+			n := s.Nodes[ni]
+			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
+				continue
+			}
+			for added < want && l.Take(ni, g.Demand) {
+				p = append(p, cluster.Assignment{Group: 0, Node: ni})
+				added++
 			}
 		}
-		if high {
-			h = waiting[0]
-			if p, ok := e.fit(l, h.Job); ok {
-				out = append(out, policy.Start{Job: h.Job.ID, Placement: p})
-			} else if acts, ok := e.scaleDown(l, h, running, capacity); ok {
-				out = append(out, acts...)
-				scaledDown = true
-			}
+		l.Revert()
+		if added > 0 {
+			c.St.Resize(q, p, "scale-up")
 		}
 	}
-	if h == nil || scaledDown {
-		for _, w := range waiting {
-			if p, ok := e.fit(l, w.Job); ok {
-				return append(out, policy.Start{Job: w.Job.ID, Placement: p})
-			}
-		}
-	}
-	for _, w := range waiting {
-		if w != h || len(out) == 0 {
-			out = append(out, policy.Wait{Job: w.Job.ID, Reason: "no room for its parameter servers and minimum workers"})
-			break
-		}
-	}
-	return append(out, e.scaleUp(l, running)...)
+	return nil
 }
 
 // runningOrder lists the jobs holding resources in a stable order (first
@@ -114,104 +310,6 @@ func runningOrder(s *cluster.Snapshot) []*cluster.JobState {
 		return cmp.Compare(a.Job.ID, b.Job.ID)
 	})
 	return out
-}
-
-// fit finds a placement for a pending job and takes it from the ledger:
-// the requested counts if they fit, else the largest worker count down to
-// the minimum. It returns false, with the ledger unchanged, when not even
-// the minimum fits.
-func (e *Elastic) fit(l *placement.Ledger, j *cluster.Job) (cluster.Placement, bool) {
-	counts := j.RequestedCounts()
-	for w := counts[0]; w >= j.Groups[0].Min; w-- {
-		counts[0] = w
-		if p, ok := GangPlace(l, j, counts, e.Strategy); ok {
-			return p, true
-		}
-	}
-	return nil, false
-}
-
-// GangPlace is the article's gang placement: every replica of the job on
-// the first node (in node order) with room for all of them; if there is no
-// such node, the regular placement with the given strategy (the default
-// scheduler's). It takes the placement from the ledger, all or nothing.
-func GangPlace(l *placement.Ledger, j *cluster.Job, counts []int, st placement.Strategy) (cluster.Placement, bool) {
-	total := j.Demand(counts)
-	s := l.Snapshot()
-	for i, n := range s.Nodes {
-		if !n.Ready || n.Gone || !total.Fits(l.Free(i)) {
-			continue
-		}
-		eligible := true
-		for g, c := range counts {
-			if c > 0 && !placement.Eligible(n, j, g) {
-				eligible = false
-			}
-		}
-		if !eligible {
-			continue
-		}
-		p := make(cluster.Placement, 0, len(j.Groups))
-		for g, c := range counts {
-			for r := 0; r < c; r++ {
-				p = append(p, cluster.Assignment{Group: g, Node: i})
-			}
-		}
-		l.Take(i, total)
-		return p, true
-	}
-	p, err := placement.Place(l, j, counts, placement.Options{Strategy: st})
-	return p, err == nil
-}
-
-// scaleDown is the article's scale-down: it removes workers of running
-// jobs that weigh less than h, lightest job first, each down to its
-// minimum, testing before each removal whether h now fits at its minimum.
-// It succeeds with the Resize actions that make room, leaving the freed
-// resources in the ledger for h; when even every lighter job at its
-// minimum leaves no room it fails cleanly: no action and the ledger
-// unchanged.
-func (e *Elastic) scaleDown(l *placement.Ledger, h *cluster.JobState, running []*cluster.JobState, capacity resource.Vector) ([]policy.Action, bool) {
-	hw := WeightOf(h.Job, capacity)
-	minCounts := h.Job.RequestedCounts()
-	minCounts[0] = h.Job.Groups[0].Min
-	fits := func() bool {
-		l.Fork()
-		_, ok := GangPlace(l, h.Job, minCounts, e.Strategy)
-		l.Revert()
-		return ok
-	}
-	l.Fork()
-	var acts []policy.Action
-	for i := len(running) - 1; i >= 0; i-- {
-		q := running[i]
-		if q.Phase != cluster.Running || WeightOf(q.Job, capacity).Compare(hw) >= 0 {
-			continue
-		}
-		keep, removed := shrinkOrder(q)
-		extra := q.Counts()[0] - q.Job.Groups[0].Min
-		n := 0
-		for ; n < extra && n < len(removed); n++ {
-			if fits() {
-				break
-			}
-			l.Give(removed[n].Node, q.Job.Groups[0].Demand)
-		}
-		if n > 0 {
-			p := append(slices.Clone(keep), removed[n:]...)
-			acts = append(acts, policy.Resize{Job: q.Job.ID, Placement: p, Reason: "scale-down for " + h.Job.ID})
-		}
-		if fits() {
-			l.Commit()
-			return acts, true
-		}
-	}
-	if fits() {
-		l.Commit()
-		return acts, true
-	}
-	l.Revert()
-	return nil, false
 }
 
 // shrinkOrder splits a job's placement into the replicas scale-down never
@@ -244,46 +342,6 @@ func shrinkOrder(q *cluster.JobState) (keep, workers cluster.Placement) {
 	return keep, workers
 }
 
-// scaleUp is the article's scale-up: running jobs, heaviest first, get
-// workers until they reach their maximum or no node has room for one
-// more. A new worker goes to a node the job already uses when one has room
-// (nodes with its parameter servers first), else to the first node with
-// room.
-func (e *Elastic) scaleUp(l *placement.Ledger, running []*cluster.JobState) []policy.Action {
-	var out []policy.Action
-	s := l.Snapshot()
-	for _, q := range running {
-		if q.Phase != cluster.Running {
-			continue
-		}
-		g := &q.Job.Groups[0]
-		want := g.Max - q.Counts()[0]
-		if want <= 0 {
-			continue
-		}
-		order := preferredNodes(q, len(s.Nodes))
-		if e.LocalScaleUp {
-			order = q.Placement.Nodes()
-		}
-		p := slices.Clone(q.Placement)
-		added := 0
-		for _, ni := range order {
-			n := s.Nodes[ni]
-			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
-				continue
-			}
-			for added < want && l.Take(ni, g.Demand) {
-				p = append(p, cluster.Assignment{Group: 0, Node: ni})
-				added++
-			}
-		}
-		if added > 0 {
-			out = append(out, policy.Resize{Job: q.Job.ID, Placement: p, Reason: "scale-up"})
-		}
-	}
-	return out
-}
-
 // preferredNodes lists node indices: the nodes of the job's parameter
 // servers, then its other nodes, then the rest, each in index order.
 func preferredNodes(q *cluster.JobState, n int) []int {
@@ -304,4 +362,59 @@ func preferredNodes(q *cluster.JobState, n int) []int {
 	}
 	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
 	return out
+}
+
+// ElasticProfile is the elastic preset, the article's scheduler: st
+// places a job that no single node holds (spread by default,
+// kube-scheduler's least-allocated scoring); local restricts scale-up to a
+// job's own nodes. Each cycle follows the article's last algorithm
+// ("Scheduling Algorithm"):
+//
+//  1. If jobs are waiting and the heaviest waiting job outranks every
+//     running job (priority, then utility), it is the high-priority job h.
+//     h is started if it fits; otherwise scale-down shrinks lower-weight
+//     running jobs towards their minimum until h fits, all or nothing.
+//  2. If there was no high-priority job, or scale-down succeeded, the first
+//     waiting job (in weight order) that fits is started and the cycle
+//     ends there (the pseudo-code returns).
+//  3. Otherwise scale-up grows running jobs, heaviest first, towards their
+//     maximum worker count while resources last.
+//
+// As plugins: the queue is in weight order (Weighted); at most one job
+// starts per cycle (OnePerCycle); a job starts at its requested counts
+// when they fit, else with the most workers between its minimum and its
+// request that fit (Workers, as DRAGON starts jobs), placed by the
+// article's gang placement: all replicas on the first node in index order
+// that holds them all, else the default spread (Profile.Gang
+// one-node-first with OneNodeFirstFit and least-allocated scoring); h,
+// when it does not fit, gets scale-down, and when that fails no other job
+// starts (ScaleDown); scale-up runs after the queue unless the cycle
+// started a job by step 2 (ScaleUp). No plugin keeps state between cycles,
+// so the policy survives a scheduler restart unchanged.
+func ElasticProfile(st placement.Strategy, local bool) framework.Profile {
+	return framework.Profile{
+		Name:            "elastic",
+		QueueSort:       Weighted{},
+		Admit:           []framework.Admit{OnePerCycle{}, ScaleDown{}},
+		Size:            Workers{},
+		Filter:          []framework.Filter{framework.NodeRole{}},
+		Score:           []framework.WeightedScore{{Score: framework.Strategy{S: st}, Weight: 1}},
+		Gang:            placement.OneNodeFirst,
+		OneNodeFirstFit: true,
+		Preempt:         []framework.Preempt{ScaleDown{}},
+		Rebalance:       []framework.Rebalance{ScaleUp{Local: local}},
+	}
+}
+
+// NewElastic returns the elastic preset's runtime.
+func NewElastic(st placement.Strategy, local bool) *framework.Runtime {
+	return mustNew(ElasticProfile(st, local))
+}
+
+func mustNew(p framework.Profile) *framework.Runtime {
+	r, err := framework.New(p)
+	if err != nil {
+		panic(err) // a fixed, valid profile
+	}
+	return r
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
@@ -177,7 +179,7 @@ func TestGangPlacement(t *testing.T) {
 	a := psJob("a", 0, 1000, 0, 2, 4, 3, 3, 3)
 	b := psJob("b", 1, 1000, 0, 1, 2, 3, 3, 3)
 	c := psJob("c", 2, 1000, 0, 3, 4, 3, 3, 3)
-	evs, res := run(t, &Elastic{}, ns, []*cluster.Job{a, b, c}, 0)
+	evs, res := run(t, NewElastic(placement.Spread, false), ns, []*cluster.Job{a, b, c}, 0)
 	for _, id := range []string{"a", "b"} {
 		s := find(evs, "start", id)
 		if len(s) != 1 || s[0].nodes != 1 {
@@ -193,16 +195,30 @@ func TestGangPlacement(t *testing.T) {
 }
 
 func TestGangPlaceFirstNode(t *testing.T) {
-	s := snapshot(nodes(3, 8, 30))
-	l := placement.NewLedger(s, true)
-	l.Take(0, resource.New(6, 0, 0))
-	j := psJob("j", 0, 100, 0, 1, 2, 3, 1, 4)
-	p, ok := GangPlace(l, j, j.RequestedCounts(), placement.Spread)
-	if !ok || len(p.Nodes()) != 1 || p.Nodes()[0] != 1 {
-		t.Fatalf("placement %v ok=%v, want everything on node 1", p, ok)
-	}
-	if got := l.Free(1); got != resource.New(4, 22, 0) {
-		t.Errorf("free on node 1 after placing: %v", got)
+	// The gang (3 one-core workers + a one-core PS) fits neither on node 0
+	// (2 cores free) but on nodes 1 and 2. It goes whole to node 1, the
+	// first node that holds it, whatever the strategy for jobs no node
+	// holds: in the first case spread would pick node 2, in the second
+	// pack would.
+	for _, free := range [][]float64{{2, 5, 8}, {2, 8, 5}} {
+		for _, st := range []placement.Strategy{placement.Spread, placement.Pack, placement.FirstFit} {
+			s := snapshot(nodes(3, 8, 30))
+			for i, f := range free {
+				s.Nodes[i].Allocated = resource.New(8-f, 0, 0)
+			}
+			j := psJob("j", 0, 100, 0, 1, 2, 3, 1, 4)
+			s.Pending.PushBack(cluster.NewJobState(j))
+			var got cluster.Placement
+			for _, a := range NewElastic(st, false).Schedule(s) {
+				if a, ok := a.(policy.Start); ok {
+					got = a.Placement
+				}
+			}
+			want := cluster.Placement{{Group: 0, Node: 1}, {Group: 0, Node: 1}, {Group: 0, Node: 1}, {Group: 1, Node: 1}}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("free %v, %v: start placement (-want +got):\n%s", free, st, d)
+			}
+		}
 	}
 }
 
@@ -218,7 +234,7 @@ func TestScaleUp(t *testing.T) {
 	// One small job on an idle node grows to its max at once, on its own
 	// node, and finishes faster than its nominal work.
 	j := psJob("j", 0, 1000, 0, 1, 2, 2, 1, 4)
-	evs, res := run(t, &Elastic{}, nodes(1, 8, 30), []*cluster.Job{j}, 5)
+	evs, res := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{j}, 5)
 	r := find(evs, "resize", "j")
 	if len(r) != 1 || r[0].workers != 4 || r[0].nodes != 1 {
 		t.Fatalf("resizes %+v, want one scale-up to 4 workers on one node", r)
@@ -230,7 +246,7 @@ func TestScaleUp(t *testing.T) {
 	// cores) and b (3 cores) share 8 cores, and a takes the one left.
 	a := psJob("a", 0, 1000, 0, 1, 2, 3, 1, 8)
 	b := psJob("b", 0, 1000, 0, 1, 2, 2, 1, 8)
-	evs, _ = run(t, &Elastic{}, nodes(1, 8, 30), []*cluster.Job{a, b}, 5)
+	evs, _ = run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{a, b}, 5)
 	ra, rb := find(evs, "resize", "a"), find(evs, "resize", "b")
 	if len(rb) > 0 && rb[0].t < find(evs, "complete", "a")[0].t {
 		t.Fatalf("b grew while a was running: %+v", rb)
@@ -249,7 +265,7 @@ func TestScaleDown(t *testing.T) {
 	// below its min, and high starts in the same cycle.
 	low := psJob("low", 0, 5000, 0, 1, 2, 3, 2, 7)
 	high := psJob("high", 100, 500, 1, 1, 2, 2, 2, 2)
-	evs, res := run(t, &Elastic{}, nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
+	evs, res := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
 	up := find(evs, "resize", "low")
 	if len(up) == 0 || up[0].workers != 7 {
 		t.Fatalf("low resizes %+v, want a scale-up to 7 first", up)
@@ -282,7 +298,7 @@ func TestScaleDownFailsCleanly(t *testing.T) {
 	// low keeps its workers, high waits until low finishes.
 	low := psJob("low", 0, 1000, 0, 1, 2, 5, 5, 7)
 	high := psJob("high", 100, 500, 1, 1, 2, 3, 3, 3)
-	evs, _ := run(t, &Elastic{}, nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
+	evs, _ := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
 	for _, r := range find(evs, "resize", "low") {
 		if r.workers < 7 {
 			t.Errorf("low shrunk to %d workers at %v though high could never fit", r.workers, r.t)
@@ -294,7 +310,7 @@ func TestScaleDownFailsCleanly(t *testing.T) {
 		t.Errorf("high started %+v, low completed %+v: want high only after low", hs, done)
 	}
 	// The same situation in one cycle: Schedule returns no Resize.
-	e := &Elastic{}
+	e := NewElastic(placement.Spread, false)
 	snap := snapshot(nodes(1, 8, 30))
 	ls := cluster.NewJobState(low)
 	ls.Phase = cluster.Running
@@ -322,7 +338,7 @@ func TestEqualPriorityDoesNotScaleDown(t *testing.T) {
 	// priority", so low is never shrunk and the newcomer waits.
 	low := psJob("low", 0, 2000, 0, 1, 2, 3, 2, 7)
 	other := psJob("other", 100, 500, 0, 1, 2, 2, 2, 2)
-	evs, _ := run(t, &Elastic{}, nodes(1, 8, 30), []*cluster.Job{low, other}, 5)
+	evs, _ := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{low, other}, 5)
 	for _, r := range find(evs, "resize", "low") {
 		if r.workers < 7 {
 			t.Errorf("low shrunk to %d for an equal-priority job", r.workers)
@@ -336,7 +352,7 @@ func TestTFOperatorPartialStart(t *testing.T) {
 	// a finishes and its other workers are bound.
 	a := psJob("a", 0, 1000, 0, 1, 2, 5, 5, 5)
 	b := psJob("b", 10, 500, 0, 1, 2, 3, 2, 3)
-	evs, res := run(t, &TFOperator{}, nodes(1, 8, 30), []*cluster.Job{a, b}, 5)
+	evs, res := run(t, NewTFOperator(), nodes(1, 8, 30), []*cluster.Job{a, b}, 5)
 	bs := find(evs, "start", "b")
 	if len(bs) != 1 || bs[0].workers != 1 || bs[0].rate != 0 {
 		t.Fatalf("b starts %+v, want a partial start with 1 worker at speed 0", bs)
@@ -367,7 +383,7 @@ func TestTFOperatorPartialStart(t *testing.T) {
 
 func TestTFOperatorSpreads(t *testing.T) {
 	j := psJob("j", 0, 1000, 0, 1, 2, 2, 1, 4)
-	evs, res := run(t, &TFOperator{}, nodes(3, 8, 30), []*cluster.Job{j}, 5)
+	evs, res := run(t, NewTFOperator(), nodes(3, 8, 30), []*cluster.Job{j}, 5)
 	if s := find(evs, "start", "j"); len(s) != 1 || s[0].nodes != 3 {
 		t.Fatalf("start %+v, want the 3 pods spread over 3 nodes", s)
 	}
@@ -512,7 +528,7 @@ func TestDeterministic(t *testing.T) {
 			psJob("c", 60, 1200, 0, 2, 4, 3, 1, 4), psJob("d", 90, 800, 1, 2, 4, 3, 1, 4)}
 	}
 	for _, mkp := range []func() policy.Policy{
-		func() policy.Policy { return &Elastic{} }, func() policy.Policy { return &TFOperator{} },
+		func() policy.Policy { return NewElastic(placement.Spread, false) }, func() policy.Policy { return NewTFOperator() },
 		func() policy.Policy { return NewDragon() }} {
 		_, r1 := run(t, mkp(), nodes(3, 8, 30), mk(), 5)
 		_, r2 := run(t, mkp(), nodes(3, 8, 30), mk(), 5)
@@ -565,7 +581,7 @@ func TestLoopOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := kinds((&Elastic{}).Schedule(mk(tc.pending...))); got != tc.want {
+			if got := kinds(NewElastic(placement.Spread, false).Schedule(mk(tc.pending...))); got != tc.want {
 				t.Errorf("actions %q, want %q", got, tc.want)
 			}
 		})

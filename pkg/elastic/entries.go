@@ -3,12 +3,13 @@ package elastic
 import (
 	"fmt"
 
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
 // Entries returns the registry entries of the elastic scheduler and its two
-// baselines.
+// baselines, as framework presets.
 func Entries() []policy.Entry {
 	return []policy.Entry{
 		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; placement=spread|pack|first-fit for jobs no node holds; scaleup=any|local (local: never add a node to a job)",
@@ -31,32 +32,98 @@ func Entries() []policy.Entry {
 						return nil, err
 					}
 				}
-				return &Elastic{Strategy: st, LocalScaleUp: local}, nil
+				return framework.New(ElasticProfile(st, local))
 			}},
 		{Name: "tf-operator", Description: "Kubeflow tf-operator with kube-scheduler: fixed replicas, pods bound one by one with spread placement, no gang (partial starts hold resources)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("tf-operator"); err != nil {
 					return nil, err
 				}
-				return &TFOperator{}, nil
+				return framework.New(TFOperatorProfile())
 			}},
 		{Name: "dragon", Description: "DRAGON (NTHU-LSALAB): FIFO, one-node-first placement, scale-down for a job waiting 30 s (starve_s), scale-up after 60 s without action (scaleup_s)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("dragon", "starve_s", "scaleup_s"); err != nil {
 					return nil, err
 				}
-				d := NewDragon()
-				var err error
-				if d.StarveAfter, err = p.Float("starve_s", d.StarveAfter); err != nil {
+				starve, err := p.Float("starve_s", DefaultStarveAfter)
+				if err != nil {
 					return nil, err
 				}
-				if d.ScaleUpAfter, err = p.Float("scaleup_s", d.ScaleUpAfter); err != nil {
+				scaleUp, err := p.Float("scaleup_s", DefaultScaleUpAfter)
+				if err != nil {
 					return nil, err
 				}
-				if !(d.StarveAfter >= 0) || !(d.ScaleUpAfter >= 0) {
-					return nil, fmt.Errorf("starve_s=%v and scaleup_s=%v must be >= 0", d.StarveAfter, d.ScaleUpAfter)
+				if !(starve >= 0) || !(scaleUp >= 0) {
+					return nil, fmt.Errorf("starve_s=%v and scaleup_s=%v must be >= 0", starve, scaleUp)
 				}
-				return d, nil
+				return framework.New(DragonProfile(starve, scaleUp))
 			}},
+	}
+}
+
+// Plugins returns the registry entries of the plugins the three presets
+// are made of.
+func Plugins() []framework.PluginEntry {
+	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
+		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
+	}
+	seconds := func(a policy.Params, name, key string, def float64) (float64, error) {
+		if err := a.Check(name, key); err != nil {
+			return 0, err
+		}
+		v, err := a.Float(key, def)
+		if err != nil {
+			return 0, err
+		}
+		if !(v >= 0) {
+			return 0, fmt.Errorf("parameter %s=%v: must be >= 0", key, v)
+		}
+		return v, nil
+	}
+	return []framework.PluginEntry{
+		{Name: WeightedName, Description: "queueSort: the elastic article's weight, heaviest first: priority, then utility, then CPU + memory share; ties keep queue order",
+			New: none(WeightedName, Weighted{})},
+		{Name: WorkersName, Description: "size: the requested counts, then one worker fewer at a time down to the worker group's minimum (parameter servers fixed)",
+			New: none(WorkersName, Workers{})},
+		{Name: OnePerCycleName, Description: "admit: at most one job starts per cycle (the elastic and DRAGON controllers' loops); time-driven",
+			New: none(OnePerCycleName, OnePerCycle{})},
+		{Name: ScaleDownName, Description: "preempt, admit: for the heaviest waiting job when it outranks every running job, shrink lighter running jobs towards their minimum workers until it fits, all or nothing; if that fails no other job starts",
+			New: none(ScaleDownName, ScaleDown{})},
+		{Name: ScaleUpName, Description: "rebalance: grow running jobs, heaviest first, towards their maximum workers (own nodes first; local=true: only those), unless the cycle started an ordinary job; time-driven",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(ScaleUpName, "local"); err != nil {
+					return nil, err
+				}
+				local, err := a.Bool("local", false)
+				if err != nil {
+					return nil, err
+				}
+				return ScaleUp{Local: local}, nil
+			}},
+		{Name: FCFSName, Description: "queueSort: earliest enqueued first (DRAGON's waiting queue)",
+			New: none(FCFSName, FCFS{})},
+		{Name: DragonPlaceName, Description: "place: DRAGON's ScheduleJob: parameter servers then workers on the first node that holds them all, else fill nodes from the one holding the most replicas; at least the minimum workers",
+			New: none(DragonPlaceName, DragonPlace{})},
+		{Name: DragonScaleDownName, Description: "preempt, admit: once the head of the queue waited starve_s (default 30), shrink running jobs in start order towards their minimum until its minimum workers fit; if that fails no job starts; time-driven",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				v, err := seconds(a, DragonScaleDownName, "starve_s", DefaultStarveAfter)
+				if err != nil {
+					return nil, err
+				}
+				return &DragonScaleDown{StarveAfter: v}, nil
+			}},
+		{Name: DragonScaleUpName, Description: "rebalance: after scaleup_s (default 60) without a start or a starving job, grow running jobs in start order towards their maximum, filling nodes in order; time-driven",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				v, err := seconds(a, DragonScaleUpName, "scaleup_s", DefaultScaleUpAfter)
+				if err != nil {
+					return nil, err
+				}
+				return &DragonScaleUp{ScaleUpAfter: v}, nil
+			}},
+		{Name: PodPriorityName, Description: "queueSort: priority, highest first, then submit time, then job ID (kube-scheduler's PrioritySort over pods created at submission)",
+			New: none(PodPriorityName, PodPriority{})},
+		{Name: PodByPodName, Description: "place, rebalance: no gang: bind pods one at a time with spread placement, parameter servers first, keeping whatever fits (partial starts); bind the remaining pods of partly started jobs as room appears",
+			New: none(PodByPodName, PodByPod{})},
 	}
 }

@@ -39,6 +39,7 @@ type PluginsSpec struct {
 	Size      *PluginRef  `json:"size,omitempty"`
 	Filter    []PluginRef `json:"filter,omitempty"`
 	Score     []PluginRef `json:"score,omitempty"`
+	Place     *PluginRef  `json:"place,omitempty"`
 	Preempt   []PluginRef `json:"preempt,omitempty"`
 	Reserve   []PluginRef `json:"reserve,omitempty"`
 	Rebalance []PluginRef `json:"rebalance,omitempty"`
@@ -112,6 +113,9 @@ func Points(p Plugin) []string {
 	}
 	if _, ok := p.(Score); ok {
 		out = append(out, "score")
+	}
+	if _, ok := p.(Place); ok {
+		out = append(out, "place")
 	}
 	if _, ok := p.(Preempt); ok {
 		out = append(out, "preempt")
@@ -243,6 +247,15 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 				prof.Size = q
 			} else {
 				wrong("plugins.size", ps.Size.Name, "Size")
+			}
+		}
+	}
+	if ps.Place != nil {
+		if p := get("plugins.place", *ps.Place); p != nil {
+			if q, ok := p.(Place); ok {
+				prof.Place = q
+			} else {
+				wrong("plugins.place", ps.Place.Name, "Place")
 			}
 		}
 	}

@@ -18,8 +18,9 @@
 //     good, make it wait, or block it and every job behind it.
 //  3. Size proposes replica counts, largest first; for each, Filter and
 //     Score choose nodes (Profile.Gang decides whether a gang goes on one
-//     node first). The first counts that fit are started on the Statement
-//     and the Reserve plugins are told.
+//     node first), or a Place plugin places by an algorithm of its own.
+//     The first counts that fit are started on the Statement and the
+//     Reserve plugins are told.
 //  4. When no counts fit, each Preempt plugin in turn proposes evictions or
 //     shrinks on a fork of the Statement; the fork is committed when the
 //     plugin made room (the job starts now) or nominated room that is
@@ -35,6 +36,7 @@ import (
 	"fmt"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
 )
 
 // Code is the outcome of a plugin call.
@@ -204,6 +206,24 @@ type Filter interface {
 type Score interface {
 	Plugin
 	Score(c *Cycle, js *cluster.JobState, g int, node int) float64
+}
+
+// Place replaces the Runtime's placement (Filter, Score and the gang
+// mode) with an algorithm of the plugin's own, for policies whose
+// placement is not a choice of the best node per replica: a controller's
+// own bin filling (DRAGON's ScheduleJob fills nodes in an order of its
+// own, parameter servers first) or pods bound one at a time where whatever
+// fits is kept (tf-operator without gangs). The Runtime calls it wherever
+// it places a job (for each of Size's counts in order, and from
+// Cycle.Place), with the ledger to place on. It takes what it returns from
+// l, or returns a non-success status with l unchanged. It may return fewer
+// replicas than counts asks for, down to what the policy accepts (a
+// partial start); the job starts with the placement returned. It must not
+// record actions. The profile has at most one Place plugin; without one
+// the Runtime places with Filter, Score and Profile.Gang.
+type Place interface {
+	Plugin
+	Place(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *Status)
 }
 
 // Preempt makes room for a job that could not be placed at any size.

@@ -46,6 +46,9 @@ type Profile struct {
 	Future bool
 	// ScoreAll turns off feasible-node sampling on large clusters.
 	ScoreAll bool
+
+	// Place, when set, places jobs instead of Filter, Score and Gang.
+	Place Place
 }
 
 // Runtime runs a Profile as a policy.Policy. It owns the scheduling loop;
@@ -155,6 +158,9 @@ func (r *Runtime) Plugins() []Plugin {
 	}
 	for _, x := range p.Score {
 		add(x.Score)
+	}
+	if p.Place != nil {
+		add(p.Place)
 	}
 	for _, x := range p.Preempt {
 		add(x)
@@ -354,6 +360,10 @@ func (r *Runtime) sizeAndPlace(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 
 // place finds nodes for counts of js on l and takes them, all or nothing.
 func (r *Runtime) place(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *Status) {
+	if r.p.Place != nil {
+		pl, st := r.p.Place.Place(c, l, js, counts)
+		return pl, st.WithPlugin(r.p.Place.Name())
+	}
 	if r.fast {
 		pl, err := placement.Place(l, js.Job, counts, r.opts)
 		if err != nil {

@@ -1,0 +1,537 @@
+package elastic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// world builds a snapshot fluently: nodes, running jobs with their
+// placements (taken from the nodes), pending jobs in queue order.
+type world struct{ s *cluster.Snapshot }
+
+func newWorld(n int, cores, gib float64) *world {
+	return &world{s: snapshot(nodes(n, cores, gib))}
+}
+
+// at sets the snapshot's clock.
+func (w *world) at(now float64) *world { w.s.Now = now; return w }
+
+// alloc marks cores as used on node i by something outside the jobs.
+func (w *world) alloc(i int, cores float64) *world {
+	w.s.Nodes[i].Allocated = w.s.Nodes[i].Allocated.Add(resource.New(cores, 0, 0))
+	return w
+}
+
+// run adds a running job that started at first with workers on the nodes
+// ws and its parameter server on node ps.
+func (w *world) run(j *cluster.Job, first float64, ps int, ws ...int) *world {
+	js := cluster.NewJobState(j)
+	js.Phase, js.FirstStart = cluster.Running, first
+	for _, n := range ws {
+		js.Placement = append(js.Placement, cluster.Assignment{Group: 0, Node: n})
+	}
+	js.Placement = append(js.Placement, cluster.Assignment{Group: 1, Node: ps})
+	for _, a := range js.Placement {
+		w.s.Nodes[a.Node].Allocated = w.s.Nodes[a.Node].Allocated.Add(j.Groups[a.Group].Demand)
+	}
+	w.s.Running = append(w.s.Running, js)
+	return w
+}
+
+// wait adds a pending job that entered the queue at enqueued.
+func (w *world) wait(j *cluster.Job, enqueued float64) *world {
+	js := cluster.NewJobState(j)
+	js.Enqueued = enqueued
+	w.s.Pending.PushBack(js)
+	return w
+}
+
+func (w *world) obj() *cluster.Snapshot { return w.s }
+
+// show renders actions other than Wait as "kind job w=[nodes] ps=[nodes]".
+func show(acts []policy.Action) []string {
+	var out []string
+	for _, a := range acts {
+		var p cluster.Placement
+		switch a := a.(type) {
+		case policy.Wait:
+			continue
+		case policy.Start:
+			p = a.Placement
+		case policy.Resize:
+			p = a.Placement
+		}
+		out = append(out, policy.Kind(a)+" "+a.Target()+" "+showPlacement(p))
+	}
+	return out
+}
+
+func showPlacement(p cluster.Placement) string {
+	var w, ps []int
+	for _, a := range p {
+		if a.Group == 0 {
+			w = append(w, a.Node)
+		} else {
+			ps = append(ps, a.Node)
+		}
+	}
+	slices.Sort(w)
+	slices.Sort(ps)
+	return fmt.Sprintf("w=%v ps=%v", w, ps)
+}
+
+func TestWeightedPlugin(t *testing.T) {
+	s := newWorld(3, 8, 30).obj()
+	small := psJob("small", 0, 100, 0, 1, 2, 2, 1, 4)
+	big := psJob("big", 0, 100, 0, 2, 8, 3, 1, 4)
+	urgent := psJob("urgent", 0, 100, 1, 1, 2, 1, 1, 2)
+	twin := psJob("twin", 0, 100, 0, 1, 2, 2, 1, 4)
+	var js []*cluster.JobState
+	for _, j := range []*cluster.Job{small, big, twin, urgent} {
+		js = append(js, cluster.NewJobState(j))
+	}
+	c := &framework.Cycle{Snap: s}
+	slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return Weighted{}.Compare(c, a, b) })
+	var got []string
+	for _, j := range js {
+		got = append(got, j.Job.ID)
+	}
+	if d := cmp.Diff([]string{"urgent", "big", "small", "twin"}, got); d != "" {
+		t.Errorf("order (-want +got):\n%s", d)
+	}
+}
+
+func TestWorkersSize(t *testing.T) {
+	twoPS := psJob("j", 0, 1, 0, 1, 2, 3, 2, 5)
+	twoPS.Groups = append(twoPS.Groups, cluster.ReplicaGroup{Name: "ps2", Demand: resource.New(1, 1, 0), Replicas: 2, Min: 2, Max: 2})
+	tests := []struct {
+		name string
+		job  *cluster.Job
+		want [][]int
+	}{
+		{"requested down to min", psJob("j", 0, 1, 0, 1, 2, 3, 1, 6), [][]int{{3, 1}, {2, 1}, {1, 1}}},
+		{"fixed size", psJob("j", 0, 1, 0, 1, 2, 2, 2, 2), [][]int{{2, 1}}},
+		{"servers keep their count", twoPS, [][]int{{3, 1, 2}, {2, 1, 2}}},
+	}
+	for _, tc := range tests {
+		got := Workers{}.Size(nil, cluster.NewJobState(tc.job))
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s: sizes (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
+
+// TestElasticCycle runs single cycles of the elastic preset (and of
+// profiles that isolate a plugin) and checks the actions.
+func TestElasticCycle(t *testing.T) {
+	// One node of 8 cores unless said otherwise; jobs have 1-core workers
+	// and a 1-core PS.
+	job := func(id string, prio, n, lo, hi int) *cluster.Job { return psJob(id, 0, 100, prio, 1, 2, n, lo, hi) }
+	tests := []struct {
+		name string
+		snap *cluster.Snapshot
+		prof framework.Profile
+		want []string
+	}{
+		{"no high-priority job: the first job that fits starts, the cycle ends (no scale-up)",
+			newWorld(1, 8, 30).run(job("r", 0, 2, 1, 4), 0, 0, 0, 0).
+				wait(job("big", 0, 6, 6, 6), 0).wait(job("a", 0, 1, 1, 1), 0).wait(job("b", 0, 1, 1, 1), 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"start a w=[0] ps=[0]"}},
+		{"a job starts with fewer workers down to its minimum",
+			newWorld(1, 8, 30).run(job("r", 1, 4, 4, 4), 0, 0, 0, 0, 0, 0).wait(job("a", 0, 4, 2, 4), 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"start a w=[0 0] ps=[0]"}},
+		{"high-priority job fits: it starts, then scale-up",
+			newWorld(1, 8, 30).run(job("r", 0, 2, 1, 4), 0, 0, 0, 0).wait(job("h", 1, 2, 2, 2), 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"start h w=[0 0] ps=[0]", "resize r w=[0 0 0 0] ps=[0]"}},
+		{"scale-down: the lightest job shrinks first, then the next, only as far as needed; no scale-up",
+			newWorld(1, 8, 30).run(job("r1", 0, 3, 1, 3), 0, 0, 0, 0, 0).run(job("r2", 0, 2, 1, 2), 1, 0, 0, 0).
+				wait(job("h", 1, 2, 2, 2), 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"resize r2 w=[0] ps=[0]", "resize r1 w=[0 0] ps=[0]", "start h w=[0 0] ps=[0]"}},
+		{"scale-down removes workers away from the job's PS first",
+			newWorld(2, 8, 30).alloc(1, 4).run(job("r", 0, 6, 1, 6), 0, 0, 0, 0, 0, 0, 1, 1).wait(psJob("h", 0, 100, 1, 1, 2, 5, 5, 5), 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"resize r w=[0 0 0 0 1] ps=[0]", "start h w=[0 0 1 1 1] ps=[0]"}},
+		{"failed scale-down changes nothing and blocks the queue; scale-up still runs",
+			newWorld(1, 8, 30).run(job("r", 0, 5, 5, 7), 0, 0, 0, 0, 0, 0, 0).
+				wait(job("h", 1, 3, 3, 3), 0).wait(job("s", 1, 1, 1, 1), 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"resize r w=[0 0 0 0 0 0 0] ps=[0]"}},
+		{"local scale-up stays on the job's nodes",
+			newWorld(2, 8, 30).alloc(0, 4).run(job("r", 0, 2, 1, 8), 0, 0, 0, 0).obj(),
+			ElasticProfile(placement.Spread, true),
+			[]string{"resize r w=[0 0 0] ps=[0]"}},
+		{"scale-up prefers the job's nodes, then the others",
+			newWorld(2, 8, 30).alloc(0, 3).run(job("r", 0, 2, 1, 6), 0, 0, 0, 0).obj(),
+			ElasticProfile(placement.Spread, false),
+			[]string{"resize r w=[0 0 0 0 1 1] ps=[0]"}},
+		{"one per cycle alone: the second job waits",
+			newWorld(1, 8, 30).wait(job("a", 0, 1, 1, 1), 0).wait(job("b", 0, 1, 1, 1), 0).obj(),
+			framework.Profile{Name: "t", Admit: []framework.Admit{OnePerCycle{}}},
+			[]string{"start a w=[0] ps=[0]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := framework.New(tc.prof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, show(r.Schedule(tc.snap))); d != "" {
+				t.Errorf("actions (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestDragonPlace(t *testing.T) {
+	// Three nodes of 8 cores; jobs have 3-core workers and a 1-core PS.
+	job := func(n, lo int) *cluster.JobState { return cluster.NewJobState(psJob("j", 0, 1, 0, 3, 2, n, lo, n)) }
+	bigPS := job(2, 1)
+	bigPS.Job.Groups[1].Demand = resource.New(4, 2, 0)
+	tests := []struct {
+		name  string
+		free  []float64
+		js    *cluster.JobState
+		want  string
+		fails bool
+	}{
+		{"one node holds it all: the first such node", []float64{3, 8, 8}, job(2, 1), "w=[1 1] ps=[1]", false},
+		{"fill from the node that holds most, then in index order", []float64{3, 8, 8}, job(4, 1), "w=[0 1 1 2] ps=[1]", false},
+		{"fewer workers than requested, at least the minimum", []float64{4, 3, 0}, job(3, 1), "w=[0 1] ps=[0]", false},
+		{"below the minimum: fails", []float64{4, 3, 0}, job(3, 3), "", true},
+		{"no room for the PS: fails", []float64{3, 3, 3}, bigPS, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(3, 8, 30)
+			for i, f := range tc.free {
+				w.alloc(i, 8-f)
+			}
+			l := placement.NewLedger(w.obj(), true)
+			before := []resource.Vector{l.Free(0), l.Free(1), l.Free(2)}
+			p, st := DragonPlace{}.Place(nil, l, tc.js, tc.js.Job.RequestedCounts())
+			if tc.fails {
+				if st.IsSuccess() {
+					t.Fatalf("placed %v, want a failure", p)
+				}
+				if d := cmp.Diff(before, []resource.Vector{l.Free(0), l.Free(1), l.Free(2)}); d != "" {
+					t.Errorf("a failed placement changed the ledger:\n%s", d)
+				}
+				return
+			}
+			if !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			if d := cmp.Diff(tc.want, showPlacement(p)); d != "" {
+				t.Errorf("placement (-want +got):\n%s", d)
+			}
+			var took resource.Vector
+			for i := range before {
+				took = took.Add(before[i].Sub(l.Free(i)))
+			}
+			if want := tc.js.Job.Demand(p.Counts(2)); took != want {
+				t.Errorf("took %v from the ledger, want %v", took, want)
+			}
+		})
+	}
+}
+
+// TestDragonCycle runs single cycles, or a sequence of cycles of one
+// runtime (for the scale-up clock), of the dragon preset.
+func TestDragonCycle(t *testing.T) {
+	job := func(id string, n, lo, hi int) *cluster.Job { return psJob(id, 0, 100, 0, 1, 2, n, lo, hi) }
+	type step struct {
+		snap *cluster.Snapshot
+		want []string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"head not starving: the next job that fits starts, one per cycle", []step{{
+			newWorld(1, 8, 30).at(110).run(job("r", 4, 4, 4), 0, 0, 0, 0, 0, 0).
+				wait(job("head", 3, 3, 3), 100).wait(job("a", 1, 1, 1), 101).wait(job("b", 1, 1, 1), 102).obj(),
+			[]string{"start a w=[0] ps=[0]"}}}},
+		{"starving head: scale-down in start order, for its minimum workers only (not its PS): it still does not fit", []step{{
+			newWorld(1, 8, 30).at(130).run(job("r1", 3, 1, 3), 0, 0, 0, 0, 0).run(job("r2", 2, 1, 2), 1, 0, 0, 0).
+				wait(job("head", 3, 2, 3), 100).obj(),
+			[]string{"resize r1 w=[0 0] ps=[0]"}}}},
+		{"starving head: scale-down frees more than its minimum workers, it starts", []step{{
+			newWorld(1, 8, 30).at(130).run(psJob("r", 0, 100, 0, 2, 2, 3, 1, 3), 0, 0, 0, 0, 0).
+				wait(job("head", 2, 2, 2), 100).obj(),
+			[]string{"resize r w=[0 0] ps=[0]", "start head w=[0 0] ps=[0]"}}}},
+		{"starving head, failed scale-down: nothing starts", []step{{
+			newWorld(1, 8, 30).at(130).run(job("r", 5, 5, 5), 0, 0, 0, 0, 0, 0, 0).
+				wait(job("head", 3, 3, 3), 100).wait(job("a", 1, 1, 1), 101).obj(),
+			nil}}},
+		{"scale-up after 60 s without an action, then the clock restarts", []step{
+			{newWorld(1, 8, 30).at(0).run(job("r", 2, 1, 4), 0, 0, 0, 0).obj(), nil},
+			{newWorld(1, 8, 30).at(55).run(job("r", 2, 1, 4), 0, 0, 0, 0).obj(), nil},
+			{newWorld(1, 8, 30).at(60).run(job("r", 2, 1, 3), 0, 0, 0, 0).obj(), []string{"resize r w=[0 0 0] ps=[0]"}},
+			{newWorld(1, 8, 30).at(100).run(job("r", 3, 1, 4), 0, 0, 0, 0, 0).obj(), nil},
+			{newWorld(1, 8, 30).at(120).run(job("r", 3, 1, 4), 0, 0, 0, 0, 0).obj(), []string{"resize r w=[0 0 0 0] ps=[0]"}},
+		}},
+		{"a start resets the clock", []step{
+			{newWorld(1, 8, 30).at(0).run(job("r", 2, 1, 4), 0, 0, 0, 0).obj(), nil},
+			{newWorld(1, 8, 30).at(50).run(job("r", 2, 1, 4), 0, 0, 0, 0).wait(job("a", 1, 1, 1), 50).obj(), []string{"start a w=[0] ps=[0]"}},
+			{newWorld(1, 8, 30).at(60).run(job("r", 2, 1, 4), 0, 0, 0, 0).obj(), nil},
+			{newWorld(1, 8, 30).at(110).run(job("r", 2, 1, 4), 0, 0, 0, 0).obj(), []string{"resize r w=[0 0 0 0] ps=[0]"}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewDragon()
+			for i, st := range tc.steps {
+				if d := cmp.Diff(st.want, show(r.Schedule(st.snap))); d != "" {
+					t.Errorf("step %d (t=%v): actions (-want +got):\n%s", i, st.snap.Now, d)
+				}
+			}
+		})
+	}
+}
+
+func TestPodByPod(t *testing.T) {
+	// Two nodes of 8 cores; 2-core workers and a 1-core PS.
+	job := func(id string, submit float64, prio, n, lo int) *cluster.Job {
+		return psJob(id, submit, 100, prio, 2, 2, n, lo, n)
+	}
+	tests := []struct {
+		name string
+		snap *cluster.Snapshot
+		want []string
+	}{
+		{"pods spread, PS first", newWorld(2, 8, 30).wait(job("a", 0, 0, 3, 3), 0).obj(),
+			[]string{"start a w=[0 1 1] ps=[0]"}},
+		{"partial start below the minimum", newWorld(2, 8, 30).alloc(0, 8).alloc(1, 4).wait(job("a", 0, 0, 3, 3), 0).obj(),
+			[]string{"start a w=[1] ps=[1]"}},
+		{"every job that gets a pod starts, in priority then submit order", newWorld(2, 8, 30).alloc(0, 8).alloc(1, 3).
+			wait(job("late", 5, 0, 1, 1), 0).wait(job("early", 1, 0, 2, 2), 0).wait(job("vip", 9, 1, 1, 1), 0).obj(),
+			[]string{"start vip w=[1] ps=[1]", "start early w=[] ps=[1]", "start late w=[] ps=[1]"}},
+		{"the remaining pods of a partly started job are bound after the pending jobs", newWorld(2, 8, 30).alloc(0, 4).
+			run(job("r", 0, 0, 4, 4), 0, 1, 1).wait(job("a", 5, 0, 1, 1), 0).obj(),
+			[]string{"start a w=[1] ps=[0]", "resize r w=[0 1 1] ps=[1]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, show(NewTFOperator().Schedule(tc.snap))); d != "" {
+				t.Errorf("actions (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestPluginEntries(t *testing.T) {
+	reg := framework.NewRegistry()
+	if err := reg.Add(Plugins()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Plugins() {
+		p, err := e.New(policy.Params{})
+		if err != nil {
+			t.Errorf("%s: %v", e.Name, err)
+			continue
+		}
+		if p.Name() != e.Name {
+			t.Errorf("entry %s builds plugin %s", e.Name, p.Name())
+		}
+		points := strings.Join(framework.Points(p), ", ")
+		if head, _, _ := strings.Cut(e.Description, ":"); !samePoints(head, points) {
+			t.Errorf("%s: description names %q, plugin implements %q", e.Name, head, points)
+		}
+		if _, err := e.New(policy.Params{"nosuch": "1"}); err == nil {
+			t.Errorf("%s: unknown argument accepted", e.Name)
+		}
+	}
+	bad := map[string]policy.Params{
+		ScaleUpName:         {"local": "maybe"},
+		DragonScaleDownName: {"starve_s": "-1"},
+		DragonScaleUpName:   {"scaleup_s": "x"},
+	}
+	for name, args := range bad {
+		for _, e := range Plugins() {
+			if e.Name == name {
+				if _, err := e.New(args); err == nil {
+					t.Errorf("%s %v accepted", name, args)
+				}
+			}
+		}
+	}
+}
+
+// samePoints compares "preempt, admit" with "admit, preempt".
+func samePoints(a, b string) bool {
+	split := func(s string) []string {
+		f := strings.Split(s, ", ")
+		slices.Sort(f)
+		return f
+	}
+	return slices.Equal(split(a), split(b))
+}
+
+// TestProfilesFromSpec builds each preset from a profile spec with the
+// plugin registry and checks it decides as the preset does over a whole
+// run.
+func TestProfilesFromSpec(t *testing.T) {
+	reg := framework.NewRegistry()
+	if err := reg.Add(Plugins()...); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(names ...string) []framework.PluginRef {
+		var out []framework.PluginRef
+		for _, n := range names {
+			out = append(out, framework.PluginRef{Name: n})
+		}
+		return out
+	}
+	one := func(n string) *framework.PluginRef { return &framework.PluginRef{Name: n} }
+	specs := []struct {
+		preset policy.Policy
+		spec   framework.ProfileSpec
+	}{
+		{NewElastic(placement.Spread, true), framework.ProfileSpec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
+			Plugins: framework.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
+				Score: ref("least-allocated"), Preempt: ref(ScaleDownName), Rebalance: ref(ScaleUpName)},
+			PluginConfig: []framework.PluginConfig{{Name: ScaleUpName, Args: map[string]any{"local": true}}}}},
+		{NewDragon(), framework.ProfileSpec{Name: "dragon",
+			Plugins: framework.PluginsSpec{QueueSort: one(FCFSName), Admit: ref(OnePerCycleName, DragonScaleDownName), Place: one(DragonPlaceName),
+				Preempt: ref(DragonScaleDownName), Rebalance: ref(DragonScaleUpName)}}},
+		{NewTFOperator(), framework.ProfileSpec{Name: "tf-operator",
+			Plugins: framework.PluginsSpec{QueueSort: one(PodPriorityName), Place: one(PodByPodName), Rebalance: ref(PodByPodName)}}},
+	}
+	// least-allocated is a framework built-in; the lead's registry holds it.
+	if err := reg.Add(framework.PluginEntry{Name: "least-allocated", New: func(policy.Params) (framework.Plugin, error) {
+		return framework.Strategy{S: placement.Spread}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	mk := func() []*cluster.Job {
+		return []*cluster.Job{psJob("a", 0, 900, 0, 2, 4, 3, 1, 4), psJob("b", 30, 600, 0, 2, 4, 3, 1, 4),
+			psJob("c", 60, 1200, 0, 3, 4, 4, 2, 4), psJob("d", 90, 800, 1, 2, 4, 3, 1, 4), psJob("e", 95, 300, 0, 1, 2, 2, 1, 3)}
+	}
+	for _, sp := range specs {
+		rt, err := reg.Build(sp.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", sp.spec.Name, err)
+		}
+		if rt.TimeDriven() != sp.preset.(policy.TimeDriven).TimeDriven() {
+			t.Errorf("%s: time-driven %v, preset %v", sp.spec.Name, rt.TimeDriven(), !rt.TimeDriven())
+		}
+		want, _ := run(t, sp.preset, nodes(3, 8, 30), mk(), 5)
+		got, _ := run(t, rt, nodes(3, 8, 30), mk(), 5)
+		if d := cmp.Diff(want, got, cmp.AllowUnexported(event{})); d != "" {
+			t.Errorf("%s: events from the spec differ from the preset's (-preset +spec):\n%s", sp.spec.Name, d)
+		}
+	}
+}
+
+// gangPlaceRef is the elastic policy's placement before the port, kept as
+// the reference the profile's placement (one-node-first with first fit,
+// then the strategy per replica) must reproduce: requested workers down to
+// the minimum; for each, every replica on the first node (in index order)
+// with room for all of them, else placement.Place with the strategy.
+func gangPlaceRef(l *placement.Ledger, j *cluster.Job, st placement.Strategy) (cluster.Placement, bool) {
+	counts := j.RequestedCounts()
+	for w := counts[0]; w >= j.Groups[0].Min; w-- {
+		counts[0] = w
+		total := j.Demand(counts)
+		s := l.Snapshot()
+		for i, n := range s.Nodes {
+			if !n.Ready || n.Gone || !total.Fits(l.Free(i)) {
+				continue
+			}
+			eligible := true
+			for g, c := range counts {
+				if c > 0 && !placement.Eligible(n, j, g) {
+					eligible = false
+				}
+			}
+			if !eligible {
+				continue
+			}
+			p := make(cluster.Placement, 0, len(j.Groups))
+			for g, c := range counts {
+				for r := 0; r < c; r++ {
+					p = append(p, cluster.Assignment{Group: g, Node: i})
+				}
+			}
+			l.Take(i, total)
+			return p, true
+		}
+		if p, err := placement.Place(l, j, counts, placement.Options{Strategy: st}); err == nil {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// TestGangPlaceEquivalence checks on random clusters (with node roles and
+// nodes that are not ready) that the elastic profile starts a lone job
+// exactly where the pre-port gang placement put it.
+func TestGangPlaceEquivalence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	stats := map[string]int{}
+	for k := range 2000 {
+		n := 1 + rng.IntN(6)
+		w := newWorld(n, 8, 30)
+		for i := range n {
+			w.alloc(i, float64(rng.IntN(9)))
+			w.s.Nodes[i].Allocated[resource.Memory] = int64(rng.IntN(31)) * resource.New(0, 1, 0)[resource.Memory]
+			switch rng.IntN(8) {
+			case 0:
+				w.s.Nodes[i].Ready = false
+			case 1:
+				w.s.Nodes[i].Role = "ps"
+			case 2:
+				w.s.Nodes[i].Role = "worker"
+			}
+		}
+		reps := 1 + rng.IntN(5)
+		lo := 1 + rng.IntN(reps)
+		j := psJob("j", 0, 100, 0, float64(1+rng.IntN(3)), float64(1+rng.IntN(6)), reps, lo, reps+2)
+		st := placement.Strategy(rng.IntN(3))
+		s := w.wait(j, 0).obj()
+		want, ok := gangPlaceRef(placement.NewLedger(s, true), j, st)
+		var got cluster.Placement
+		for _, a := range NewElastic(st, false).Schedule(s) {
+			if a, isStart := a.(policy.Start); isStart {
+				got = a.Placement
+			}
+		}
+		if !ok {
+			want = nil
+		}
+		if len(got) == 0 {
+			stats["none"]++
+		} else if len(got.Nodes()) > 1 {
+			stats["spread"]++
+		} else {
+			stats["one"]++
+		}
+		if len(got) > 0 && got.Counts(2)[0] < reps {
+			stats["fewer"]++
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("case %d (%v): placement (-pre-port +profile):\n%s", k, st, d)
+		}
+	}
+	// The random cases must reach every branch.
+	for _, b := range []string{"none", "one", "spread", "fewer"} {
+		if stats[b] == 0 {
+			t.Errorf("no case placed %q: %v", b, stats)
+		}
+	}
+}
