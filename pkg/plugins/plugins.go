@@ -26,6 +26,7 @@ func Registry() (*framework.Registry, error) {
 		specon.Plugins(),
 		autoscale.Plugins(),
 		oasis.Plugins(),
+		elastic.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

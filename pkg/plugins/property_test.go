@@ -1,0 +1,137 @@
+package plugins_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/sim"
+	"github.com/drover-sched/drover/pkg/specon"
+)
+
+// randomWorld is a small random workload: TE trials and elastic BE jobs,
+// some with a parameter-server group, a utility or a loss curve, on a few
+// nodes of 8 GPUs. Every preset must run it without a refused action.
+func randomWorld(seed uint64) ([]cluster.Node, []*cluster.Job) {
+	r := rand.New(rand.NewPCG(seed, 0xf00d))
+	var nodes []cluster.Node
+	for i := range 3 + r.IntN(4) {
+		nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("n%d", i), Capacity: resource.New(32, 256, 8)})
+	}
+	vae, _ := specon.ModelByName("vae")
+	var jobs []*cluster.Job
+	t := 0.0
+	for i := range 25 + r.IntN(20) {
+		t += r.ExpFloat64() * 120
+		j := &cluster.Job{ID: fmt.Sprintf("j%02d", i), Submit: float64(int(t)), Seed: seed*1000 + uint64(i),
+			Tenant: fmt.Sprintf("t%d", r.IntN(3)), Priority: r.IntN(3)}
+		gpus := int64(1 << r.IntN(3))
+		if r.Float64() < 0.3 {
+			j.Class = cluster.ClassTE
+			j.Work = float64(60 + r.IntN(600))
+			j.Groups = []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(2, 8, gpus), Replicas: 1, Min: 1, Max: 1}}
+		} else {
+			j.Class = cluster.ClassBE
+			j.Work = float64(1800 + r.IntN(7200))
+			j.GracePeriod = float64(r.IntN(3) * 60)
+			n := 1 + r.IntN(4)
+			lo := 1 + r.IntN(n)
+			j.Groups = []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(2, 8, gpus), Replicas: n, Min: lo, Max: n + r.IntN(3)}}
+			if r.Float64() < 0.3 {
+				j.Groups = append(j.Groups, cluster.ReplicaGroup{Name: "ps", Demand: resource.New(2, 8, 0), Replicas: 1, Min: 1, Max: 1})
+			}
+			j.CheckpointCost, j.RestoreCost = 5, 5
+			if r.Float64() < 0.5 {
+				j.Eval = vae.Curve
+			}
+		}
+		if r.Float64() < 0.3 {
+			j.Utility = cluster.Sigmoid{G1: 1 + 9*r.Float64(), G2: 0.001, G3: 2 * j.Work}
+		}
+		jobs = append(jobs, j)
+	}
+	return nodes, jobs
+}
+
+// TestEveryPresetKeepsTheInvariants runs every preset on random small
+// workloads with the simulator's invariant checks on (no node over
+// capacity, allocations equal placements, every job in one place, no work
+// created or lost) and asserts: no refused action; gangs all or nothing
+// (except tf-operator, which models kube-scheduler's partial starts); no
+// job preempted more than P times under fitgpp (P = 1); no job migrated
+// twice under specon; the same bytes for the same seed.
+func TestEveryPresetKeepsTheInvariants(t *testing.T) {
+	reg, err := plugins.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := 6
+	if testing.Short() {
+		seeds = 2
+	}
+	for _, e := range reg.Entries() {
+		t.Run(e.Name, func(t *testing.T) {
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				run := func() ([]byte, *sim.Result) {
+					nodes, jobs := randomWorld(seed)
+					p, err := reg.New(e.Name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var partial []string
+					cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
+						Observe: func(_ float64, kind string, js *cluster.JobState, _ string) {
+							if kind != "start" || e.Name == "tf-operator" {
+								return
+							}
+							for g, c := range js.Counts() {
+								if c < js.Job.Groups[g].Min {
+									partial = append(partial, fmt.Sprintf("%s group %d: %d < min %d", js.Job.ID, g, c, js.Job.Groups[g].Min))
+								}
+							}
+						}}
+					s, err := sim.New(cfg, nodes, jobs, p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := s.Run(context.Background())
+					if err != nil {
+						t.Fatalf("seed %d: %v", seed, err)
+					}
+					if len(partial) > 0 {
+						t.Errorf("seed %d: partial gangs started: %v", seed, partial)
+					}
+					b, err := json.Marshal(struct {
+						M map[string]float64
+						R any
+					}{res.Metrics(), res.Records})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return b, res
+				}
+				b1, res := run()
+				if b2, _ := run(); !bytes.Equal(b1, b2) {
+					t.Errorf("seed %d: two runs of the same seed differ", seed)
+				}
+				for _, rf := range res.Refusals {
+					t.Errorf("seed %d: refused: %v", seed, rf)
+				}
+				for _, rec := range res.Records {
+					if e.Name == "fitgpp" && rec.Preemptions > 1 {
+						t.Errorf("seed %d: fitgpp preempted %s %d times (P = 1)", seed, rec.ID, rec.Preemptions)
+					}
+					if e.Name == "specon" && rec.Migrations > 1 {
+						t.Errorf("seed %d: specon migrated %s %d times", seed, rec.ID, rec.Migrations)
+					}
+				}
+			}
+		})
+	}
+}
