@@ -1,11 +1,11 @@
 // Package fitgpp implements FitGpp (Fitting Grace Period Preemption, the
 // paper in shared/papers/002) and the two preemptive baselines it is
-// compared with, LRTP and RAND.
+// compared with, LRTP and RAND, as framework presets made of plugins.
 //
 // All three are built on FIFO. Every cycle they first serve the pending
 // trial-and-error (TE) jobs in queue order, which are never preempted and
 // may preempt best-effort (BE) jobs; then they start BE jobs in strict
-// queue order with head-of-line blocking, exactly like baseline.FIFO. A
+// queue order with head-of-line blocking, exactly like baseline's fifo. A
 // preempted BE job holds its resources for its grace period (Preempt.Grace
 // is the job's GracePeriod), is then suspended and goes back to the head
 // of the queue (the executor does that), so it is the first BE job to
@@ -36,17 +36,25 @@
 //     prediction), until the TE job fits.
 //   - rand: random running BE jobs until the TE job fits.
 //
-// Preemptions in flight are accounted for: the free resources a cycle
-// plans with are the node's free resources plus NodeState.Releasing (what
-// jobs in their grace period will free). A TE job that fits once those
-// come back waits for them instead of preempting more, and the part of its
-// placement that is already free is held back from BE jobs, so that a BE
-// job does not take the room a victim was preempted for.
+// Preemptions in flight are accounted for: the profiles keep the
+// Statement's Soon ledger (free plus NodeState.Releasing, what jobs in
+// their grace period will free). A TE job that fits once those come back
+// waits for them instead of preempting more, and the part of its placement
+// that is already free is nominated (held back on the Now ledger), so that
+// a BE job does not take the room a victim was preempted for.
 //
 // Jobs whose class is unknown are rejected with a reason naming the job:
 // a policy cannot return an error, and silently treating them as BE (or
 // TE) would give them the wrong protection. Experiments validate their
 // workloads with ValidateJobs first, so a bad workload is an error there.
+//
+// The presets fitgpp, lrtp and rand are one profile each:
+//
+//	queueSort  fitgpp-te-first
+//	admit      fitgpp-class, fitgpp-be-head-of-line
+//	filter     node-role
+//	score      most-allocated (pack)
+//	preempt    fitgpp | lrtp | rand  (a Preemptor; keeps the Soon ledger)
 package fitgpp
 
 import (
@@ -59,6 +67,7 @@ import (
 	"strconv"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -77,7 +86,77 @@ const (
 // "P infinite", Table 4). It is written p=inf in a policy spec.
 const Unlimited = math.MaxInt
 
-// Victims chooses the BE jobs to preempt for one TE job.
+// Plugin names.
+const (
+	TEFirstName      = "fitgpp-te-first"
+	ClassName        = "fitgpp-class"
+	BEHeadOfLineName = "fitgpp-be-head-of-line"
+)
+
+// TEFirst orders the pending jobs TE before BE, keeping queue order within
+// each class. Jobs without a class rank with the TE jobs, so that
+// fitgpp-class rejects them where the queue had them.
+type TEFirst struct{}
+
+var _ framework.QueueSort = TEFirst{}
+
+// Name implements framework.Plugin.
+func (TEFirst) Name() string { return TEFirstName }
+
+// Compare implements framework.QueueSort.
+func (TEFirst) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
+	rank := func(js *cluster.JobState) int {
+		if js.Job.Class == cluster.ClassBE {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Compare(rank(a), rank(b))
+}
+
+// Class rejects, for good, a job that is neither TE nor BE, with a reason
+// naming the job: the FitGpp policies need the class to tell the jobs they
+// protect from the ones they may preempt. Every other job is admitted.
+type Class struct{}
+
+var _ framework.Admit = Class{}
+
+// Name implements framework.Plugin.
+func (Class) Name() string { return ClassName }
+
+// Admit implements framework.Admit.
+func (Class) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
+	if c := js.Job.Class; c == cluster.ClassTE || c == cluster.ClassBE {
+		return nil
+	}
+	return framework.Statusf(framework.Unresolvable, "job %s has no class (want TE or BE)", js.Job.ID)
+}
+
+// BEHeadOfLine is strict FIFO among BE jobs: once a BE job could not be
+// started in this cycle, it and every job behind it wait (Blocked). TE
+// jobs that could not start block nothing; with fitgpp-te-first they are
+// all tried before the first BE job.
+type BEHeadOfLine struct{}
+
+var _ framework.Admit = BEHeadOfLine{}
+
+// Name implements framework.Plugin.
+func (BEHeadOfLine) Name() string { return BEHeadOfLineName }
+
+// Admit implements framework.Admit.
+func (BEHeadOfLine) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	if js.Job.Class != cluster.ClassBE {
+		return nil
+	}
+	for _, f := range c.Failed() {
+		if f.Job.Class == cluster.ClassBE {
+			return framework.NewStatus(framework.Blocked, "behind the head of the BE queue")
+		}
+	}
+	return nil
+}
+
+// Victims is the rule a Preemptor chooses BE victims by.
 type Victims int
 
 // Victim rules.
@@ -87,38 +166,9 @@ const (
 	Rand
 )
 
-// Policy is FitGpp, LRTP or RAND on top of FIFO.
-type Policy struct {
-	Rule Victims
-	// Lambda weighs the grace period against the size (fitgpp only).
-	Lambda float64
-	// P caps how many times a job may be preempted (fitgpp only); Unlimited
-	// for no cap.
-	P int
-	// Placement is how jobs are placed (default pack, as baseline FIFO).
-	Placement placement.Options
-	// NoPreempt serves TE jobs first but never preempts: the ablation that
-	// separates what TE-first ordering gains from what preemption gains
-	// (fitgpp:preempt=false).
-	NoPreempt bool
-}
-
-var _ policy.Policy = (*Policy)(nil)
-
-// New returns a policy with the given rule, validating lambda and P.
-func New(rule Victims, lambda float64, p int) (*Policy, error) {
-	if math.IsNaN(lambda) || math.IsInf(lambda, 0) || lambda < 0 {
-		return nil, fmt.Errorf("parameter lambda=%v: must be a finite number >= 0", lambda)
-	}
-	if p < 1 {
-		return nil, fmt.Errorf("parameter p=%d: must be at least 1 (or inf)", p)
-	}
-	return &Policy{Rule: rule, Lambda: lambda, P: p, Placement: placement.Options{Strategy: placement.Pack}}, nil
-}
-
-// Name implements policy.Policy.
-func (p *Policy) Name() string {
-	switch p.Rule {
+// String is the rule's plugin and preset name.
+func (v Victims) String() string {
+	switch v {
 	case LRTP:
 		return "lrtp"
 	case Rand:
@@ -127,146 +177,167 @@ func (p *Policy) Name() string {
 	return "fitgpp"
 }
 
-// Schedule implements policy.Policy.
-func (p *Policy) Schedule(s *cluster.Snapshot) []policy.Action {
-	if s.Pending.Len() == 0 {
-		return nil
-	}
-	now := placement.NewLedger(s, true)
-	// soon also counts what jobs in their grace period will release.
-	soon := placement.NewLedger(s, true)
-	for i, n := range s.Nodes {
-		if n.Ready && !n.Gone && !n.Releasing.IsZero() {
-			soon.Give(i, n.Releasing)
-		}
-	}
-	var out []policy.Action
-	var rng *rand.Rand
-	var running []*cluster.JobState // BE jobs still Running, sorted by ID; built lazily
-	chosen := map[*cluster.JobState]bool{}
-	for js := range s.Pending.All() {
-		if js.Job.Class == cluster.ClassUnknown {
-			out = append(out, policy.Reject{Job: js.Job.ID, Reason: fmt.Sprintf("%s: job %s has no class (want TE or BE)", p.Name(), js.Job.ID)})
-			continue
-		}
-		if js.Job.Class != cluster.ClassTE {
-			continue
-		}
-		counts := js.Job.RequestedCounts()
-		if pl, err := placement.Place(now, js.Job, counts, p.Placement); err == nil {
-			out = append(out, policy.Start{Job: js.Job.ID, Placement: pl})
-			soon.TakePlacement(js.Job, pl)
-			continue
-		}
-		if pl, err := placement.Place(soon, js.Job, counts, p.Placement); err == nil {
-			reserve(now, js.Job, pl)
-			out = append(out, policy.Wait{Job: js.Job.ID, Reason: "waiting for preempted jobs' grace periods"})
-			continue
-		}
-		if p.NoPreempt {
-			out = append(out, policy.Wait{Job: js.Job.ID, Reason: p.Name() + ": no room and preemption is off"})
-			continue
-		}
-		if running == nil {
-			running = runningBE(s)
-			rng = rand.New(rand.NewPCG(s.Seed, s.Cycle))
-		}
-		victims, pl := p.choose(s, soon, js, running, chosen, rng)
-		if victims == nil {
-			out = append(out, policy.Wait{Job: js.Job.ID, Reason: p.Name() + ": no set of running BE jobs makes room"})
-			continue
-		}
-		instant := true
-		for _, v := range victims {
-			chosen[v] = true
-			out = append(out, policy.Preempt{Job: v.Job.ID, Grace: v.Job.GracePeriod, By: js.Job.ID,
-				Reason: p.Name() + " victim for TE job " + js.Job.ID})
-			if v.Job.GracePeriod > 0 {
-				instant = false
-			}
-		}
-		if instant {
-			// Victims without a grace period are suspended at once, so
-			// the TE job can start in the same cycle.
-			now.Fork()
-			for _, v := range victims {
-				now.GiveJob(v)
-			}
-			if now.TakePlacement(js.Job, pl) {
-				now.Commit()
-				out = append(out, policy.Start{Job: js.Job.ID, Placement: pl})
-				continue
-			}
-			now.Revert()
-		}
-		reserve(now, js.Job, pl)
-		out = append(out, policy.Wait{Job: js.Job.ID, Reason: fmt.Sprintf("preempted %d BE jobs; waiting for their grace periods", len(victims))})
-	}
-	// BE jobs: strict FIFO with head-of-line blocking.
-	for js := range s.Pending.All() {
-		if js.Job.Class != cluster.ClassBE {
-			continue
-		}
-		pl, err := placement.Place(now, js.Job, js.Job.RequestedCounts(), p.Placement)
-		if err != nil {
-			out = append(out, policy.Wait{Job: js.Job.ID, Reason: "head of BE queue: " + err.Error()})
-			break
-		}
-		out = append(out, policy.Start{Job: js.Job.ID, Placement: pl})
-	}
-	return out
+// Preemptor is the Preempt plugin of the three presets (named fitgpp, lrtp
+// or rand after its Rule). It acts for TE jobs only; for any other job it
+// returns Unschedulable with no reason, keeping the placement's. For a TE
+// job that did not fit now:
+//
+//   - if it fits on the Soon ledger (room that jobs in their grace period
+//     are freeing), it nominates that placement and returns Wait;
+//   - else, unless NoPreempt, it chooses running BE victims by Rule on a
+//     what-if of Soon (never a job this cycle already touched) until the
+//     TE job fits there, and evicts them with their own grace periods.
+//     When every victim's grace period is 0 and the placement then fits
+//     now, it starts the TE job itself and returns Success; otherwise it
+//     nominates the placement and returns Wait;
+//   - else it returns Unschedulable.
+//
+// Random choices come from Cycle.Rand. It needs the Soon ledger
+// (UsesSoon); without it, it returns Error.
+type Preemptor struct {
+	Rule Victims
+	// Lambda weighs the grace period against the size (fitgpp only).
+	Lambda float64
+	// P caps how many times a job may be preempted (fitgpp only); Unlimited
+	// for no cap.
+	P int
+	// NoPreempt serves TE jobs first but never preempts: the ablation that
+	// separates what TE-first ordering gains from what preemption gains
+	// (fitgpp:preempt=false).
+	NoPreempt bool
 }
 
-// reserve holds back, in the ledger of what is free now, the part of a
-// TE job's planned placement that is already free, so that BE jobs started
-// later in the cycle do not take it.
-func reserve(now *placement.Ledger, j *cluster.Job, pl cluster.Placement) {
-	for n, d := range pl.DemandOn(j) {
-		now.Take(n, d.Min(now.Free(n)))
+var (
+	_ framework.Preempt  = (*Preemptor)(nil)
+	_ framework.SoonUser = (*Preemptor)(nil)
+)
+
+// NewPreemptor returns a Preemptor with the given rule, validating lambda
+// and P.
+func NewPreemptor(rule Victims, lambda float64, p int) (*Preemptor, error) {
+	if math.IsNaN(lambda) || math.IsInf(lambda, 0) || lambda < 0 {
+		return nil, fmt.Errorf("parameter lambda=%v: must be a finite number >= 0", lambda)
+	}
+	if p < 1 {
+		return nil, fmt.Errorf("parameter p=%d: must be at least 1 (or inf)", p)
+	}
+	return &Preemptor{Rule: rule, Lambda: lambda, P: p}, nil
+}
+
+// Name implements framework.Plugin.
+func (p *Preemptor) Name() string { return p.Rule.String() }
+
+// UsesSoon implements framework.SoonUser.
+func (p *Preemptor) UsesSoon() bool { return true }
+
+// Preempt implements framework.Preempt.
+func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	if js.Job.Class != cluster.ClassTE {
+		// Only TE jobs preempt; keep the placement's reason.
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	soon := c.St.Soon()
+	if soon == nil {
+		return framework.NewStatus(framework.Error, "needs the Soon ledger (profile Future)")
+	}
+	counts := js.Job.RequestedCounts()
+	if pl, st := c.Place(soon, js, counts); st.IsSuccess() {
+		c.St.Nominate(js, pl)
+		return framework.NewStatus(framework.Wait, "waiting for preempted jobs' grace periods")
+	}
+	if p.NoPreempt {
+		return framework.NewStatus(framework.Unschedulable, "no room and preemption is off")
+	}
+	victims, pl := p.choose(c, soon, js, counts)
+	if victims == nil {
+		return framework.NewStatus(framework.Unschedulable, "no set of running BE jobs makes room")
+	}
+	instant := true
+	for _, v := range victims {
+		if v.Job.GracePeriod > 0 {
+			instant = false
+		}
+	}
+	if instant {
+		// Victims without a grace period are suspended at once, so the
+		// TE job can start in the same cycle if the room is free now.
+		c.St.Fork()
+		p.evict(c, js, victims, true)
+		if c.St.Start(js, pl) {
+			c.St.Commit()
+			return nil
+		}
+		c.St.Discard()
+	}
+	p.evict(c, js, victims, false)
+	soon.TakePlacement(js.Job, pl)
+	c.St.Nominate(js, pl)
+	return framework.Statusf(framework.Wait, "preempted %d BE jobs; waiting for their grace periods", len(victims))
+}
+
+func (p *Preemptor) evict(c *framework.Cycle, te *cluster.JobState, victims []*cluster.JobState, now bool) {
+	for _, v := range victims {
+		c.St.Evict(v, v.Job.GracePeriod, te.Job.ID, p.Name()+" victim for TE job "+te.Job.ID, now)
 	}
 }
 
-// runningBE lists the BE jobs in phase Running (not already in their grace
-// period), sorted by ID so that choices do not depend on the order of
-// Snapshot.Running.
-func runningBE(s *cluster.Snapshot) []*cluster.JobState {
-	out := []*cluster.JobState{}
-	for _, js := range s.Running {
-		if js.Job.Class == cluster.ClassBE && js.Phase == cluster.Running {
-			out = append(out, js)
+// beState is the per-cycle view of the preemptible jobs.
+type beState struct {
+	// running lists the BE jobs in phase Running (not already in their
+	// grace period), sorted by ID so that choices do not depend on the
+	// order of Snapshot.Running.
+	running []*cluster.JobState
+	// maxSize and maxGP are the maxima of Eq. 3 over running.
+	maxSize, maxGP float64
+}
+
+var beKey = framework.NewKey[*beState]("fitgpp.running-be")
+
+func runningBE(c *framework.Cycle) *beState {
+	return framework.GetOrInit(c, beKey, func() *beState {
+		s := c.Snap
+		st := &beState{running: []*cluster.JobState{}}
+		for _, js := range s.Running {
+			if js.Job.Class == cluster.ClassBE && js.Phase == cluster.Running {
+				st.running = append(st.running, js)
+			}
 		}
-	}
-	slices.SortFunc(out, func(a, b *cluster.JobState) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
-	return out
+		slices.SortFunc(st.running, func(a, b *cluster.JobState) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
+		for _, js := range st.running {
+			st.maxSize = math.Max(st.maxSize, Size(js, s))
+			st.maxGP = math.Max(st.maxGP, js.Job.GracePeriod)
+		}
+		return st
+	})
 }
 
 // choose picks victims for TE job te on the ledger soon (free plus
-// releasing). On success it commits the victims' resources and the TE job's
-// placement to soon and returns both; on failure soon is unchanged and the
-// victims are nil.
-func (p *Policy) choose(s *cluster.Snapshot, soon *placement.Ledger, te *cluster.JobState,
-	running []*cluster.JobState, chosen map[*cluster.JobState]bool, rng *rand.Rand) ([]*cluster.JobState, cluster.Placement) {
-	avail := make([]*cluster.JobState, 0, len(running))
-	for _, js := range running {
-		if !chosen[js] {
+// releasing) among the running BE jobs this cycle has not touched, until
+// te fits. It returns the victims and te's placement on soon with them
+// gone, or nil; soon is unchanged either way.
+func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
+	be := runningBE(c)
+	avail := make([]*cluster.JobState, 0, len(be.running))
+	for _, js := range be.running {
+		if c.St.Op(js) == framework.OpNone {
 			avail = append(avail, js)
 		}
 	}
-	counts := te.Job.RequestedCounts()
 	soon.Fork()
+	defer soon.Revert()
 	var victims []*cluster.JobState
 	for len(avail) > 0 {
 		var v int
 		switch p.Rule {
 		case FitGpp:
-			v = p.bestFit(s, soon, te.Job, counts, running, avail)
+			v = p.bestFit(c, be, soon, te, counts, avail)
 			if v < 0 {
-				v = randomBelowP(avail, p.P, rng)
+				v = randomBelowP(avail, p.P, c.Rand())
 			}
 		case LRTP:
-			v = longestRemaining(avail, s.Now)
+			v = longestRemaining(avail, c.Snap.Now)
 		default:
-			v = rng.IntN(len(avail))
+			v = c.Rand().IntN(len(avail))
 		}
 		if v < 0 {
 			break
@@ -275,12 +346,10 @@ func (p *Policy) choose(s *cluster.Snapshot, soon *placement.Ledger, te *cluster
 		avail = slices.Delete(avail, v, v+1)
 		victims = append(victims, victim)
 		soon.GiveJob(victim)
-		if pl, err := placement.Place(soon, te.Job, counts, p.Placement); err == nil {
-			soon.Commit()
+		if pl, st := c.Place(soon, te, counts); st.IsSuccess() {
 			return victims, pl
 		}
 	}
-	soon.Revert()
 	return nil, nil
 }
 
@@ -289,13 +358,8 @@ func (p *Policy) choose(s *cluster.Snapshot, soon *placement.Ledger, te *cluster
 // over all running BE jobs (R in Eq. 3), including ones already chosen as
 // victims in this cycle, so that a job's score does not depend on the
 // order TE jobs are served in.
-func (p *Policy) bestFit(s *cluster.Snapshot, soon *placement.Ledger, te *cluster.Job, counts []int,
-	running, avail []*cluster.JobState) int {
-	maxSize, maxGP := 0.0, 0.0
-	for _, js := range running {
-		maxSize = math.Max(maxSize, Size(js, s))
-		maxGP = math.Max(maxGP, js.Job.GracePeriod)
-	}
+func (p *Preemptor) bestFit(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int,
+	avail []*cluster.JobState) int {
 	type cand struct {
 		i     int
 		score float64
@@ -306,19 +370,19 @@ func (p *Policy) bestFit(s *cluster.Snapshot, soon *placement.Ledger, te *cluste
 			continue
 		}
 		sc := 0.0
-		if maxSize > 0 {
-			sc = Size(js, s) / maxSize
+		if be.maxSize > 0 {
+			sc = Size(js, c.Snap) / be.maxSize
 		}
-		if maxGP > 0 {
-			sc += p.Lambda * js.Job.GracePeriod / maxGP
+		if be.maxGP > 0 {
+			sc += p.Lambda * js.Job.GracePeriod / be.maxGP
 		}
 		cands = append(cands, cand{i, sc})
 	}
 	// Lowest score first; ties go to the earlier ID (avail is sorted by ID).
 	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.score, b.score) })
-	for _, c := range cands {
-		if fits(soon, te, counts, avail[c.i], p.Placement) {
-			return c.i
+	for _, k := range cands {
+		if fits(c, soon, te, counts, avail[k.i]) {
+			return k.i
 		}
 	}
 	return -1
@@ -326,12 +390,12 @@ func (p *Policy) bestFit(s *cluster.Snapshot, soon *placement.Ledger, te *cluste
 
 // fits is the fit rule (Eq. 2) as a ledger what-if: with victim's
 // resources given back, can the TE job be placed?
-func fits(l *placement.Ledger, te *cluster.Job, counts []int, victim *cluster.JobState, o placement.Options) bool {
+func fits(c *framework.Cycle, l *placement.Ledger, te *cluster.JobState, counts []int, victim *cluster.JobState) bool {
 	l.Fork()
 	defer l.Revert()
 	l.GiveJob(victim)
-	_, err := placement.Place(l, te, counts, o)
-	return err == nil
+	_, st := c.Place(l, te, counts)
+	return st.IsSuccess()
 }
 
 // Size is the scale-free size of a running job's demand (Eq. 1): the sum
@@ -400,51 +464,116 @@ func ValidateJobs(jobs []*cluster.Job) error {
 	return errors.Join(errs...)
 }
 
-// Entries returns the registry entries of fitgpp, lrtp and rand.
+// Profile is the preset profile around a Preemptor: TE jobs first, unknown
+// classes rejected, BE jobs in strict FIFO, pack placement, the Soon
+// ledger kept. Its name is the Preemptor's.
+func Profile(pre *Preemptor) framework.Profile {
+	return framework.Profile{
+		Name:      pre.Name(),
+		QueueSort: TEFirst{},
+		Admit:     []framework.Admit{Class{}, BEHeadOfLine{}},
+		Filter:    []framework.Filter{framework.NodeRole{}},
+		Score:     []framework.WeightedScore{{Score: framework.Strategy{S: placement.Pack}, Weight: 1}},
+		Preempt:   []framework.Preempt{pre},
+		Future:    true,
+	}
+}
+
+// New returns the runtime of the preset for a rule, validating lambda and
+// P (which only fitgpp uses).
+func New(rule Victims, lambda float64, p int) (*framework.Runtime, error) {
+	pre, err := NewPreemptor(rule, lambda, p)
+	if err != nil {
+		return nil, err
+	}
+	return framework.New(Profile(pre))
+}
+
+// parseFitGpp reads fitgpp's parameters (the preset's and the plugin's):
+// lambda, p and preempt.
+func parseFitGpp(pr policy.Params) (*Preemptor, error) {
+	if err := pr.Check("fitgpp", "lambda", "p", "preempt"); err != nil {
+		return nil, err
+	}
+	preempt, err := pr.Bool("preempt", true)
+	if err != nil {
+		return nil, err
+	}
+	lambda, err := pr.Float("lambda", DefaultLambda)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := parseP(pr)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := NewPreemptor(FitGpp, lambda, pc)
+	if err != nil {
+		return nil, err
+	}
+	pre.NoPreempt = !preempt
+	return pre, nil
+}
+
+// parseRule reads the parameters of lrtp or rand (none).
+func parseRule(rule Victims) func(policy.Params) (*Preemptor, error) {
+	return func(pr policy.Params) (*Preemptor, error) {
+		if err := pr.Check(rule.String()); err != nil {
+			return nil, err
+		}
+		return NewPreemptor(rule, 0, Unlimited)
+	}
+}
+
+// Plugins returns the registry entries of the FitGpp plugins.
+func Plugins() []framework.PluginEntry {
+	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
+		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
+	}
+	pre := func(parse func(policy.Params) (*Preemptor, error)) func(policy.Params) (framework.Plugin, error) {
+		return func(a policy.Params) (framework.Plugin, error) {
+			p, err := parse(a)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		}
+	}
+	return []framework.PluginEntry{
+		{Name: TEFirstName, Description: "queueSort: TE jobs (and jobs without a class) before BE jobs, queue order within each",
+			New: none(TEFirstName, TEFirst{})},
+		{Name: ClassName, Description: "admit: rejects a job that is neither TE nor BE, naming it",
+			New: none(ClassName, Class{})},
+		{Name: BEHeadOfLineName, Description: "admit: strict FIFO among BE jobs, a BE job that could not start blocks every job behind it",
+			New: none(BEHeadOfLineName, BEHeadOfLine{})},
+		{Name: "fitgpp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE job with the lowest size + lambda x grace-period score that makes room (FitGpp Eq. 3/4), random below the cap otherwise; lambda>=0 (default %g), p>=1 or inf (default %d), preempt=false: never preempt", DefaultLambda, DefaultP),
+			New: pre(parseFitGpp)},
+		{Name: "lrtp", Description: "preempt: a TE job waits for room being freed, else preempts the running BE jobs with the longest remaining time until it fits",
+			New: pre(parseRule(LRTP))},
+		{Name: "rand", Description: "preempt: a TE job waits for room being freed, else preempts random running BE jobs until it fits",
+			New: pre(parseRule(Rand))},
+	}
+}
+
+// Entries returns the registry entries of the fitgpp, lrtp and rand
+// presets.
 func Entries() []policy.Entry {
+	preset := func(parse func(policy.Params) (*Preemptor, error)) policy.Factory {
+		return func(pr policy.Params) (policy.Policy, error) {
+			pre, err := parse(pr)
+			if err != nil {
+				return nil, err
+			}
+			return framework.New(Profile(pre))
+		}
+	}
 	return []policy.Entry{
 		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); preempt=false serves TE jobs first without preempting (ablation)", DefaultLambda, DefaultP),
-			New: func(pr policy.Params) (policy.Policy, error) {
-				if err := pr.Check("fitgpp", "lambda", "p", "preempt"); err != nil {
-					return nil, err
-				}
-				preempt := true
-				if v, ok := pr["preempt"]; ok {
-					b, err := strconv.ParseBool(v)
-					if err != nil {
-						return nil, fmt.Errorf("parameter preempt=%q: not true or false", v)
-					}
-					preempt = b
-				}
-				lambda, err := pr.Float("lambda", DefaultLambda)
-				if err != nil {
-					return nil, err
-				}
-				pc, err := parseP(pr)
-				if err != nil {
-					return nil, err
-				}
-				pol, err := New(FitGpp, lambda, pc)
-				if err != nil {
-					return nil, err
-				}
-				pol.NoPreempt = !preempt
-				return pol, nil
-			}},
+			New: preset(parseFitGpp)},
 		{Name: "lrtp", Description: "FIFO where TE jobs preempt the BE jobs with the longest remaining time until they fit (Big-C's rule, exact remaining times)",
-			New: func(pr policy.Params) (policy.Policy, error) {
-				if err := pr.Check("lrtp"); err != nil {
-					return nil, err
-				}
-				return New(LRTP, 0, Unlimited)
-			}},
+			New: preset(parseRule(LRTP))},
 		{Name: "rand", Description: "FIFO where TE jobs preempt random running BE jobs until they fit",
-			New: func(pr policy.Params) (policy.Policy, error) {
-				if err := pr.Check("rand"); err != nil {
-					return nil, err
-				}
-				return New(Rand, 0, Unlimited)
-			}},
+			New: preset(parseRule(Rand))},
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -66,13 +69,22 @@ func snapshot(n int, running []rj, pending ...*cluster.Job) *cluster.Snapshot {
 	return s
 }
 
-func mustNew(t *testing.T, rule Victims, lambda float64, p int) *Policy {
+func mustNew(t *testing.T, rule Victims, lambda float64, p int) *framework.Runtime {
 	t.Helper()
 	pol, err := New(rule, lambda, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pol
+}
+
+func mustRuntime(t *testing.T, pre *Preemptor) *framework.Runtime {
+	t.Helper()
+	r, err := framework.New(Profile(pre))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func preempted(acts []policy.Action) []string {
@@ -99,7 +111,7 @@ func TestVictimChoice(t *testing.T) {
 	be, te := cluster.ClassBE, cluster.ClassTE
 	tests := []struct {
 		name    string
-		pol     *Policy
+		pol     *framework.Runtime
 		nodes   int
 		running []rj
 		pending []*cluster.Job
@@ -179,7 +191,7 @@ func TestVictimChoice(t *testing.T) {
 		},
 		{
 			name: "preempt=false: TE first, but no victim",
-			pol:  &Policy{Rule: FitGpp, Lambda: 1, P: 1, NoPreempt: true}, nodes: 1,
+			pol:  mustRuntime(t, &Preemptor{Rule: FitGpp, Lambda: 1, P: 1, NoPreempt: true}), nodes: 1,
 			running: []rj{{id: "b", class: be, node: 0, gpus: 8}},
 			pending: []*cluster.Job{job("te", te, 4, 0)},
 			want:    nil,
@@ -214,11 +226,11 @@ func TestVictimChoice(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := snapshot(tc.nodes, tc.running, tc.pending...)
 			acts := tc.pol.Schedule(s)
-			if got := preempted(acts); !slices.Equal(got, tc.want) {
-				t.Errorf("preempted %v, want %v (actions %v)", got, tc.want, acts)
+			if d := cmp.Diff(tc.want, preempted(acts)); d != "" {
+				t.Errorf("preempted (-want +got):\n%s\nactions %v", d, acts)
 			}
-			if got := started(acts); !slices.Equal(got, tc.start) {
-				t.Errorf("started %v, want %v", got, tc.start)
+			if d := cmp.Diff(tc.start, started(acts)); d != "" {
+				t.Errorf("started (-want +got):\n%s", d)
 			}
 			for _, a := range acts {
 				if p, ok := a.(policy.Preempt); ok {
@@ -327,7 +339,7 @@ func TestParams(t *testing.T) {
 			t.Errorf("%s: %v", tc.spec, err)
 			continue
 		}
-		fp := pol.(*Policy)
+		fp := pol.(*framework.Runtime).Profile().Preempt[0].(*Preemptor)
 		if fp.Lambda != tc.lambda || fp.P != tc.p {
 			t.Errorf("%s: lambda %v p %v, want %v %v", tc.spec, fp.Lambda, fp.P, tc.lambda, tc.p)
 		}
