@@ -27,6 +27,7 @@ func Registry() (*framework.Registry, error) {
 		autoscale.Plugins(),
 		oasis.Plugins(),
 		elastic.Plugins(),
+		fitgpp.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
