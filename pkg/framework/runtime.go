@@ -64,7 +64,10 @@ type Runtime struct {
 	now      placement.Ledger
 	soon     placement.Ledger
 	st       Statement
-	scoreBuf [][]float64
+	// cands is the buffer of one cycle's candidates, reused across
+	// cycles: a long queue would otherwise be copied into a fresh slice
+	// every cycle.
+	cands []*cluster.JobState
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
 }
@@ -226,13 +229,14 @@ func (r *Runtime) queue(c *Cycle) {
 		}
 		return
 	}
-	var cands []*cluster.JobState
+	cands := r.cands[:0]
 	for js := range s.Pending.All() {
 		if p.Window > 0 && len(cands) >= p.Window {
 			break
 		}
 		cands = append(cands, js)
 	}
+	r.cands = cands
 	sortJobs := func(js []*cluster.JobState) {
 		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return p.QueueSort.Compare(c, a, b) })
 	}
