@@ -9,6 +9,7 @@ package plugins
 import (
 	"github.com/drover-sched/drover/pkg/autoscale"
 	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/drover"
 	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -28,6 +29,7 @@ func Registry() (*framework.Registry, error) {
 		oasis.Plugins(),
 		elastic.Plugins(),
 		fitgpp.Plugins(),
+		drover.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
@@ -47,6 +49,7 @@ func Policies() (*policy.Registry, error) {
 		fitgpp.Entries(),
 		oasis.Entries(),
 		specon.Entries(),
+		drover.Entries(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

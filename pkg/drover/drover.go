@@ -1,0 +1,580 @@
+// Package drover is the `drover` preset: all five papers in one profile,
+// and the plugins that make them work together.
+//
+// The profile, extension point by extension point:
+//
+//   - queueSort `drover-order`: TE jobs first (FitGpp), then the elastic
+//     article's weight (priority, utility, demand share), then queue order.
+//     A job without a class is ordered and protected as a BE job (FitGpp
+//     rejects it; a production default should not).
+//   - admit `payoff`: OASiS's payoff test for a job that carries a utility
+//     (its utility at the earliest completion minus its resource-time at
+//     OASiS's exponential prices, Eq. 22, with online-learned bounds);
+//     jobs without one pass. Decided once per job, on first sight.
+//   - size `elastic-workers`: the requested workers, then fewer down to the
+//     group's minimum (elastic gangs start smaller rather than wait).
+//   - filter `node-role`; score `least-allocated` with gang one-node-first:
+//     all replicas on one node when one holds them, else spread.
+//   - preempt, in order: `drover-shrink` (for a TE job, or a job that
+//     outranks the victim: shrink lighter running elastic jobs towards
+//     their minimum; cheap, no checkpoint), `converged-victim` (a TE job may
+//     preempt a BE job that SpeCon marked converged, CC, before any other:
+//     it loses least), then FitGpp's victim choice (size, fit, grace, cap
+//     P) for whole-job preemption with the victim's grace period.
+//   - reserve and rebalance `specon`: SpeCon's PC/WC/CC categories, the
+//     one-time migration of converged jobs and its rebalancing;
+//     rebalance `drover-scale-up` first: running elastic jobs grow into
+//     idle capacity, but never in a cycle where a TE job is left waiting.
+//   - provision `predictive`: placeholders from the demand forecast when the
+//     cluster has an instance catalogue (a no-op on a fixed cluster).
+//
+// Interactions, each with a scenario test (drover_test.go):
+//   - a job in its grace period or migrating (or already acted on this
+//     cycle) is never preempted, shrunk, scaled or migrated: every plugin
+//     checks Statement.Busy;
+//   - a scale-up never takes capacity a pending TE job could use this
+//     cycle: it is skipped while any TE job is pending and unstarted, and
+//     the room held for a TE job waiting on grace periods is nominated
+//     (taken from Now) before Rebalance runs;
+//   - a shrink is a Resize, not a Preempt, so it never counts towards
+//     FitGpp's cap P (JobState.Preemptions counts preemptions only);
+//   - a converged BE job (SpeCon's CC) is the cheapest victim: converged
+//     training gains little from more time, and `converged-victim` picks
+//     it first (switch off with ccvictim=false; combined-ablation measures
+//     it).
+package drover
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/drover-sched/drover/pkg/autoscale"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/elastic"
+	"github.com/drover-sched/drover/pkg/fitgpp"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/oasis"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/specon"
+)
+
+// Plugin names.
+const (
+	OrderName     = "drover-order"
+	PayoffName    = "payoff"
+	WorkersName   = "elastic-workers"
+	ShrinkName    = "drover-shrink"
+	ConvergedName = "converged-victim"
+	ScaleUpName   = "drover-scale-up"
+)
+
+func isTE(js *cluster.JobState) bool { return js.Job.Class == cluster.ClassTE }
+
+// weights caches the elastic weights of one cycle.
+type weights struct {
+	capacity resource.Vector
+	w        map[*cluster.JobState]elastic.Weight
+}
+
+var weightKey = framework.NewKey[*weights]("drover.weights")
+
+func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
+	ws := framework.GetOrInit(c, weightKey, func() *weights {
+		return &weights{capacity: c.Snap.ReadyCapacity(), w: map[*cluster.JobState]elastic.Weight{}}
+	})
+	w, ok := ws.w[js]
+	if !ok {
+		w = elastic.WeightOf(js.Job, ws.capacity)
+		ws.w[js] = w
+	}
+	return w
+}
+
+// Order is the drover queue: TE jobs first, then by the elastic article's
+// weight, heaviest first; ties keep queue order.
+type Order struct{}
+
+var _ framework.QueueSort = Order{}
+
+// Name implements framework.Plugin.
+func (Order) Name() string { return OrderName }
+
+// Compare implements framework.QueueSort.
+func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+	if ta, tb := isTE(a), isTE(b); ta != tb {
+		if ta {
+			return -1
+		}
+		return 1
+	}
+	return weightOf(c, b).Compare(weightOf(c, a))
+}
+
+// Workers sizes a job: its requested counts, then one worker (group 0)
+// fewer at a time down to the group's minimum; other groups keep their
+// requested counts.
+type Workers struct{}
+
+var _ framework.Size = Workers{}
+
+// Name implements framework.Plugin.
+func (Workers) Name() string { return WorkersName }
+
+// Size implements framework.Size.
+func (Workers) Size(_ *framework.Cycle, js *cluster.JobState) [][]int {
+	j := js.Job
+	var out [][]int
+	for w := j.Groups[0].Replicas; w >= j.Groups[0].Min && w >= 1; w-- {
+		counts := j.RequestedCounts()
+		counts[0] = w
+		out = append(out, counts)
+	}
+	return out
+}
+
+// minCounts is the smallest size Workers proposes.
+func minCounts(j *cluster.Job) []int {
+	counts := j.RequestedCounts()
+	counts[0] = max(j.Groups[0].Min, 1)
+	return counts
+}
+
+// Shrink makes room for a pending job by shrinking running elastic jobs
+// towards their minimum: for a TE job any running BE job may shrink, for
+// another job only jobs its elastic weight outranks. Lighter jobs shrink
+// first, each losing its most recently added workers (parameter servers
+// stay), until the job fits at its minimum size; all or nothing (the
+// Runtime discards the fork on failure). A shrink is a Resize: it costs
+// no checkpoint and does not count as a preemption.
+type Shrink struct{}
+
+var _ framework.Preempt = Shrink{}
+
+// Name implements framework.Plugin.
+func (Shrink) Name() string { return ShrinkName }
+
+// Preempt implements framework.Preempt.
+func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	s := c.Snap
+	jw := weightOf(c, js)
+	var cands []*cluster.JobState
+	for _, r := range s.Running {
+		if r.Phase != cluster.Running || c.St.Busy(r) || isTE(r) {
+			continue
+		}
+		if r.Counts()[0] <= max(r.Job.Groups[0].Min, 1) {
+			continue
+		}
+		if !isTE(js) && !jw.Outranks(weightOf(c, r)) {
+			continue
+		}
+		cands = append(cands, r)
+	}
+	if len(cands) == 0 {
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	// Lightest first; ties by ID, since Snapshot.Running has no order.
+	slices.SortFunc(cands, func(a, b *cluster.JobState) int {
+		return cmp.Or(weightOf(c, a).Compare(weightOf(c, b)), cmp.Compare(a.Job.ID, b.Job.ID))
+	})
+	need := minCounts(js.Job)
+	fits := func() bool {
+		l := c.St.Now()
+		l.Fork()
+		defer l.Revert()
+		_, st := c.Place(l, js, need)
+		return st.IsSuccess()
+	}
+	l := c.St.Now()
+	for _, r := range cands {
+		// Give workers back one at a time on a fork, testing after each;
+		// then record the shrink as one Resize, which leaves the ledger
+		// as the gives did.
+		p := slices.Clone(r.Placement)
+		ok := false
+		l.Fork()
+		for p.Counts(len(r.Job.Groups))[0] > max(r.Job.Groups[0].Min, 1) {
+			i := lastWorker(p)
+			l.Give(p[i].Node, r.Job.Groups[0].Demand)
+			p = slices.Delete(p, i, i+1)
+			if ok = fits(); ok {
+				break
+			}
+		}
+		l.Revert()
+		if !c.St.Resize(r, p, "drover: shrunk towards its minimum for "+js.Job.ID) {
+			return framework.NewStatus(framework.Error, "a shrink did not fit the job's own nodes")
+		}
+		if ok {
+			return nil
+		}
+	}
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+
+// lastWorker is the index of the most recently added worker replica.
+func lastWorker(p cluster.Placement) int {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i].Group == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// Converged lets a TE job preempt a BE job that SpeCon has categorised as
+// converged (CC) before FitGpp's general victim choice: a converged job
+// gains least from more training time. Among CC jobs preempted fewer than
+// P times, the smallest (FitGpp's Eq. 1 size) whose resources make room is
+// evicted with its grace period.
+type Converged struct {
+	P int
+}
+
+var (
+	_ framework.Preempt  = (*Converged)(nil)
+	_ framework.SoonUser = (*Converged)(nil)
+)
+
+// Name implements framework.Plugin.
+func (*Converged) Name() string { return ConvergedName }
+
+// UsesSoon implements framework.SoonUser.
+func (*Converged) UsesSoon() bool { return true }
+
+// Preempt implements framework.Preempt.
+func (v *Converged) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	soon := c.St.Soon()
+	if !isTE(js) || soon == nil {
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	var cands []*cluster.JobState
+	for _, r := range c.Snap.Running {
+		if r.Phase == cluster.Running && !c.St.Busy(r) && !isTE(r) && r.Preemptions < v.P &&
+			r.Labels[specon.LabelCategory] == specon.CC.String() {
+			cands = append(cands, r)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *cluster.JobState) int {
+		return cmp.Or(cmp.Compare(fitgpp.Size(a, c.Snap), fitgpp.Size(b, c.Snap)), cmp.Compare(a.Job.ID, b.Job.ID))
+	})
+	counts := minCounts(js.Job)
+	for _, r := range cands {
+		soon.Fork()
+		soon.GiveJob(r)
+		pl, st := c.Place(soon, js, counts)
+		if !st.IsSuccess() {
+			soon.Revert()
+			continue
+		}
+		soon.Commit()
+		grace := r.Job.GracePeriod
+		if grace == 0 {
+			c.St.Evict(r, 0, js.Job.ID, "converged-victim for TE job "+js.Job.ID, true)
+			if c.St.Now().TakePlacement(js.Job, pl) {
+				c.St.Record(js, policy.Start{Job: js.Job.ID, Placement: pl})
+				return nil
+			}
+		} else {
+			c.St.Evict(r, grace, js.Job.ID, "converged-victim for TE job "+js.Job.ID, false)
+		}
+		c.St.Nominate(js, pl)
+		return framework.NewStatus(framework.Wait, "preempted converged job "+r.Job.ID+"; waiting for its grace period")
+	}
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+
+// ScaleUp grows running elastic jobs towards their maximum workers into
+// capacity left idle after every pending job was tried, heaviest first,
+// on the job's own nodes first. It does nothing in a cycle that leaves a
+// TE job pending (failed, or waiting for room), so a scale-up never takes
+// capacity a TE job could use; and it never touches a busy job.
+type ScaleUp struct{}
+
+var _ framework.Rebalance = ScaleUp{}
+
+// Name implements framework.Plugin.
+func (ScaleUp) Name() string { return ScaleUpName }
+
+// Rebalance implements framework.Rebalance.
+func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
+	s := c.Snap
+	for js := range s.Pending.All() {
+		if isTE(js) && c.St.Op(js) != framework.OpStart {
+			return nil
+		}
+	}
+	running := slices.Clone(s.Running)
+	slices.SortFunc(running, func(a, b *cluster.JobState) int {
+		return cmp.Or(weightOf(c, b).Compare(weightOf(c, a)), cmp.Compare(a.Job.ID, b.Job.ID))
+	})
+	l := c.St.Now()
+	for _, q := range running {
+		if q.Phase != cluster.Running || c.St.Busy(q) || isTE(q) {
+			continue
+		}
+		g := &q.Job.Groups[0]
+		want := g.Max - q.Counts()[0]
+		if want <= 0 {
+			continue
+		}
+		own := q.Placement.Nodes()
+		order := slices.Clone(own)
+		for i := range s.Nodes {
+			if !slices.Contains(own, i) {
+				order = append(order, i)
+			}
+		}
+		p := slices.Clone(q.Placement)
+		added := 0
+		l.Fork()
+		for _, ni := range order {
+			n := s.Nodes[ni]
+			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
+				continue
+			}
+			for added < want && l.Take(ni, g.Demand) {
+				p = append(p, cluster.Assignment{Group: 0, Node: ni})
+				added++
+			}
+		}
+		l.Revert()
+		if added > 0 {
+			c.St.Resize(q, p, fmt.Sprintf("drover: scale-up by %d into idle capacity", added))
+		}
+	}
+	return nil
+}
+
+// Payoff is OASiS's admission test (Alg. 1: admit when the best schedule's
+// utility exceeds its priced cost) for jobs of any shape that carry a
+// utility. A job's earliest completion is now plus its work at the
+// requested size; its cost is its resource-time (demand as a share of the
+// cluster, times its work) at the price of Eq. 22 for each kind given the
+// cluster's current allocation. U and L are learned online from the jobs
+// seen (U: the highest utility per unit of share-time; L: the lowest
+// utility at the horizon, floored at LFloor·U, which docs/oasis.md shows
+// sets the prices when utilities decay steeply). A job with payoff <= 0 is
+// rejected for good; others, and jobs without a utility, pass. Each job is
+// decided once.
+type Payoff struct {
+	Eta, LFloor, Horizon float64
+	u, l                 float64
+	decided              map[string]bool
+}
+
+var _ framework.Admit = (*Payoff)(nil)
+
+// Name implements framework.Plugin.
+func (*Payoff) Name() string { return PayoffName }
+
+// shareTime is the job's demand as a share of the cluster, summed over
+// kinds, times its work.
+func shareTime(j *cluster.Job, total resource.Vector) float64 {
+	d := j.RequestedDemand()
+	sh := 0.0
+	for k := range d {
+		if total[k] > 0 {
+			sh += float64(d[k]) / float64(total[k])
+		}
+	}
+	return sh * j.Work
+}
+
+// Admit implements framework.Admit.
+func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	j := js.Job
+	if j.Utility == nil || p.decided[j.ID] {
+		return nil
+	}
+	if p.decided == nil {
+		p.decided = map[string]bool{}
+	}
+	p.decided[j.ID] = true
+	s := c.Snap
+	total := s.ReadyCapacity()
+	st := shareTime(j, total)
+	if st <= 0 {
+		return nil
+	}
+	best := j.Utility.Value(s.Now - j.Submit + j.Work)
+	p.u = math.Max(p.u, j.Utility.Value(j.Work)/st)
+	low := j.Utility.Value(p.Horizon) / st
+	if p.l == 0 || low < p.l {
+		p.l = low
+	}
+	l := math.Max(p.l, p.LFloor*p.u)
+	var alloc resource.Vector
+	for _, n := range s.Nodes {
+		if n.Ready && !n.Gone {
+			alloc = alloc.Add(n.Allocated.Sub(n.Placeholder))
+		}
+	}
+	d := j.RequestedDemand()
+	cost := 0.0
+	for k := range d {
+		if total[k] <= 0 || d[k] == 0 {
+			continue
+		}
+		price := oasis.Price(float64(alloc[k]), float64(total[k]), p.u, l, p.Eta)
+		cost += float64(d[k]) / float64(total[k]) * j.Work * price
+	}
+	if best-cost <= 0 {
+		return framework.Statusf(framework.Unresolvable, "payoff %.4g <= 0 (utility %.4g at the earliest completion, priced cost %.4g)", best-cost, best, cost)
+	}
+	return nil
+}
+
+// Options switch the profile's parts on and off (all on by default); the
+// combined-ablation experiment turns each off in turn.
+type Options struct {
+	Shrink, CCVictim, Preempt, ScaleUp, SpeCon, Payoff, Provision bool
+	Lambda                                                        float64
+	P                                                             int
+	Predictive                                                    policy.Params
+}
+
+// DefaultOptions has every part on, FitGpp's lambda 1 and P 1.
+func DefaultOptions() Options {
+	return Options{Shrink: true, CCVictim: true, Preempt: true, ScaleUp: true, SpeCon: true, Payoff: true, Provision: true,
+		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP}
+}
+
+// Profile builds the drover profile.
+func Profile(o Options) (framework.Profile, error) {
+	p := framework.Profile{Name: "drover", QueueSort: Order{}, Size: Workers{},
+		Filter: []framework.Filter{framework.NodeRole{}},
+		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: placement.Spread}, Weight: 1}},
+		Gang:   placement.OneNodeFirst, Future: true}
+	if o.Payoff {
+		p.Admit = append(p.Admit, &Payoff{Eta: 1, LFloor: 1e-4, Horizon: 7 * 86400})
+	}
+	if o.Shrink {
+		p.Preempt = append(p.Preempt, Shrink{})
+	}
+	if o.CCVictim && o.SpeCon {
+		p.Preempt = append(p.Preempt, &Converged{P: o.P})
+	}
+	if o.Preempt {
+		pre, err := fitgpp.NewPreemptor(fitgpp.FitGpp, o.Lambda, o.P)
+		if err != nil {
+			return p, err
+		}
+		p.Preempt = append(p.Preempt, pre)
+	}
+	if o.ScaleUp {
+		p.Rebalance = append(p.Rebalance, ScaleUp{})
+	}
+	if o.SpeCon {
+		sp := specon.NewSpeculator(specon.DefaultParams)
+		p.Reserve = append(p.Reserve, sp)
+		p.Rebalance = append(p.Rebalance, sp)
+	}
+	if o.Provision {
+		pr, err := autoscale.NewPredictive(o.Predictive)
+		if err != nil {
+			return p, err
+		}
+		p.Provision = append(p.Provision, pr)
+	}
+	return p, nil
+}
+
+var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision"}
+
+// Entries returns the `drover` preset.
+func Entries() []policy.Entry {
+	return []policy.Entry{{Name: "drover",
+		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then converged-victim then FitGpp preemption, elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, ccvictim, preempt, scaleup, specon, payoff, provision = true|false switch parts off; model, tick (predictive)",
+		New: func(pr policy.Params) (policy.Policy, error) {
+			if err := pr.Check("drover", append([]string{"lambda", "p", "model", "tick"}, switches...)...); err != nil {
+				return nil, err
+			}
+			o := DefaultOptions()
+			var err error
+			for _, sw := range []struct {
+				k string
+				v *bool
+			}{{"shrink", &o.Shrink}, {"ccvictim", &o.CCVictim}, {"preempt", &o.Preempt}, {"scaleup", &o.ScaleUp},
+				{"specon", &o.SpeCon}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
+				if *sw.v, err = pr.Bool(sw.k, *sw.v); err != nil {
+					return nil, err
+				}
+			}
+			if o.Lambda, err = pr.Float("lambda", o.Lambda); err != nil {
+				return nil, err
+			}
+			if v, ok := pr["p"]; ok {
+				if v == "inf" {
+					o.P = fitgpp.Unlimited
+				} else if o.P, err = pr.Int("p", o.P); err != nil {
+					return nil, err
+				}
+			}
+			o.Predictive = policy.Params{}
+			for _, k := range []string{"model", "tick"} {
+				if v, ok := pr[k]; ok {
+					o.Predictive[k] = v
+				}
+			}
+			prof, err := Profile(o)
+			if err != nil {
+				return nil, err
+			}
+			return framework.New(prof)
+		}}}
+}
+
+// Plugins returns the registry entries of the drover plugins.
+func Plugins() []framework.PluginEntry {
+	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
+		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
+	}
+	return []framework.PluginEntry{
+		{Name: OrderName, Description: "queueSort: TE jobs first, then the elastic article's weight, then queue order", New: none(OrderName, Order{})},
+		{Name: WorkersName, Description: "size: requested workers, then fewer down to the minimum", New: none(WorkersName, Workers{})},
+		{Name: ShrinkName, Description: "preempt: shrink lighter running elastic jobs towards their minimum to make room (a Resize, not a preemption)", New: none(ShrinkName, Shrink{})},
+		{Name: ScaleUpName, Description: "rebalance: grow running elastic jobs into idle capacity, never while a TE job waits", New: none(ScaleUpName, ScaleUp{})},
+		{Name: ConvergedName, Description: "preempt: a TE job preempts a converged (SpeCon CC) BE job first; p (default 1)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(ConvergedName, "p"); err != nil {
+					return nil, err
+				}
+				p, err := a.Int("p", 1)
+				if err != nil {
+					return nil, err
+				}
+				if p < 1 {
+					return nil, fmt.Errorf("parameter p=%d: must be at least 1", p)
+				}
+				return &Converged{P: p}, nil
+			}},
+		{Name: PayoffName, Description: "admit: OASiS's payoff test for jobs with a utility (reject when utility at the earliest completion <= priced cost); eta (1), lfloor (1e-4), horizon_h (168)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(PayoffName, "eta", "lfloor", "horizon_h"); err != nil {
+					return nil, err
+				}
+				p := &Payoff{}
+				var err error
+				if p.Eta, err = a.Float("eta", 1); err != nil {
+					return nil, err
+				}
+				if p.LFloor, err = a.Float("lfloor", 1e-4); err != nil {
+					return nil, err
+				}
+				h, err := a.Float("horizon_h", 168)
+				if err != nil {
+					return nil, err
+				}
+				if !(p.Eta > 0) || !(p.LFloor > 0 && p.LFloor < 1) || !(h > 0 && h <= 24*365) {
+					return nil, fmt.Errorf("parameters eta=%v lfloor=%v horizon_h=%v: want eta > 0, 0 < lfloor < 1, 0 < horizon_h <= 8760", p.Eta, p.LFloor, h)
+				}
+				p.Horizon = h * 3600
+				return p, nil
+			}},
+	}
+}
