@@ -358,7 +358,9 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 // cluster's current allocation. U and L are learned online from the jobs
 // seen (U: the highest utility per unit of share-time; L: the lowest
 // utility at the horizon, floored at LFloor·U, which docs/oasis.md shows
-// sets the prices when utilities decay steeply). A job with payoff <= 0 is
+// sets the prices when utilities decay steeply). Allocation is priced at
+// the running jobs' minimum sizes (what a shrink cannot reclaim). A job
+// with payoff <= 0 is
 // rejected for good; others, and jobs without a utility, pass. Each job is
 // decided once.
 type Payoff struct {
@@ -408,11 +410,16 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 		p.l = low
 	}
 	l := math.Max(p.l, p.LFloor*p.u)
+	// Allocation is priced at what running jobs hold at their minimum
+	// size: capacity an elastic job holds above its minimum is reclaimable
+	// by a shrink at no checkpoint, so it is not scarce.
 	var alloc resource.Vector
-	for _, n := range s.Nodes {
-		if n.Ready && !n.Gone {
-			alloc = alloc.Add(n.Allocated.Sub(n.Placeholder))
+	for _, r := range s.Running {
+		counts := r.Counts()
+		for g := range counts {
+			counts[g] = min(counts[g], max(r.Job.Groups[g].Min, 1))
 		}
+		alloc = alloc.Add(r.Job.Demand(counts))
 	}
 	d := j.RequestedDemand()
 	cost := 0.0

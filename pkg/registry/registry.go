@@ -8,6 +8,7 @@ package registry
 import (
 	autoscaleexp "github.com/drover-sched/drover/internal/exp/autoscale"
 	"github.com/drover-sched/drover/internal/exp/baselines"
+	"github.com/drover-sched/drover/internal/exp/combined"
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
 	expoasis "github.com/drover-sched/drover/internal/exp/oasis"
@@ -20,6 +21,7 @@ func Experiments() (*experiment.Registry, error) {
 	r := experiment.NewRegistry()
 	for _, es := range [][]experiment.Experiment{
 		baselines.Experiments(),
+		combined.Experiments(),
 		autoscaleexp.Experiments(),
 		elasticexp.Experiments(),
 		expfitgpp.Experiments(),
