@@ -1,0 +1,208 @@
+package drover
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/sim"
+	"github.com/drover-sched/drover/pkg/specon"
+)
+
+// world builds snapshots: nodes of 8 GPUs, jobs of 1-GPU workers.
+type world struct{ s *cluster.Snapshot }
+
+func newWorld(nodes int) *world {
+	w := &world{s: &cluster.Snapshot{Pending: cluster.NewQueue(), Seed: 1}}
+	for i := range nodes {
+		w.s.Nodes = append(w.s.Nodes, &cluster.NodeState{Node: cluster.Node{Name: fmt.Sprintf("n%d", i), Capacity: resource.New(64, 512, 8)}, Index: i, Ready: true})
+	}
+	return w
+}
+
+type jb struct{ j *cluster.Job }
+
+func te(id string, gpus int) jb {
+	return jb{&cluster.Job{ID: id, Class: cluster.ClassTE, Work: 600,
+		Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(8, 32, int64(gpus)), Replicas: 1, Min: 1, Max: 1}}}}
+}
+
+func be(id string, workers, lo, hi int) jb {
+	return jb{&cluster.Job{ID: id, Class: cluster.ClassBE, Work: 3600, GracePeriod: 60,
+		Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(8, 32, 1), Replicas: workers, Min: lo, Max: hi}}}}
+}
+
+func (b jb) grace(g float64) jb { b.j.GracePeriod = g; return b }
+func (b jb) prio(p int) jb      { b.j.Priority = p; return b }
+
+// run puts job b on node n with the given worker count and phase.
+func (w *world) run(b jb, n, workers int, phase cluster.Phase, labels map[string]string) *world {
+	js := cluster.NewJobState(b.j)
+	js.Phase, js.Labels, js.FirstStart = phase, labels, 0
+	for range workers {
+		js.Placement = append(js.Placement, cluster.Assignment{Node: n})
+	}
+	node := w.s.Nodes[n]
+	node.Allocated = node.Allocated.Add(b.j.Groups[0].Demand.Scale(int64(workers)))
+	if phase == cluster.Suspending {
+		node.Releasing = node.Releasing.Add(b.j.Groups[0].Demand.Scale(int64(workers)))
+	}
+	node.Jobs = append(node.Jobs, js)
+	w.s.Running = append(w.s.Running, js)
+	return w
+}
+
+func (w *world) pend(bs ...jb) *world {
+	for _, b := range bs {
+		w.s.Pending.PushBack(cluster.NewJobState(b.j))
+	}
+	return w
+}
+
+func summary(acts []policy.Action) []string {
+	var out []string
+	for _, a := range acts {
+		switch a := a.(type) {
+		case policy.Start:
+			out = append(out, fmt.Sprintf("start %s x%d", a.Job, len(a.Placement)))
+		case policy.Resize:
+			out = append(out, fmt.Sprintf("resize %s x%d", a.Job, len(a.Placement)))
+		case policy.Preempt:
+			out = append(out, "preempt "+a.Job)
+		case policy.Migrate:
+			out = append(out, "migrate "+a.Job)
+		case policy.Reject:
+			out = append(out, "reject "+a.Job)
+		case policy.Wait:
+			out = append(out, "wait "+a.Job)
+		}
+	}
+	return out
+}
+
+func profile(t *testing.T, mod func(*Options)) *framework.Runtime {
+	t.Helper()
+	o := DefaultOptions()
+	o.SpeCon, o.Provision = false, false // labels and forecasts are not what these cases test
+	if mod != nil {
+		mod(&o)
+	}
+	p, err := Profile(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := framework.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestInteractions(t *testing.T) {
+	cc := map[string]string{specon.LabelCategory: specon.CC.String()}
+	tests := []struct {
+		name  string
+		world *world
+		mod   func(*Options)
+		want  []string
+	}{
+		{"a TE job shrinks an elastic job before preempting anything",
+			newWorld(1).run(be("b", 8, 2, 8), 0, 8, cluster.Running, nil).pend(te("t", 2)),
+			nil, []string{"resize b x6", "start t x1"}},
+		{"a job in its grace period or migrating is never shrunk or preempted",
+			newWorld(2).run(be("sus", 8, 2, 8), 0, 8, cluster.Suspending, nil).run(be("mig", 8, 2, 8), 1, 8, cluster.Migrating, nil).pend(te("t", 2)),
+			nil, []string{"wait t"}},
+		{"whole-job preemption when nothing can shrink, with the grace period",
+			newWorld(1).run(be("b", 8, 8, 8), 0, 8, cluster.Running, nil).pend(te("t", 2)),
+			nil, []string{"preempt b", "wait t"}},
+		{"a converged job is the first victim",
+			newWorld(2).run(be("big", 8, 8, 8), 0, 8, cluster.Running, nil).run(be("conv", 8, 8, 8), 1, 8, cluster.Running, cc).pend(te("t", 2)),
+			func(o *Options) { o.SpeCon = true }, []string{"preempt conv", "wait t"}},
+		{"without ccvictim FitGpp picks by size and grace",
+			newWorld(2).run(be("a", 8, 8, 8).grace(10), 0, 8, cluster.Running, nil).run(be("conv", 8, 8, 8).grace(200), 1, 8, cluster.Running, cc).pend(te("t", 2)),
+			func(o *Options) { o.SpeCon, o.CCVictim = true, false }, []string{"preempt a", "wait t"}},
+		{"no scale-up while a TE job waits",
+			newWorld(2).run(be("b", 4, 2, 8), 0, 4, cluster.Running, nil).run(be("full", 8, 8, 8), 1, 8, cluster.Running, nil).pend(te("t", 8)),
+			func(o *Options) { o.Shrink, o.Preempt, o.CCVictim = false, false, false }, []string{"wait t"}},
+		{"scale-up into idle capacity when no TE job waits",
+			newWorld(1).run(be("b", 4, 2, 8), 0, 4, cluster.Running, nil),
+			nil, []string{"resize b x8"}},
+		{"a BE job does not shrink a job it does not outrank",
+			newWorld(1).run(be("b", 8, 2, 8), 0, 8, cluster.Running, nil).pend(be("c", 2, 2, 2)),
+			nil, []string{"wait c"}},
+		{"a higher-priority BE job shrinks a lower one",
+			newWorld(1).run(be("b", 8, 2, 8), 0, 8, cluster.Running, nil).pend(be("c", 2, 2, 2).prio(5)),
+			nil, []string{"resize b x6", "start c x2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summary(profile(t, tc.mod).Schedule(tc.world.s))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPayoff(t *testing.T) {
+	late := be("late", 2, 2, 2)
+	late.j.Utility = cluster.Sigmoid{G1: 10, G2: 1, G3: 100} // worth ~0 after 100 s
+	late.j.Submit = 0
+	ok := be("ok", 2, 2, 2)
+	ok.j.Utility = cluster.Sigmoid{G1: 10, G2: 0, G3: 0}
+	w := newWorld(1).run(be("busy", 6, 6, 6), 0, 6, cluster.Running, nil).pend(ok, late)
+	w.s.Now = 5000
+	got := summary(profile(t, func(o *Options) { o.ScaleUp = false }).Schedule(w.s))
+	if diff := cmp.Diff([]string{"start ok x2", "reject late"}, got); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestShrinkIsNotAPreemption: in the simulator, a TE job that arrives on a
+// cluster full of one elastic job gets its room by a shrink; the BE job
+// keeps running, is resized, and its preemption count (FitGpp's cap P)
+// stays 0.
+func TestShrinkIsNotAPreemption(t *testing.T) {
+	nodes := []cluster.Node{{Name: "n0", Capacity: resource.New(64, 512, 8)}}
+	b := be("b", 8, 2, 8).j
+	tj := te("t", 2).j
+	tj.Submit = 100
+	r, err := framework.New(mustProfile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Config{Tick: 10, Check: true}, nodes, []*cluster.Job{b, tj}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Refusals) > 0 {
+		t.Fatalf("refused: %v", res.Refusals)
+	}
+	got := map[string][2]int{}
+	for _, rec := range res.Records {
+		got[rec.ID] = [2]int{rec.Preemptions, rec.Resizes}
+	}
+	if got["b"][0] != 0 || got["b"][1] < 1 {
+		t.Errorf("BE job: %d preemptions, %d resizes; want 0 and at least 1", got["b"][0], got["b"][1])
+	}
+}
+
+func mustProfile(t *testing.T) framework.Profile {
+	o := DefaultOptions()
+	o.Provision = false
+	p, err := Profile(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
