@@ -59,11 +59,11 @@ type Runtime struct {
 	// fast is set when the profile's placement is one built-in strategy
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
-	fast     bool
-	opts     placement.Options
-	now      placement.Ledger
-	soon     placement.Ledger
-	st       Statement
+	fast bool
+	opts placement.Options
+	now  placement.Ledger
+	soon placement.Ledger
+	st   Statement
 	// cands is the buffer of one cycle's candidates, reused across
 	// cycles: a long queue would otherwise be copied into a fresh slice
 	// every cycle.
