@@ -11,7 +11,7 @@
 //     (its utility at the earliest completion minus its resource-time at
 //     OASiS's exponential prices, Eq. 22, with online-learned bounds);
 //     jobs without one pass. Decided once per job, on first sight.
-//   - size `elastic-workers`: the requested workers, then fewer down to the
+//   - size `elastic` (pkg/elastic): the requested workers, then fewer down to the
 //     group's minimum (elastic gangs start smaller rather than wait).
 //   - filter `node-role`; score `least-allocated` with gang one-node-first:
 //     all replicas on one node when one holds them, else spread.
@@ -66,7 +66,6 @@ import (
 const (
 	OrderName     = "drover-order"
 	PayoffName    = "payoff"
-	WorkersName   = "elastic-workers"
 	ShrinkName    = "drover-shrink"
 	ConvergedName = "converged-victim"
 	ScaleUpName   = "drover-scale-up"
@@ -114,29 +113,8 @@ func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	return weightOf(c, b).Compare(weightOf(c, a))
 }
 
-// Workers sizes a job: its requested counts, then one worker (group 0)
-// fewer at a time down to the group's minimum; other groups keep their
-// requested counts.
-type Workers struct{}
-
-var _ framework.Size = Workers{}
-
-// Name implements framework.Plugin.
-func (Workers) Name() string { return WorkersName }
-
-// Size implements framework.Size.
-func (Workers) Size(_ *framework.Cycle, js *cluster.JobState) [][]int {
-	j := js.Job
-	var out [][]int
-	for w := j.Groups[0].Replicas; w >= j.Groups[0].Min && w >= 1; w-- {
-		counts := j.RequestedCounts()
-		counts[0] = w
-		out = append(out, counts)
-	}
-	return out
-}
-
-// minCounts is the smallest size Workers proposes.
+// minCounts is the smallest size elastic.Workers proposes (at least one
+// worker).
 func minCounts(j *cluster.Job) []int {
 	counts := j.RequestedCounts()
 	counts[0] = max(j.Groups[0].Min, 1)
@@ -453,7 +431,7 @@ func DefaultOptions() Options {
 
 // Profile builds the drover profile.
 func Profile(o Options) (framework.Profile, error) {
-	p := framework.Profile{Name: "drover", QueueSort: Order{}, Size: Workers{},
+	p := framework.Profile{Name: "drover", QueueSort: Order{}, Size: elastic.Workers{},
 		Filter: []framework.Filter{framework.NodeRole{}},
 		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: placement.Spread}, Weight: 1}},
 		Gang:   placement.OneNodeFirst, Future: true}
@@ -543,7 +521,6 @@ func Plugins() []framework.PluginEntry {
 	}
 	return []framework.PluginEntry{
 		{Name: OrderName, Description: "queueSort: TE jobs first, then the elastic article's weight, then queue order", New: none(OrderName, Order{})},
-		{Name: WorkersName, Description: "size: requested workers, then fewer down to the minimum", New: none(WorkersName, Workers{})},
 		{Name: ShrinkName, Description: "preempt: shrink lighter running elastic jobs towards their minimum to make room (a Resize, not a preemption)", New: none(ShrinkName, Shrink{})},
 		{Name: ScaleUpName, Description: "rebalance: grow running elastic jobs into idle capacity, never while a TE job waits", New: none(ScaleUpName, ScaleUp{})},
 		{Name: ConvergedName, Description: "preempt: a TE job preempts a converged (SpeCon CC) BE job first; p (default 1)",

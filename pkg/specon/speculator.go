@@ -277,11 +277,13 @@ func (p *Speculator) workerView(s *cluster.Snapshot, v *view, j *cluster.Job) []
 	return out
 }
 
-// onOneNode places every replica of the job on node n.
-func onOneNode(j *cluster.Job, n int) cluster.Placement {
+// onOneNode places every replica of the running job, at its current
+// counts, on node n. (A job an elastic plugin resized runs at counts other
+// than its request; a migration must keep them.)
+func onOneNode(js *cluster.JobState, n int) cluster.Placement {
 	var p cluster.Placement
-	for g := range j.Groups {
-		for range j.Groups[g].Replicas {
+	for g, k := range js.Counts() {
+		for range k {
 			p = append(p, cluster.Assignment{Group: g, Node: n})
 		}
 	}
@@ -292,7 +294,7 @@ func onOneNode(j *cluster.Job, n int) cluster.Placement {
 // the job's request does not fit there (the job's own replicas elsewhere
 // do not count), and updates the view.
 func migrate(c *framework.Cycle, v *view, js *cluster.JobState, to int, reason string) bool {
-	pl := onOneNode(js.Job, to)
+	pl := onOneNode(js, to)
 	if !c.St.Migrate(js, pl, reason) {
 		return false
 	}
