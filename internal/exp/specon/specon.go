@@ -424,7 +424,7 @@ func params(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 		return nil, err
 	}
 	rep := &experiment.Report{Experiment: sc.name, Seed: env.Seed, Seeds: seeds, Results: rows,
-		Columns: []string{"jobs_faster_frac", "jct_change", "best_job_gain_frac", "makespan_change", "jct_mean_s", "makespan_s", "migrations", "rebalances", "seeds_jct_better"},
+		Columns: []string{"jobs_faster_frac", "jct_change", "best_job_gain_frac", "makespan_change", "jct_mean_s", "makespan_s", "migrations", "rebalances", "seeds_jct_better", "stranded_frac"},
 		Notes: []string{scenarioNote(sc), "paper Table III (Reduced / Overall / Best / Makespan): 0.05,20s 60.0/5.7/29.1/6.1%; 0.05,25s 60.0/6.8/27.8/7.5%; 0.05,30s 55.0/3.2/21.3/4.0%; 0.01,30s 65.0/9.6/31.0/8.2%; 0.10,30s 60.0/6.4/23.9/3.1% (reductions: our changes are negative when better)",
 			"reading=paper is the specon defaults, reading=first is " + sp.FirstReadingSpec}}
 	addOutputs(rep, first[:2])
