@@ -68,7 +68,7 @@ func Experiments() []experiment.Experiment {
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return compare(ctx, env, largeScenario)
 			}},
-		{Name: "specon-interference", Description: "sensitivity, not in the paper: specon-random and specon-large with co-location interference 0-0.5 (sim.Config.Interference), run lengths re-fitted at each level so that default's mean JCT is the paper's DS",
+		{Name: "specon-interference", Description: "sensitivity, not in the paper: specon-fixed, specon-random and specon-large with co-location interference 0-0.5 (sim.Config.Interference), run lengths re-fitted for each workload and level so that default's mean JCT is the paper's DS",
 			Run: interference},
 		{Name: "specon-readings", Description: "SpeCon's readings one switch at a time: specon-fixed, -mixed, -random and -large under every combination of scope (Alg. 1 line 15), rebalance and candidates (Alg. 3)",
 			Run: readingsExperiment},
