@@ -29,15 +29,15 @@ type Move struct {
 //
 //   - When some workers are idle (T non-empty, lines 10-18), each idle
 //     worker, while it holds fewer than bf containers, receives the
-//     candidate with the smallest converged duration.
+//     candidate with the smallest duration.
 //   - Otherwise (lines 19-31), T becomes the workers holding fewer than
 //     bf-1 containers, and each of them, while it still does, receives the
-//     candidate with the smallest converged duration among those on
-//     workers outside T.
+//     candidate with the smallest duration among those on workers outside
+//     T.
 //
-// The smallest duration is the most recently converged job: the one with
-// the most training still ahead of it, which benefits most from a less
-// crowded worker.
+// The smallest duration is the job marked (or converged) most recently:
+// the paper's proxy for the one with the most training still ahead of it,
+// which benefits most from a less crowded worker.
 //
 // Two readings where the pseudo-code is loose:
 //
