@@ -83,10 +83,10 @@ func TestSlotLabelBounds(t *testing.T) {
 	}
 }
 
-// TestStateLabelBounds: the round and converged-at labels are bounded the
-// same way. A round in the far future used to stop a job's categorisation
-// for good; a converged-at of NaN or far in the future made the job the
-// first one Alg. 3 moves.
+// TestStateLabelBounds: the round, converged-at and migrated-at labels are
+// bounded the same way. A round in the far future used to stop a job's
+// categorisation for good; a converged-at of NaN or far in the future made
+// the job the first one Alg. 3 moves.
 func TestStateLabelBounds(t *testing.T) {
 	fast := []float64{0.9, 0.7, 0.5}
 	t.Run("round", func(t *testing.T) {
@@ -105,33 +105,42 @@ func TestStateLabelBounds(t *testing.T) {
 			})
 		}
 	})
-	t.Run("converged-at", func(t *testing.T) {
-		flat := []float64{0.1, 0.1, 0.1}
-		conv := func(at string) map[string]string {
-			return map[string]string{LabelCategory: "CC", LabelConvergedAt: at, LabelMigrated: "true"}
-		}
-		for _, tc := range []struct{ label, want string }{
-			{"240", "late"}, // valid: the most recently converged moves
-			{"NaN", "mid"},
-			{"1e300", "mid"},
-			{"+Inf", "mid"},
-			{"-1", "mid"},
-		} {
-			t.Run(tc.label, func(t *testing.T) {
-				jobs := []fakeJob{
-					{id: "old", worker: 1, labels: conv("60"), evals: flat},
-					{id: "mid", worker: 1, labels: conv("180"), evals: flat},
-					{id: "late", worker: 1, labels: conv(tc.label), evals: flat},
-					{id: "x", worker: 2, labels: conv("30"), evals: flat},
-				}
-				var got []string
-				for _, m := range actionsOf[policy.Migrate](schedule(t, "specon", snapshot(300, 3, jobs))) {
-					got = append(got, m.Job)
-				}
-				if d := cmp.Diff([]string{tc.want}, got); d != "" {
-					t.Errorf("rebalanced (-want +got):\n%s", d)
-				}
-			})
-		}
-	})
+	// converged-at (Alg. 3's t_cj under candidates=converged) and
+	// migrated-at (t_cj under the default candidates=migrated).
+	for _, tc := range []struct{ key, spec string }{
+		{LabelConvergedAt, "specon:candidates=converged"},
+		{LabelMarkedAt, "specon"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			flat := []float64{0.1, 0.1, 0.1}
+			conv := func(at string) map[string]string {
+				l := map[string]string{LabelCategory: "CC", LabelConvergedAt: "0", LabelMigrated: "true", LabelMarkedAt: "0"}
+				l[tc.key] = at
+				return l
+			}
+			for _, lc := range []struct{ label, want string }{
+				{"240", "late"}, // valid: the most recent moves
+				{"NaN", "mid"},
+				{"1e300", "mid"},
+				{"+Inf", "mid"},
+				{"-1", "mid"},
+			} {
+				t.Run(lc.label, func(t *testing.T) {
+					jobs := []fakeJob{
+						{id: "old", worker: 1, labels: conv("60"), evals: flat},
+						{id: "mid", worker: 1, labels: conv("180"), evals: flat},
+						{id: "late", worker: 1, labels: conv(lc.label), evals: flat},
+						{id: "x", worker: 2, labels: conv("30"), evals: flat},
+					}
+					var got []string
+					for _, m := range actionsOf[policy.Migrate](schedule(t, tc.spec, snapshot(300, 3, jobs))) {
+						got = append(got, m.Job)
+					}
+					if d := cmp.Diff([]string{lc.want}, got); d != "" {
+						t.Errorf("rebalanced (-want +got):\n%s", d)
+					}
+				})
+			}
+		})
+	}
 }

@@ -3,9 +3,12 @@
 // container monitor that sorts training jobs into progressing (PC),
 // watching (WC) and converged (CC) categories from the growth of their
 // evaluation functions (Alg. 1), a scheduler that moves a converged job,
-// once, to the worker with the lowest weighted category score (Alg. 2), and
-// a rebalancer that spreads converged jobs by their converged duration
-// when all jobs have converged or a worker sits idle (Alg. 3). It also
+// once, to the worker with the lowest weighted category score when its
+// worker hosts other progressing jobs (Alg. 2), and a rebalancer that
+// moves the jobs Alg. 2 marked, most recently marked first, to idle or
+// underloaded workers (Alg. 3). Params selects between the paper's
+// reading of Alg. 1 line 15 and Alg. 3 (the default) and drover's first
+// reading (FirstReading). It also
 // holds the paper's baseline, `default`: a fixed round-robin initial
 // placement that never moves a job, and the progress model of the paper's
 // five model types (models.go).

@@ -170,21 +170,21 @@ func TestSpeculator(t *testing.T) {
 		before []framework.Rebalance // plugins that run before the Speculator
 		want   []string
 	}{
-		{"one other active job: no move (Alg. 2 line 15)",
-			newWorld(300, 3).run("conv", 1, cat("CC"), falling...).run("p", 2, cat("PC"), fast...),
+		{"one other active job on its worker: no move (Alg. 1 line 15)",
+			newWorld(300, 3).run("conv", 1, cat("CC"), falling...).run("p0", 1, cat("PC"), fast...).run("p", 2, cat("PC"), fast...),
 			nil, nil},
-		// The start goes to worker-1 (slot 0): scores worker-1 = 1 + 2,
+		// The start goes to worker-1 (slot 0): scores worker-1 = 1 + 2 + 2,
 		// worker-2 = 2, worker-3 = 0.
 		{"a job started this cycle is a second active job, and counts on its worker",
-			newWorld(300, 3).run("conv", 1, cat("CC"), falling...).run("p", 2, cat("PC"), fast...).queue(job("new")),
+			newWorld(300, 3).run("conv", 1, cat("CC"), falling...).run("p0", 1, cat("PC"), fast...).run("p", 2, cat("PC"), fast...).queue(job("new")),
 			nil, []string{"conv@3"}},
 		{"a job another plugin evicted this cycle is not moved",
-			newWorld(300, 3).run("conv", 1, cat("CC"), falling...).run("p", 2, cat("PC"), fast...).queue(job("new")),
+			newWorld(300, 3).run("conv", 1, cat("CC"), falling...).run("p0", 1, cat("PC"), fast...).run("p", 2, cat("PC"), fast...).queue(job("new")),
 			[]framework.Rebalance{evict{"conv"}}, nil},
-		{"Alg. 3 moves the most recently converged job to an idle worker",
+		{"Alg. 3 moves the job marked migrated most recently to an idle worker",
 			newWorld(300, 2).
-				run("a", 1, map[string]string{LabelCategory: "CC", LabelConvergedAt: "60", LabelMigrated: "true"}, 0.1, 0.1, 0.1).
-				run("b", 1, map[string]string{LabelCategory: "CC", LabelConvergedAt: "120", LabelMigrated: "true"}, 0.1, 0.1, 0.1),
+				run("a", 1, map[string]string{LabelCategory: "CC", LabelConvergedAt: "60", LabelMigrated: "true", LabelMarkedAt: "90"}, 0.1, 0.1, 0.1).
+				run("b", 1, map[string]string{LabelCategory: "CC", LabelConvergedAt: "30", LabelMigrated: "true", LabelMarkedAt: "120"}, 0.1, 0.1, 0.1),
 			nil, []string{"b@2"}},
 	}
 	for _, tc := range tests {

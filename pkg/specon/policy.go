@@ -19,6 +19,7 @@ const (
 	LabelRound       = "drover.dev/specon-round"        // last categorisation round applied
 	LabelConvergedAt = "drover.dev/specon-converged-at" // time the job entered CC
 	LabelMigrated    = "drover.dev/specon-migrated"     // "true" once Alg. 2 decided for it
+	LabelMarkedAt    = "drover.dev/specon-migrated-at"  // time Alg. 2 marked it migrated (Alg. 3's t_cj)
 	LabelMove        = "drover.dev/specon-move"         // "M" (Alg. 2) or "R" (Alg. 3) once moved
 	LabelSlot        = "drover.dev/rr-slot"             // round-robin sequence number
 )
@@ -27,6 +28,56 @@ const (
 const (
 	MoveMigrate   = "M"
 	MoveRebalance = "R"
+)
+
+// Scope is where Alg. 1 line 15 counts the progressing and watching jobs
+// that let a converged job ask for reallocation.
+type Scope string
+
+// Scopes of line 15.
+const (
+	// ScopeWorker counts |PC_wi| + |WC_wi| on the converged job's own
+	// worker w_i: Alg. 1 runs per worker over the sets PC_wi, WC_wi, and a
+	// move is meant to free that host for its fast-growing jobs. The
+	// paper's reading, and the default.
+	ScopeWorker Scope = "worker"
+	// ScopeCluster counts them over the whole cluster (drover's first
+	// reading).
+	ScopeCluster Scope = "cluster"
+)
+
+// RebalanceWhen says when Alg. 3 runs.
+type RebalanceWhen string
+
+// When Alg. 3 runs.
+const (
+	// RebalanceAlways runs Alg. 3 on every cycle, whatever the jobs'
+	// categories: the pseudo-code has no condition, and the paper's own
+	// example rebalances Job-1 at 620 s while most jobs still progress.
+	// The default.
+	RebalanceAlways RebalanceWhen = "always"
+	// RebalanceGated runs it only when some worker is idle or every
+	// running job has converged (drover's first reading of "when all
+	// containers are converged").
+	RebalanceGated RebalanceWhen = "gated"
+)
+
+// Candidates says which jobs Alg. 3 may move and from when their
+// duration d_cj = t - t_cj runs.
+type Candidates string
+
+// Alg. 3's candidates.
+const (
+	// CandidatesMigrated: jobs marked migrated by Alg. 2 (it decided for
+	// them, whether they stayed or not) and not moved yet, t_cj being the
+	// time of the mark (Alg. 3 line 1: "the timestamp when c_j is marked
+	// as migrated"). The default.
+	CandidatesMigrated Candidates = "migrated"
+	// CandidatesConverged: jobs in CC not moved yet, t_cj being the time
+	// they entered CC (drover's first reading, from the text's "time
+	// length between when a container is marked as converged and current
+	// time").
+	CandidatesConverged Candidates = "converged"
 )
 
 // Params are SpeCon's settings.
@@ -38,11 +89,29 @@ type Params struct {
 	Interval float64
 	// Weights are Alg. 2's category weights.
 	Weights Weights
+	// Scope is where Alg. 1 line 15 counts |PC| + |WC|.
+	Scope Scope
+	// Rebalance is when Alg. 3 runs.
+	Rebalance RebalanceWhen
+	// Candidates are the jobs Alg. 3 may move.
+	Candidates Candidates
 }
 
 // DefaultParams are the paper's settings for every experiment after
-// Table III: alpha 0.01, interval 30 s, weights 2 / 1.5 / 1.
-var DefaultParams = Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights}
+// Table III (alpha 0.01, interval 30 s, weights 2 / 1.5 / 1) and its
+// reading of Alg. 1 and Alg. 3.
+var DefaultParams = Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights,
+	Scope: ScopeWorker, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}
+
+// FirstReading is drover's first reading of Alg. 1 line 15 and Alg. 3,
+// kept for comparison: line 15 counted over the cluster, Alg. 3 only when
+// a worker is idle or every job has converged, over CC jobs timed from
+// convergence. Its policy spec is FirstReadingSpec.
+var FirstReading = Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights,
+	Scope: ScopeCluster, Rebalance: RebalanceGated, Candidates: CandidatesConverged}
+
+// FirstReadingSpec is the `specon` policy spec of FirstReading.
+const FirstReadingSpec = "specon:scope=cluster;rebalance=gated;candidates=converged"
 
 // Validate rejects settings the algorithms are not defined for.
 func (p Params) Validate() error {
@@ -65,13 +134,25 @@ func (p Params) Validate() error {
 	if w.PC < w.WC || w.WC < w.CC {
 		errs = append(errs, fmt.Errorf("weights wpc=%v, wwc=%v, wcc=%v: must be ordered wpc >= wwc >= wcc (progressing jobs weigh most)", w.PC, w.WC, w.CC))
 	}
+	if p.Scope != ScopeWorker && p.Scope != ScopeCluster {
+		errs = append(errs, fmt.Errorf("scope=%q: must be %s or %s", p.Scope, ScopeWorker, ScopeCluster))
+	}
+	if p.Rebalance != RebalanceAlways && p.Rebalance != RebalanceGated {
+		errs = append(errs, fmt.Errorf("rebalance=%q: must be %s or %s", p.Rebalance, RebalanceAlways, RebalanceGated))
+	}
+	if p.Candidates != CandidatesMigrated && p.Candidates != CandidatesConverged {
+		errs = append(errs, fmt.Errorf("candidates=%q: must be %s or %s", p.Candidates, CandidatesMigrated, CandidatesConverged))
+	}
 	return errors.Join(errs...)
 }
 
-// ParseParams reads alpha, interval, wpc, wwc and wcc, defaulting to
-// DefaultParams, and validates them.
+// paramKeys are the keys ParseParams reads.
+var paramKeys = []string{"alpha", "interval", "wpc", "wwc", "wcc", "scope", "rebalance", "candidates"}
+
+// ParseParams reads alpha, interval, wpc, wwc, wcc, scope, rebalance and
+// candidates, defaulting to DefaultParams, and validates them.
 func ParseParams(ps policy.Params) (Params, error) {
-	if err := ps.Check("specon", "alpha", "interval", "wpc", "wwc", "wcc"); err != nil {
+	if err := ps.Check("specon", paramKeys...); err != nil {
 		return Params{}, err
 	}
 	p := DefaultParams
@@ -81,16 +162,35 @@ func ParseParams(ps policy.Params) (Params, error) {
 			*dst, err = ps.Float(key, *dst)
 		}
 	}
+	enum := func(key, def string, allowed ...string) string {
+		if err != nil {
+			return def
+		}
+		var v string
+		v, err = ps.Enum(key, def, allowed...)
+		return v
+	}
 	get("alpha", &p.Alpha)
 	get("interval", &p.Interval)
 	get("wpc", &p.Weights.PC)
 	get("wwc", &p.Weights.WC)
 	get("wcc", &p.Weights.CC)
+	p.Scope = Scope(enum("scope", string(p.Scope), string(ScopeWorker), string(ScopeCluster)))
+	p.Rebalance = RebalanceWhen(enum("rebalance", string(p.Rebalance), string(RebalanceAlways), string(RebalanceGated)))
+	p.Candidates = Candidates(enum("candidates", string(p.Candidates), string(CandidatesMigrated), string(CandidatesConverged)))
 	if err != nil {
 		return Params{}, err
 	}
 	return p, p.Validate()
 }
+
+// paramHelp documents the parameters in the preset's and the plugin's
+// descriptions.
+const paramHelp = "alpha=0.01;interval=30;wpc=2;wwc=1.5;wcc=1 (the paper's); " +
+	"scope=worker|cluster: Alg. 1 line 15 counts |PC|+|WC| > 1 on the converged job's worker (the paper's sets PC_wi, WC_wi; default) or over the cluster; " +
+	"rebalance=always|gated: Alg. 3 on every cycle (default) or only when a worker is idle or every job has converged; " +
+	"candidates=migrated|converged: Alg. 3 moves jobs marked migrated by Alg. 2, timed from the mark (default), or CC jobs timed from convergence; " +
+	"drover's first reading is scope=cluster;rebalance=gated;candidates=converged"
 
 // Plugin names.
 const (
@@ -138,7 +238,7 @@ func mustNew(p framework.Profile) *framework.Runtime {
 // Entries registers `specon` and its baseline `default`.
 func Entries() []policy.Entry {
 	return []policy.Entry{
-		{Name: "specon", Description: "SpeCon: round-robin initial placement, then categorise jobs PC/WC/CC by evaluation-function growth every interval, migrate a converged job once to the lowest-score worker, rebalance converged jobs (alpha=0.01;interval=30;wpc=2;wwc=1.5;wcc=1)",
+		{Name: "specon", Description: "SpeCon: round-robin initial placement, then categorise jobs PC/WC/CC by evaluation-function growth every interval, migrate a converged job once to the lowest-score worker, rebalance workers by Alg. 3; parameters: " + paramHelp,
 			New: func(ps policy.Params) (policy.Policy, error) {
 				p, err := ParseParams(ps)
 				if err != nil {
@@ -166,7 +266,7 @@ func Plugins() []framework.PluginEntry {
 				}
 				return &RoundRobin{}, nil
 			}},
-		{Name: SpeConName, Description: "reserve, rebalance: SpeCon's Alg. 1-3, categorise jobs PC/WC/CC every interval, migrate a converged job once to the lowest-score worker, rebalance converged jobs onto idle workers (alpha=0.01;interval=30;wpc=2;wwc=1.5;wcc=1)",
+		{Name: SpeConName, Description: "reserve, rebalance: SpeCon's Alg. 1-3, categorise jobs PC/WC/CC every interval, migrate a converged job once to the lowest-score worker, rebalance workers by Alg. 3; parameters: " + paramHelp,
 			New: func(a policy.Params) (framework.Plugin, error) {
 				p, err := ParseParams(a)
 				if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/sim"
@@ -32,6 +34,11 @@ func TestParseParams(t *testing.T) {
 		{policy.Params{"wcc": "1.6"}, "must be ordered"},
 		{policy.Params{"alpha": "x"}, `alpha="x": not a number`},
 		{policy.Params{"beta": "1"}, `unknown parameter "beta"`},
+		{policy.Params{"scope": "cluster", "rebalance": "gated", "candidates": "converged"}, ""},
+		{policy.Params{"scope": "worker", "rebalance": "always", "candidates": "migrated"}, ""},
+		{policy.Params{"scope": "node"}, `parameter scope="node": want one of worker, cluster`},
+		{policy.Params{"rebalance": "never"}, `parameter rebalance="never": want one of always, gated`},
+		{policy.Params{"candidates": "cc"}, `parameter candidates="cc": want one of migrated, converged`},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.params), func(t *testing.T) {
@@ -44,9 +51,47 @@ func TestParseParams(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		name string
+		p    Params
+		want string
+	}{
+		{"scope", Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}, `scope="": must be worker or cluster`},
+		{"rebalance", Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights, Scope: ScopeWorker, Rebalance: "x", Candidates: CandidatesMigrated}, `rebalance="x": must be always or gated`},
+		{"candidates", Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights, Scope: ScopeWorker, Rebalance: RebalanceAlways}, `candidates="": must be migrated or converged`},
+	} {
+		if err := tc.p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate with a bad %s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	_, ps, err := policy.ParseSpec(FirstReadingSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseParams(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(FirstReading, got); d != "" {
+		t.Errorf("FirstReadingSpec parses to (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(DefaultParams, Params{Alpha: 0.01, Interval: 30, Weights: Weights{2, 1.5, 1},
+		Scope: ScopeWorker, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}); d != "" {
+		t.Errorf("DefaultParams (-want +got):\n%s", d)
+	}
 	r := policy.NewRegistry()
 	if err := r.Add(Entries()...); err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range r.Entries() {
+		if e.Name != "specon" {
+			continue
+		}
+		for _, k := range paramKeys {
+			if !strings.Contains(e.Description, k+"=") {
+				t.Errorf("the specon preset's description does not document %s", k)
+			}
+		}
 	}
 	if _, err := r.New("specon:alpha=2"); err == nil || !strings.Contains(err.Error(), "policy specon") {
 		t.Errorf("registry error %v does not name the policy", err)
@@ -114,13 +159,15 @@ func TestScheduleMigratesConvergedJob(t *testing.T) {
 	jobs := []fakeJob{
 		{id: "conv", worker: 1, labels: cat("CC"), evals: falling},
 		{id: "p1", worker: 1, labels: cat("PC"), evals: fast},
+		{id: "w1", worker: 1, labels: cat("WC"), evals: rising},
 		{id: "p2", worker: 2, labels: cat("PC"), evals: fast},
 		{id: "p3", worker: 2, labels: cat("PC"), evals: fast},
 		{id: "c3", worker: 3, labels: cat("CC"), evals: rising},
 		{id: "w3", worker: 3, labels: cat("WC"), evals: rising},
 	}
-	// Scores: worker-1 = 2 (p1) + 1 (conv) = 3, worker-2 = 4, worker-3 =
-	// 1 + 1.5 = 2.5: conv moves to worker-3 (node index 3).
+	// conv's worker holds two other active jobs (p1, w1: line 15). Scores:
+	// worker-1 = 2 (p1) + 1.5 (w1) + 1 (conv) = 4.5, worker-2 = 4,
+	// worker-3 = 1 + 1.5 = 2.5: conv moves to worker-3 (node index 3).
 	p := New(DefaultParams)
 	as := p.Schedule(snapshot(300, 3, jobs))
 	mig := actionsOf[policy.Migrate](as)
@@ -155,9 +202,14 @@ func TestScheduleStaysOnMinimumHost(t *testing.T) {
 	fast := []float64{0.9, 0.7, 0.5}
 	jobs := []fakeJob{
 		{id: "conv", worker: 1, labels: cat("CC"), evals: falling},
+		{id: "p1", worker: 1, labels: cat("PC"), evals: fast},
+		{id: "p1b", worker: 1, labels: cat("PC"), evals: fast},
 		{id: "p2", worker: 2, labels: cat("PC"), evals: fast},
 		{id: "p3", worker: 2, labels: cat("PC"), evals: fast},
+		{id: "p4", worker: 2, labels: cat("PC"), evals: fast},
 	}
+	// Scores: worker-1 = 2 + 2 + 1 = 5, worker-2 = 6: the host is the
+	// minimum.
 	as := New(DefaultParams).Schedule(snapshot(300, 2, jobs))
 	if len(actionsOf[policy.Migrate](as)) != 0 {
 		t.Fatalf("job moved off a minimum-score host: %v", as)
@@ -171,29 +223,79 @@ func TestScheduleStaysOnMinimumHost(t *testing.T) {
 	}
 }
 
-// TestScheduleNeedsOtherActiveJobs: line 15 asks for more than one PC/WC
-// job in the cluster.
-func TestScheduleNeedsOtherActiveJobs(t *testing.T) {
+// TestLine15Scope: Alg. 1 line 15 asks for more than one progressing or
+// watching job (|PC| + |WC| > 1) before a converged job's request goes to
+// Alg. 2: on the job's own worker (scope=worker, the paper's sets PC_wi
+// and WC_wi, the default) or anywhere in the cluster (scope=cluster).
+// A request that is not granted leaves the job unmarked, so it asks again
+// at a later round.
+func TestLine15Scope(t *testing.T) {
 	falling := []float64{0.3, 0.295, 0.292}
 	fast := []float64{0.9, 0.7, 0.5}
-	jobs := []fakeJob{
-		{id: "conv", worker: 1, labels: cat("CC"), evals: falling},
-		{id: "c2", worker: 1, labels: cat("CC"), evals: falling},
-		{id: "p", worker: 1, labels: cat("PC"), evals: fast},
+	conv := fakeJob{id: "conv", worker: 1, labels: cat("CC"), evals: falling}
+	pc := func(id string, w int) fakeJob { return fakeJob{id: id, worker: w, labels: cat("PC"), evals: fast} }
+	wc := func(id string, w int) fakeJob {
+		return fakeJob{id: id, worker: w, labels: cat("WC"), evals: []float64{0.3, 0.299, 0.296}}
 	}
-	as := New(DefaultParams).Schedule(snapshot(300, 2, jobs))
-	if mig := actionsOf[policy.Migrate](as); len(mig) != 0 {
-		t.Errorf("moved with only one PC job in the cluster: %+v", mig)
+	cc := func(id string, w int) fakeJob {
+		return fakeJob{id: id, worker: w, labels: cat("CC"), evals: []float64{0.3, 0.299, 0.296}}
+	}
+	type want struct{ worker, cluster []string }
+	tests := []struct {
+		name string
+		jobs []fakeJob
+		want want
+	}{
+		{"two PC on the job's worker: both scopes move it",
+			[]fakeJob{conv, pc("a", 1), pc("b", 1), cc("x", 2)},
+			want{[]string{"conv@2"}, []string{"conv@2"}}},
+		{"a PC and a WC on the job's worker count alike",
+			[]fakeJob{conv, pc("a", 1), wc("b", 1), cc("x", 2)},
+			want{[]string{"conv@2"}, []string{"conv@2"}}},
+		{"two PC elsewhere, none on its worker: only the cluster reading moves it",
+			[]fakeJob{conv, cc("y", 1), pc("a", 2), pc("b", 2), cc("x", 3)},
+			want{nil, []string{"conv@3"}}},
+		{"one PC on its worker, one elsewhere: only the cluster reading",
+			[]fakeJob{conv, pc("a", 1), pc("b", 2), cc("x", 3)},
+			want{nil, []string{"conv@3"}}},
+		{"a single PC in the cluster: neither",
+			[]fakeJob{conv, cc("c2", 1), pc("p", 1)},
+			want{nil, nil}},
+	}
+	for _, tc := range tests {
+		for _, scope := range []Scope{ScopeWorker, ScopeCluster} {
+			t.Run(tc.name+"/"+string(scope), func(t *testing.T) {
+				workers := 0
+				for _, j := range tc.jobs {
+					workers = max(workers, j.worker)
+				}
+				as := schedule(t, "specon:scope="+string(scope), snapshot(300, workers, tc.jobs))
+				var got []string
+				for _, m := range actionsOf[policy.Migrate](as) {
+					got = append(got, fmt.Sprintf("%s@%d", m.Job, m.Placement[0].Node))
+				}
+				w := tc.want.worker
+				if scope == ScopeCluster {
+					w = tc.want.cluster
+				}
+				if d := cmp.Diff(w, got); d != "" {
+					t.Errorf("migrations (-want +got):\n%s", d)
+				}
+				if marked := labelsOf(as, "conv")[LabelMigrated] == "true"; marked != (w != nil) {
+					t.Errorf("conv marked migrated = %v, want %v (marked exactly when Alg. 2 ran)", marked, w != nil)
+				}
+			})
+		}
 	}
 }
 
-// TestScheduleRebalancesToIdleWorker: with every job converged and a
-// worker idle, Alg. 3 moves the most recently converged job there; a job
-// already moved once is never moved again.
+// TestScheduleRebalancesToIdleWorker: a worker is idle, so Alg. 3 moves
+// the job marked migrated most recently there; a job already moved once is
+// never moved again.
 func TestScheduleRebalancesToIdleWorker(t *testing.T) {
 	flat := []float64{0.1, 0.1, 0.1}
 	conv := func(at string, extra ...string) map[string]string {
-		l := map[string]string{LabelCategory: "CC", LabelConvergedAt: at, LabelMigrated: "true"}
+		l := map[string]string{LabelCategory: "CC", LabelConvergedAt: "30", LabelMigrated: "true", LabelMarkedAt: at}
 		for i := 0; i+1 < len(extra); i += 2 {
 			l[extra[i]] = extra[i+1]
 		}
@@ -216,6 +318,84 @@ func TestScheduleRebalancesToIdleWorker(t *testing.T) {
 	}
 	if !ok {
 		t.Error("rebalanced job not labelled R")
+	}
+}
+
+// TestAlg3Readings: when Alg. 3 runs (rebalance=always: every cycle, the
+// paper's pseudo-code and its Job-1 example; gated: only when a worker is
+// idle or every job has converged) and which jobs it moves (candidates=
+// migrated: marked by Alg. 2, timed from the mark; converged: CC jobs,
+// timed from convergence).
+func TestAlg3Readings(t *testing.T) {
+	flat := []float64{0.1, 0.1, 0.1}
+	fast := []float64{0.9, 0.7, 0.5}
+	lab := func(kv ...string) map[string]string {
+		l := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[kv[i]] = kv[i+1]
+		}
+		return l
+	}
+	marked := func(conv, at string) map[string]string {
+		return lab(LabelCategory, "CC", LabelConvergedAt, conv, LabelMigrated, "true", LabelMarkedAt, at)
+	}
+	unmarked := func(conv string) map[string]string { return lab(LabelCategory, "CC", LabelConvergedAt, conv) }
+	pc := func(id string, w int) fakeJob { return fakeJob{id: id, worker: w, labels: cat("PC"), evals: fast} }
+	// No worker idle, a PC job running: workers hold 5, 4, 1, 2 jobs, so
+	// bf = 3 and worker-3 (below bf-1 = 2) is T.
+	busy := []fakeJob{
+		{id: "a", worker: 1, labels: marked("60", "90"), evals: flat},
+		{id: "b", worker: 1, labels: marked("60", "150"), evals: flat},
+		pc("p1", 1), pc("p2", 1), pc("p3", 1),
+		{id: "c", worker: 2, labels: unmarked("200"), evals: flat},
+		pc("p4", 2), pc("p5", 2), pc("p6", 2),
+		pc("p7", 3),
+		pc("p8", 4), pc("p9", 4),
+	}
+	// A worker idle: the job marked most recently is not the one that
+	// converged most recently.
+	idle := []fakeJob{
+		{id: "early", worker: 1, labels: marked("200", "240"), evals: flat},
+		{id: "late", worker: 1, labels: marked("100", "120"), evals: flat},
+		{id: "fresh", worker: 1, labels: unmarked("270"), evals: flat},
+		pc("p", 2),
+	}
+	tests := []struct {
+		name string
+		jobs []fakeJob
+		spec string
+		want []string
+	}{
+		{"busy cluster, always: the last-marked job goes to the worker below bf-1",
+			busy, "specon", []string{"b@3"}},
+		{"busy cluster, gated: nothing (a job still progresses, no worker idle)",
+			busy, "specon:rebalance=gated", nil},
+		{"busy cluster, always, CC candidates: the last-converged CC job",
+			busy, "specon:candidates=converged", []string{"c@3"}},
+		{"idle worker, marked candidates: smallest time since the mark",
+			idle, "specon", []string{"early@3"}},
+		{"idle worker, CC candidates: smallest time since convergence, marked or not",
+			idle, "specon:candidates=converged", []string{"fresh@3"}},
+		{"idle worker, gated reading runs too",
+			idle, "specon:rebalance=gated;candidates=converged", []string{"fresh@3"}},
+		{"no job marked: nothing to move under the paper's reading",
+			[]fakeJob{{id: "u", worker: 1, labels: unmarked("60"), evals: flat}, {id: "v", worker: 1, labels: unmarked("90"), evals: flat}},
+			"specon", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			workers := 3
+			for _, j := range tc.jobs {
+				workers = max(workers, j.worker)
+			}
+			var got []string
+			for _, m := range actionsOf[policy.Migrate](schedule(t, tc.spec, snapshot(300, workers, tc.jobs))) {
+				got = append(got, fmt.Sprintf("%s@%d", m.Job, m.Placement[0].Node))
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("rebalanced (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 

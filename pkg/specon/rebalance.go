@@ -5,9 +5,11 @@ import (
 	"slices"
 )
 
-// Movable is a converged container Alg. 3 may move: it has a converged
-// duration d = t - t_c (t_c is when it entered CC) and has not been moved
-// before.
+// Movable is a container Alg. 3 may move, with its duration
+// d = t - t_c: the Speculator passes the jobs marked migrated by Alg. 2
+// (t_c the time of the mark, the paper's reading) or the CC jobs (t_c the
+// time they entered CC, Params.Candidates converged), never a job already
+// moved once.
 type Movable struct {
 	ID       string
 	Worker   int // index into the worker list given to Rebalance
@@ -27,23 +29,30 @@ type Move struct {
 //
 //   - When some workers are idle (T non-empty, lines 10-18), each idle
 //     worker, while it holds fewer than bf containers, receives the
-//     candidate with the smallest converged duration.
+//     candidate with the smallest duration.
 //   - Otherwise (lines 19-31), T becomes the workers holding fewer than
 //     bf-1 containers, and each of them, while it still does, receives the
-//     candidate with the smallest converged duration among those on
-//     workers outside T.
+//     candidate with the smallest duration among those on workers outside
+//     T.
 //
-// The smallest duration is the most recently converged job: the one with
-// the most training still ahead of it, which benefits most from a less
-// crowded worker.
+// The smallest duration is the job marked (or converged) most recently:
+// the paper's proxy for the one with the most training still ahead of it,
+// which benefits most from a less crowded worker.
 //
-// Two readings where the pseudo-code is loose: line 27 tests |w_i| (the
-// source) against bf-1 where the text says the target must "have room for
-// an additional container", so we test the target; and in the idle branch
-// we take a candidate only from a worker that holds at least two
-// containers, since moving a worker's only container to an idle worker
-// just swaps which worker is idle and costs a checkpoint. Ties in duration
-// go to the lower ID, workers are visited in index order.
+// Two readings where the pseudo-code is loose:
+//
+//   - Line 27 tests |w_i| < bf-1, and after lines 23-25 w_i is a worker
+//     outside T, the source of c_j. Every worker outside T holds at least
+//     bf-1 containers (that is how lines 20-22 built T), so read that way
+//     the test never holds and lines 19-31 never move anything. The text
+//     says the job goes to "w_i which has room for an additional
+//     container", the target, so we test the target's count.
+//   - In the idle branch we take a candidate only from a worker that holds
+//     at least two containers: moving a worker's only container to an
+//     idle worker just swaps which worker is idle and costs a checkpoint.
+//
+// Ties in duration go to the lower ID, workers are visited in index
+// order.
 func Rebalance(active []int, cands []Movable) []Move {
 	n := len(active)
 	if n == 0 || len(cands) == 0 {

@@ -20,18 +20,22 @@ import (
 //     uses.
 //   - Rebalance, once per cycle after placement: at each categorisation
 //     boundary (every Interval seconds) it runs Alg. 1 on every running job
-//     not yet moved, and Alg. 2 for every converged job that asks, while
-//     some other job is PC or WC; on every cycle it runs Alg. 3 when every
-//     job has converged or a worker is idle; then it writes the labels of
-//     every job whose state changed. Moves go through Statement.Migrate,
-//     to a worker that has the job's request free in the Now ledger; a job
-//     the Statement reports busy (touched by another plugin this cycle) is
-//     not moved.
+//     not yet marked migrated, and Alg. 2 for every converged job that
+//     asks, when more than one other job is PC or WC (line 15) on its
+//     worker (Params.Scope worker) or in the cluster (cluster); then Alg. 3
+//     on every cycle (Params.Rebalance always) or only when a worker is
+//     idle or every job has converged (gated), over the jobs marked
+//     migrated (Params.Candidates migrated) or the CC jobs (converged);
+//     then it writes the labels of every job whose state changed. Moves go
+//     through Statement.Migrate, to a worker that has the job's request
+//     free in the Now ledger; a job the Statement reports busy (touched by
+//     another plugin this cycle) is not moved.
 //
 // Each job's state is kept in memory for the run and mirrored in labels
-// (category, round, converged-at, migrated, move); a new instance rebuilds
-// it from them, so a restarted controller continues where it stopped.
-// Labels that are malformed or outside [0, 1<<40) count as missing.
+// (category, round, converged-at, migrated, migrated-at, move); a new
+// instance rebuilds it from them, so a restarted controller continues
+// where it stopped. Labels that are malformed or outside [0, 1<<40) count
+// as missing.
 type Speculator struct {
 	P   Params
 	mem map[string]*jobMem
@@ -112,13 +116,14 @@ type jobMem struct {
 	round       int64   // last round categorised, -1 before
 	convergedAt float64 // when it entered CC, -1 when not in CC
 	migrated    bool    // Alg. 2 has decided for it (stay or move)
+	markedAt    float64 // when Alg. 2 marked it migrated, -1 before (or unknown)
 	move        string  // "", MoveMigrate or MoveRebalance
 }
 
 // memFromLabels rebuilds a job's state from its labels; missing, malformed
 // or out-of-range labels fall back to a fresh job's state.
 func memFromLabels(js *cluster.JobState) *jobMem {
-	m := &jobMem{cat: PC, round: -1, convergedAt: -1}
+	m := &jobMem{cat: PC, round: -1, convergedAt: -1, markedAt: -1}
 	l := js.Labels
 	if c, err := ParseCategory(l[LabelCategory]); err == nil {
 		m.cat = c
@@ -130,6 +135,9 @@ func memFromLabels(js *cluster.JobState) *jobMem {
 		m.convergedAt = v
 	}
 	m.migrated = l[LabelMigrated] == "true"
+	if v, ok := labelFloat(l, LabelMarkedAt); ok {
+		m.markedAt = v
+	}
 	m.move = l[LabelMove]
 	if m.move == "" && js.Migrations > 0 {
 		m.move = MoveMigrate // moved by a SpeCon instance whose label was lost
@@ -140,16 +148,20 @@ func memFromLabels(js *cluster.JobState) *jobMem {
 
 // labels returns the label values that represent m.
 func (m *jobMem) labels() [][2]string {
-	ca := ""
-	if m.convergedAt >= 0 {
-		ca = strconv.FormatFloat(m.convergedAt, 'g', -1, 64)
-	}
 	mig := ""
 	if m.migrated {
 		mig = "true"
 	}
 	return [][2]string{{LabelCategory, m.cat.String()}, {LabelRound, strconv.FormatInt(m.round, 10)},
-		{LabelConvergedAt, ca}, {LabelMigrated, mig}, {LabelMove, m.move}}
+		{LabelConvergedAt, timeLabel(m.convergedAt)}, {LabelMigrated, mig}, {LabelMarkedAt, timeLabel(m.markedAt)}, {LabelMove, m.move}}
+}
+
+// timeLabel is the label value of a time, "" for none (negative).
+func timeLabel(t float64) string {
+	if t < 0 {
+		return ""
+	}
+	return strconv.FormatFloat(t, 'g', -1, 64)
 }
 
 // Rebalance implements framework.Rebalance.
@@ -209,20 +221,22 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 		}
 	}
 
-	// Alg. 2 for each request, when other progressing or watching jobs
-	// exist (line 15: |PC| + |WC| > 1, over the whole cluster).
+	// Alg. 2 for each request, when more than one other job is
+	// progressing or watching (line 15: |PC| + |WC| > 1) on the job's
+	// worker or in the cluster.
 	for _, js := range requests {
-		if p.countActive(v) <= 1 {
-			break
+		if p.countActive(v, js) <= 1 {
+			continue
 		}
 		p.speculate(c, v, js)
 	}
 
-	// Alg. 3 on every cycle: the manager "keeps monitoring the cluster",
-	// and a worker that just became idle is refilled at once. Running it
-	// once per round instead would need the last round stored somewhere
-	// a restarted controller can read; every cycle needs no state, and the
-	// one-move-per-job rule bounds what it can do.
+	// Alg. 3. The manager "keeps monitoring the cluster", and a worker that
+	// just became idle is refilled at once, so it runs on every cycle (with
+	// Rebalance gated, only when a worker is idle or every job has
+	// converged). Running it once per round instead would need the last
+	// round stored somewhere a restarted controller can read; every cycle
+	// needs no state, and the one-move-per-job rule bounds what it can do.
 	p.rebalance(c, v, running, s.Now)
 
 	for _, js := range running {
@@ -237,11 +251,19 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	return nil
 }
 
-// countActive returns |PC| + |WC| over the jobs placed in this cycle's
-// view; jobs started this cycle are PC.
-func (p *Speculator) countActive(v *view) int {
+// countActive returns |PC| + |WC| for Alg. 1 line 15 over the jobs placed
+// in this cycle's view, on js's worker (Params.Scope worker) or over the
+// cluster (js nil, or scope cluster); jobs started this cycle are PC.
+func (p *Speculator) countActive(v *view, js *cluster.JobState) int {
+	host, perWorker := -1, false
+	if js != nil && p.P.Scope == ScopeWorker {
+		host, perWorker = v.where[js.Job.ID], true
+	}
 	n := 0
-	for id := range v.where {
+	for id, node := range v.where {
+		if perWorker && node != host {
+			continue
+		}
 		if m, ok := p.mem[id]; !ok || m.cat != CC {
 			n++
 		}
@@ -311,6 +333,7 @@ func (p *Speculator) speculate(c *framework.Cycle, v *view, js *cluster.JobState
 	ws := p.workerView(c.Snap, v, js.Job)
 	host := slices.IndexFunc(ws, func(w Worker) bool { return w.Node == v.where[js.Job.ID] })
 	m.migrated = true // lines 9, 15, 20: decided once, whatever the outcome
+	m.markedAt = c.Snap.Now
 	if host < 0 || js.Migrations > 0 || m.move != "" {
 		return
 	}
@@ -324,8 +347,9 @@ func (p *Speculator) speculate(c *framework.Cycle, v *view, js *cluster.JobState
 	} // else the chosen worker cannot take the request; stay
 }
 
-// rebalance is Alg. 3, run when every running job has converged or some
-// worker is idle.
+// rebalance is Alg. 3 over the candidates Params.Candidates names, on
+// every cycle or (Params.Rebalance gated) only when every running job has
+// converged or a worker is idle.
 func (p *Speculator) rebalance(c *framework.Cycle, v *view, running []*cluster.JobState, now float64) {
 	if len(running) == 0 {
 		return
@@ -339,7 +363,7 @@ func (p *Speculator) rebalance(c *framework.Cycle, v *view, running []*cluster.J
 		active[i] = w.Active()
 		idle = idle || active[i] == 0
 	}
-	if !idle && p.countActive(v) > 0 {
+	if p.P.Rebalance == RebalanceGated && !idle && p.countActive(v, nil) > 0 {
 		return
 	}
 	var cands []Movable
@@ -347,10 +371,22 @@ func (p *Speculator) rebalance(c *framework.Cycle, v *view, running []*cluster.J
 	for _, js := range running {
 		m := p.mem[js.Job.ID]
 		i, ok := idx[v.where[js.Job.ID]]
-		if !ok || js.Phase != cluster.Running || m.cat != CC || m.convergedAt < 0 || m.move != "" || js.Migrations > 0 || c.St.Busy(js) {
+		if !ok || js.Phase != cluster.Running || m.move != "" || js.Migrations > 0 || c.St.Busy(js) {
 			continue
 		}
-		cands = append(cands, Movable{ID: js.Job.ID, Worker: i, Duration: now - m.convergedAt})
+		since := m.markedAt // t_cj: marked migrated by Alg. 2
+		if p.P.Candidates == CandidatesConverged {
+			since = m.convergedAt
+			if m.cat != CC {
+				continue
+			}
+		} else if !m.migrated {
+			continue
+		}
+		if since < 0 {
+			continue // no t_cj (a label lost or out of range)
+		}
+		cands = append(cands, Movable{ID: js.Job.ID, Worker: i, Duration: now - since})
 		byID[js.Job.ID] = js
 	}
 	for _, mv := range Rebalance(active, cands) {
@@ -359,6 +395,9 @@ func (p *Speculator) rebalance(c *framework.Cycle, v *view, running []*cluster.J
 			continue
 		}
 		m := p.mem[mv.ID]
+		if !m.migrated {
+			m.markedAt = now
+		}
 		m.move, m.migrated = MoveRebalance, true
 	}
 }
