@@ -185,7 +185,10 @@ func TestOASiSRejectsNegativePayoff(t *testing.T) {
 func TestSpeConMigratesOnce(t *testing.T) {
 	requirePolicy(t, "specon")
 	tc := newCluster(t, 2, "8", "0", standin.Config{TimeScale: 1, Curve: cluster.ExpCurve{Start: 2, Floor: 0.2, Rate: 12}})
-	tc.startScheduler("specon:interval=1", nil)
+	// The converged job shares its worker with one progressing job only, so
+	// under the paper's per-worker reading no Alg. 2 request is made; the
+	// idle-worker move comes from Alg. 3 over converged candidates.
+	tc.startScheduler("specon:interval=1;candidates=converged", nil)
 	// Round-robin puts sc0 and sc2 on one node and sc1 on the other; sc1
 	// finishes first, then sc0 converges while sc2 still progresses, so
 	// moving sc0 to the idle node is SpeCon's choice.
