@@ -45,6 +45,10 @@ type applier struct {
 	// job's status write, pod creations and Bindings need not wait for
 	// the previous job's round trips.
 	g *errgroup.Group
+	// started holds, per job started this cycle, a channel closed when
+	// its API calls are done: a later action on the job waits for it,
+	// so that two writers never share its jobView.
+	started map[string]chan struct{}
 }
 
 // startWorkers bounds the concurrent starts of one cycle.
@@ -158,6 +162,9 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	}
 	e := a.e
 	now := metav1.Time{Time: e.Now()}
+	if done := a.started[act.Target()]; done != nil {
+		<-done
+	}
 	if pj := a.v.pods[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
@@ -177,7 +184,15 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return err
 		}
 		desc := a.describe(act.Placement)
-		a.g.Go(func() error { return a.start(ctx, jv, act, place, desc, now) })
+		done := make(chan struct{})
+		if a.started == nil {
+			a.started = map[string]chan struct{}{}
+		}
+		a.started[act.Job] = done
+		a.g.Go(func() error {
+			defer close(done)
+			return a.start(ctx, jv, act, place, desc, now)
+		})
 		return nil
 	case policy.Preempt:
 		jv := a.v.jobs[act.Job]
