@@ -208,10 +208,10 @@ func TestPlaceholderSetsAndGroups(t *testing.T) {
 		return &fakeModel{fn: func(last []float64) []float64 { return []float64{last[0] + 2, last[1] + 1} }}, nil
 	}
 	snap := &cluster.Snapshot{Now: 0, Catalog: catalog1, Pending: cluster.NewQueue()}
-	snap.Pending.PushBack(cluster.NewJobState(job1("a", 0, 60)))
+	snap.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(job1("a", 0, 60)))
 	big := job1("b", 0, 60)
 	big.Groups[0].Demand = resource.New(16, 64, 4)
-	snap.Pending.PushBack(cluster.NewJobState(big))
+	snap.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(big))
 	var got []cluster.Placeholder
 	for _, a := range pp.Schedule(snap) {
 		if sp, ok := a.(policy.SetPlaceholders); ok {

@@ -306,7 +306,7 @@ func TestScaleDownFailsCleanly(t *testing.T) {
 	snap.Nodes[0].Allocated = low.Demand(ls.Counts())
 	snap.Running = []*cluster.JobState{ls}
 	hsState := cluster.NewJobState(high)
-	snap.Pending.PushBack(hsState)
+	snap.Pending.(*cluster.Queue).PushBack(hsState)
 	for _, a := range e.Schedule(snap) {
 		if r, ok := a.(policy.Resize); ok && r.Placement.Counts(2)[0] < 6 {
 			t.Errorf("failed scale-down still emitted %+v", a)
@@ -541,7 +541,7 @@ func TestLoopOrder(t *testing.T) {
 		s.Nodes[0].Allocated = running.Demand(rs.Counts())
 		s.Running = []*cluster.JobState{rs}
 		for _, j := range pending {
-			s.Pending.PushBack(cluster.NewJobState(j))
+			s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 		}
 		return s
 	}

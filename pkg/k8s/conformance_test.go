@@ -204,8 +204,11 @@ var confScripts = []*confB{
 
 // confSeen is what the policy saw: node indices and names with their
 // accounting, jobs with their phase and placement, and the queue.
+// PendingIsQueue is set when Snapshot.Pending was the executor's mutable
+// *cluster.Queue rather than a read-only view.
 type confSeen struct {
 	Nodes, Jobs, Pending []string
+	PendingIsQueue       bool
 }
 
 func seeSnapshot(s *cluster.Snapshot) confSeen {
@@ -226,6 +229,7 @@ func seeSnapshot(s *cluster.Snapshot) confSeen {
 	for js := range s.Pending.All() {
 		c.Pending = append(c.Pending, js.Job.ID)
 	}
+	_, c.PendingIsQueue = s.Pending.(*cluster.Queue)
 	return c
 }
 
@@ -421,6 +425,9 @@ func TestConformance(t *testing.T) {
 		c := b.c
 		t.Run(c.name, func(t *testing.T) {
 			simSeen, simRefused := runSim(t, c)
+			if simSeen.PendingIsQueue {
+				t.Error("the simulator gave the policy its own queue")
+			}
 			runs := c.k8sRuns
 			if runs == 0 {
 				runs = 3

@@ -121,7 +121,7 @@ func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Na
 func Build(w *World, now time.Time, o Options) *View {
 	t := o.Seconds(now)
 	v := &View{
-		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue(), Catalog: o.Catalog},
+		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Catalog: o.Catalog},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
 		pods:    map[string]*podJob{},
@@ -241,12 +241,14 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 		return cmp.Compare(a.key, b.key)
 	})
+	queue := cluster.NewQueue()
 	for _, jv := range requeued {
-		v.Snap.Pending.PushBack(jv.st)
+		queue.PushBack(jv.st)
 	}
 	for _, q := range queued {
-		v.Snap.Pending.PushBack(q.st)
+		queue.PushBack(q.st)
 	}
+	v.Snap.Pending = queue.ReadOnly()
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
