@@ -46,8 +46,8 @@ func (w *world) pending(j *jobB) *world {
 	return w
 }
 
-// running adds a running job on the given nodes (one replica of group
-// g per (g, node) pair) and charges its demand to them.
+// running adds a job running on placement p and charges its demand to
+// the nodes.
 func (w *world) running(j *jobB, p ...cluster.Assignment) *world {
 	js := cluster.NewJobState(&j.j)
 	js.Phase = cluster.Running
@@ -146,8 +146,10 @@ func TestCheck(t *testing.T) {
 		{"migrate pending", base().pending(w2()), policy.Migrate{Job: "w2", Placement: place(on(0, 1))}, "job w2 is Pending, not Running"},
 		{"migrate changes counts", base().running(el(), on(0, 0), on(0, 0)), policy.Migrate{Job: "el", Placement: place(on(0, 1))},
 			"migration changes replica counts [2] -> [1]; use Resize"},
-		{"migrate over capacity", base().running(w2(), on(0, 0), on(0, 0)), policy.Migrate{Job: "w2", Placement: place(on(0, 1), on(0, 1), on(0, 1))},
+		{"migrate above max", base().running(w2(), on(0, 0), on(0, 0)), policy.Migrate{Job: "w2", Placement: place(on(0, 1), on(0, 1), on(0, 1))},
 			"group worker: 3 replicas is above max 2"},
+		{"migrate over capacity", base().running(w2(), on(0, 0), on(0, 0)).running(makeJob("x").group("worker", 3, 1, 1, 1), on(0, 1)),
+			policy.Migrate{Job: "w2", Placement: place(on(0, 0), on(0, 1))}, "over capacity on node n1: needs cpu=1 memory=1Gi gpu=2, cpu=7 memory=31Gi gpu=1 free (short of gpu)"},
 		// Resize
 		{"resize grow", base().running(el(), on(0, 0), on(0, 0)), policy.Resize{Job: "el", Placement: place(on(0, 0), on(0, 0), on(0, 1))}, ""},
 		{"resize shrink to min", base().running(el(), on(0, 0), on(0, 0)), policy.Resize{Job: "el", Placement: place(on(0, 0))}, ""},
