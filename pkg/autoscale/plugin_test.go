@@ -28,7 +28,7 @@ func gpus(id string, n int64) *cluster.Job {
 func at(now float64, cat []cluster.InstanceType, pending ...*cluster.Job) *cluster.Snapshot {
 	s := &cluster.Snapshot{Now: now, Catalog: cat, Pending: cluster.NewQueue()}
 	for _, j := range pending {
-		s.Pending.PushBack(cluster.NewJobState(j))
+		s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 	}
 	return s
 }

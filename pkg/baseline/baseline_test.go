@@ -35,7 +35,7 @@ func world(freeGPUs []int64, running []pend, pending []pend) *cluster.Snapshot {
 		s.Running = append(s.Running, js)
 	}
 	for _, p := range pending {
-		s.Pending.PushBack(mk(p))
+		s.Pending.(*cluster.Queue).PushBack(mk(p))
 	}
 	return s
 }

@@ -91,6 +91,31 @@ func TestQueueOrder(t *testing.T) {
 	}
 }
 
+// The read-only view follows the queue it was made from and cannot be
+// turned back into it.
+func TestQueueReadOnly(t *testing.T) {
+	a, b, c := NewJobState(job("a")), NewJobState(job("b")), NewJobState(job("c"))
+	q := NewQueue(a, b)
+	ro := q.ReadOnly()
+	if _, ok := ro.(*Queue); ok {
+		t.Fatal("the read-only view is the queue itself")
+	}
+	ids := func(p PendingQueue) (out []string) {
+		for s := range p.All() {
+			out = append(out, s.Job.ID)
+		}
+		return out
+	}
+	if got := ids(ro); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("NewQueue(a, b) holds %v", got)
+	}
+	q.PushFront(c)
+	q.Remove(a)
+	if got := ids(ro); !slices.Equal(got, []string{"c", "b"}) || ro.Len() != 2 || ro.Head() != c || !ro.Contains(b) || ro.Contains(a) {
+		t.Errorf("view after changes: %v len %d head %v", got, ro.Len(), ro.Head())
+	}
+}
+
 func TestParseSpec(t *testing.T) {
 	nodes, err := ParseSpec("2:cpu=8,mem_gib=30,price=0.4+1:gpu=8,cpu=32,mem_gib=256,role=ps,type=p2")
 	if err != nil {

@@ -218,8 +218,41 @@ type Queue struct {
 	pos   map[*JobState]int
 }
 
-// NewQueue returns an empty queue.
-func NewQueue() *Queue { return &Queue{pos: map[*JobState]int{}} }
+// NewQueue returns a queue holding the given jobs, head first.
+func NewQueue(jobs ...*JobState) *Queue {
+	q := &Queue{pos: make(map[*JobState]int, len(jobs))}
+	for _, s := range jobs {
+		q.PushBack(s)
+	}
+	return q
+}
+
+// PendingQueue is the pending queue as a policy sees it (Snapshot.Pending):
+// it can read the queue but not change it. *Queue implements it; an
+// executor hands policies ReadOnly() rather than its own *Queue.
+type PendingQueue interface {
+	// All yields the queued jobs, head first.
+	All() iter.Seq[*JobState]
+	// Len returns the number of queued jobs.
+	Len() int
+	// Head returns the first job, or nil.
+	Head() *JobState
+	// Contains reports whether the job is queued.
+	Contains(s *JobState) bool
+}
+
+var _ PendingQueue = (*Queue)(nil)
+
+// ReadOnly returns a view of the queue that follows its changes but
+// cannot make any (it is not a *Queue, so no type assertion recovers one).
+func (q *Queue) ReadOnly() PendingQueue { return readOnlyQueue{q} }
+
+type readOnlyQueue struct{ q *Queue }
+
+func (r readOnlyQueue) All() iter.Seq[*JobState]  { return r.q.All() }
+func (r readOnlyQueue) Len() int                  { return r.q.Len() }
+func (r readOnlyQueue) Head() *JobState           { return r.q.Head() }
+func (r readOnlyQueue) Contains(s *JobState) bool { return r.q.Contains(s) }
 
 // Len returns the number of queued jobs.
 func (q *Queue) Len() int { return q.live }
@@ -322,8 +355,9 @@ type Snapshot struct {
 	// Running holds the jobs that hold resources: Running, Suspending and
 	// Migrating, in no particular order.
 	Running []*JobState
-	// Pending is the queue of jobs waiting to start, head first.
-	Pending *Queue
+	// Pending is the queue of jobs waiting to start, head first, read
+	// only. (To build a snapshot by hand, fill a *Queue and assign it.)
+	Pending PendingQueue
 	// Catalog lists instance types that may be provisioned; empty when the
 	// cluster is fixed.
 	Catalog []InstanceType

@@ -60,7 +60,7 @@ func (w *world) run(b jb, n, workers int, phase cluster.Phase, labels map[string
 
 func (w *world) pend(bs ...jb) *world {
 	for _, b := range bs {
-		w.s.Pending.PushBack(cluster.NewJobState(b.j))
+		w.s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(b.j))
 	}
 	return w
 }

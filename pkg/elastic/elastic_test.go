@@ -207,7 +207,7 @@ func TestGangPlaceFirstNode(t *testing.T) {
 				s.Nodes[i].Allocated = resource.New(8-f, 0, 0)
 			}
 			j := psJob("j", 0, 100, 0, 1, 2, 3, 1, 4)
-			s.Pending.PushBack(cluster.NewJobState(j))
+			s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 			var got cluster.Placement
 			for _, a := range NewElastic(st, false).Schedule(s) {
 				if a, ok := a.(policy.Start); ok {
@@ -322,7 +322,7 @@ func TestScaleDownFailsCleanly(t *testing.T) {
 	snap.Nodes[0].Allocated = low.Demand(ls.Counts())
 	snap.Running = []*cluster.JobState{ls}
 	hsState := cluster.NewJobState(high)
-	snap.Pending.PushBack(hsState)
+	snap.Pending.(*cluster.Queue).PushBack(hsState)
 	for _, a := range e.Schedule(snap) {
 		if r, ok := a.(policy.Resize); ok && r.Placement.Counts(2)[0] < 6 {
 			t.Errorf("failed scale-down still emitted %+v", a)
@@ -557,7 +557,7 @@ func TestLoopOrder(t *testing.T) {
 		s.Nodes[0].Allocated = running.Demand(rs.Counts())
 		s.Running = []*cluster.JobState{rs}
 		for _, j := range pending {
-			s.Pending.PushBack(cluster.NewJobState(j))
+			s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 		}
 		return s
 	}

@@ -53,7 +53,7 @@ func (w *world) run(j *cluster.Job, first float64, ps int, ws ...int) *world {
 func (w *world) wait(j *cluster.Job, enqueued float64) *world {
 	js := cluster.NewJobState(j)
 	js.Enqueued = enqueued
-	w.s.Pending.PushBack(js)
+	w.s.Pending.(*cluster.Queue).PushBack(js)
 	return w
 }
 

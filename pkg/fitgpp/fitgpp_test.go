@@ -64,7 +64,7 @@ func snapshot(n int, running []rj, pending ...*cluster.Job) *cluster.Snapshot {
 		s.Running = append(s.Running, st)
 	}
 	for _, j := range pending {
-		s.Pending.PushBack(cluster.NewJobState(j))
+		s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 	}
 	return s
 }

@@ -40,7 +40,7 @@ func job(id string, gpus int64, replicas int) *cluster.Job {
 
 func (w *world) pending(js ...*cluster.Job) *world {
 	for _, j := range js {
-		w.s.Pending.PushBack(cluster.NewJobState(j))
+		w.s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 	}
 	return w
 }

@@ -24,13 +24,15 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/validate"
 )
 
 // applier carries out one cycle's actions. Like the simulator, it
-// validates every action against the state the earlier actions of the
-// cycle left (free capacity per node, each job's phase) before any API
-// call, and refuses an invalid one with a reason instead of half-applying
-// it.
+// validates every action with validate.Check against the state the
+// earlier actions of the cycle left (free capacity per node, each job's
+// phase and placement) before any API call, and refuses an invalid one
+// with a reason instead of half-applying it. It is the validate.State of
+// the Kubernetes executor.
 type applier struct {
 	e *Executor
 	v *View
@@ -43,6 +45,10 @@ type applier struct {
 	// job's status write, pod creations and Bindings need not wait for
 	// the previous job's round trips.
 	g *errgroup.Group
+	// started holds, per job started this cycle, a channel closed when
+	// its API calls are done: a later action on the job waits for it,
+	// so that two writers never share its jobView.
+	started map[string]chan struct{}
 }
 
 // startWorkers bounds the concurrent starts of one cycle.
@@ -68,48 +74,50 @@ func newApplier(e *Executor, v *View, w *World) *applier {
 	return a
 }
 
-func (a *applier) job(id string, want cluster.Phase) (*jobView, error) {
-	jv := a.v.jobs[id]
-	if jv == nil || jv.st == nil {
-		return nil, fmt.Errorf("unknown job %q", id)
+var (
+	_ validate.State   = (*applier)(nil)
+	_ validate.Limited = (*applier)(nil)
+)
+
+// Job implements validate.State: an opted-in pod or a TrainingJob whose
+// spec converted.
+func (a *applier) Job(id string) *cluster.JobState {
+	if pj := a.v.pods[id]; pj != nil {
+		return pj.st
 	}
-	if jv.st.Phase != want {
-		return nil, fmt.Errorf("job %s is %s, not %s", id, jv.st.Phase, want)
+	if jv := a.v.jobs[id]; jv != nil {
+		return jv.st
 	}
-	return jv, nil
+	return nil
 }
 
-// check validates a placement for a job whose current placement (nil when
-// pending) is given back first, as the simulator does.
-func (a *applier) check(st *cluster.JobState, p, current cluster.Placement) error {
-	j := st.Job
-	if len(p) == 0 {
-		return errors.New("empty placement")
-	}
-	for _, as := range p {
-		if as.Group < 0 || as.Group >= len(j.Groups) {
-			return fmt.Errorf("placement names group %d; the job has %d", as.Group, len(j.Groups))
+// Nodes implements validate.State.
+func (a *applier) Nodes() []*cluster.NodeState { return a.v.Snap.Nodes }
+
+// Free implements validate.State: the cycle's ledger.
+func (a *applier) Free(i int) dres.Vector { return a.free[i] }
+
+// Catalog implements validate.State.
+func (a *applier) Catalog() []cluster.InstanceType { return a.v.Snap.Catalog }
+
+// Unsupported implements validate.Limited: nodes are the cluster
+// autoscaler's to add and remove, a plain pod cannot be moved, and a
+// placeholder's name must be usable as a Kubernetes name and label.
+func (a *applier) Unsupported(act policy.Action) error {
+	switch act := act.(type) {
+	case policy.ProvisionNode:
+		return fmt.Errorf("node provisioning is left to the cluster autoscaler (drover expresses demand with placeholders)")
+	case policy.ReleaseNode:
+		return fmt.Errorf("node release is left to the cluster autoscaler")
+	case policy.Migrate, policy.Resize:
+		if pj := a.v.pods[act.Target()]; pj != nil {
+			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.st.Job.ID)
 		}
-		if as.Node < 0 || as.Node >= len(a.v.Snap.Nodes) {
-			return fmt.Errorf("placement names node %d; there are %d", as.Node, len(a.v.Snap.Nodes))
-		}
-		n := a.v.Snap.Nodes[as.Node]
-		if !n.Ready || n.Gone {
-			return fmt.Errorf("node %s is not ready", n.Name)
-		}
-		if n.Role != "" && n.Role != j.Groups[as.Group].Name {
-			return fmt.Errorf("node %s is for %s replicas, not %s", n.Name, n.Role, j.Groups[as.Group].Name)
-		}
-	}
-	for g, c := range p.Counts(len(j.Groups)) {
-		if c > j.Groups[g].Max {
-			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
-		}
-	}
-	have := current.DemandOn(j)
-	for ni, d := range p.DemandOn(j) {
-		if f := a.free[ni].Add(have[ni]); !d.Fits(f) {
-			return fmt.Errorf("over capacity on node %s: needs %v, %v free (short of %s)", a.v.Snap.Nodes[ni].Name, d, f, d.Short(f))
+	case policy.SetPlaceholders:
+		for _, p := range act.Placeholders {
+			if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
+				return fmt.Errorf("placeholder name %q is not a DNS-1123 label", p.Name)
+			}
 		}
 	}
 	return nil
@@ -145,24 +153,28 @@ func (a *applier) describe(p cluster.Placement) string {
 	return strings.Join(names, ",")
 }
 
+// apply validates one action (validate.Check) and, when it is valid,
+// carries it out. An error is a refusal unless it is an *apiError (the
+// action was valid but an API call failed).
 func (a *applier) apply(ctx context.Context, act policy.Action) error {
+	if err := validate.Check(a, act); err != nil {
+		return err
+	}
 	e := a.e
 	now := metav1.Time{Time: e.Now()}
+	if done := a.started[act.Target()]; done != nil {
+		<-done
+	}
 	if pj := a.v.pods[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
 	switch act := act.(type) {
 	case policy.Start:
-		jv, err := a.job(act.Job, cluster.Pending)
-		if err != nil {
-			return err
-		}
-		if err := a.check(jv.st, act.Placement, nil); err != nil {
-			return err
-		}
+		jv := a.v.jobs[act.Job]
 		place := a.toStatus(jv.st.Job, act.Placement)
 		a.take(jv.st.Job, act.Placement, 1)
 		jv.st.Phase = cluster.Running
+		jv.st.Placement = act.Placement
 		if a.g == nil {
 			// Not WithContext: one failed start must not cancel the others.
 			a.g = &errgroup.Group{}
@@ -172,16 +184,18 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return err
 		}
 		desc := a.describe(act.Placement)
-		a.g.Go(func() error { return a.start(ctx, jv, act, place, desc, now) })
+		done := make(chan struct{})
+		if a.started == nil {
+			a.started = map[string]chan struct{}{}
+		}
+		a.started[act.Job] = done
+		a.g.Go(func() error {
+			defer close(done)
+			return a.start(ctx, jv, act, place, desc, now)
+		})
 		return nil
 	case policy.Preempt:
-		jv, err := a.job(act.Job, cluster.Running)
-		if err != nil {
-			return err
-		}
-		if act.Grace < 0 || math.IsNaN(act.Grace) {
-			return fmt.Errorf("grace %v is below 0", act.Grace)
-		}
+		jv := a.v.jobs[act.Job]
 		grace := int64(math.Ceil(act.Grace))
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
@@ -205,13 +219,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		e.event(jv.tj, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
 		return e.deletePods(ctx, jv, jv.live(), grace)
 	case policy.Migrate:
-		jv, err := a.job(act.Job, cluster.Running)
-		if err != nil {
-			return err
-		}
-		if err := a.check(jv.st, act.Placement, jv.st.Placement); err != nil {
-			return err
-		}
+		jv := a.v.jobs[act.Job]
 		from := a.describe(jv.st.Placement)
 		place := a.toStatus(jv.st.Job, act.Placement)
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -232,23 +240,13 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		a.take(jv.st.Job, jv.st.Placement, -1)
 		a.take(jv.st.Job, act.Placement, 1)
 		jv.st.Phase = cluster.Migrating
+		jv.st.Placement = act.Placement
 		e.m.Actions.WithLabelValues("migrate").Inc()
 		e.event(jv.tj, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
 		return e.deletePods(ctx, jv, jv.live(), jv.tj.Grace())
 	case policy.Resize:
-		jv, err := a.job(act.Job, cluster.Running)
-		if err != nil {
-			return err
-		}
-		if err := a.check(jv.st, act.Placement, jv.st.Placement); err != nil {
-			return err
-		}
+		jv := a.v.jobs[act.Job]
 		j := jv.st.Job
-		for g, c := range act.Placement.Counts(len(j.Groups)) {
-			if c < j.Groups[g].Min {
-				return fmt.Errorf("group %s: %d replicas is below min %d", j.Groups[g].Name, c, j.Groups[g].Min)
-			}
-		}
 		from, to := jv.st.Counts(), act.Placement.Counts(len(j.Groups))
 		place := a.toStatus(j, act.Placement)
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -263,7 +261,8 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}
 		a.take(j, jv.st.Placement, -1)
 		a.take(j, act.Placement, 1)
-		jv.st.Phase = cluster.Migrating // no second action on it this cycle
+		jv.st.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
+		jv.st.Placement = act.Placement
 		e.m.Actions.WithLabelValues("resize").Inc()
 		e.event(jv.tj, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
 		if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
@@ -272,10 +271,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		st := jv.tj.Status
 		return e.ensurePods(ctx, jv, &st)
 	case policy.Reject:
-		jv, err := a.job(act.Job, cluster.Pending)
-		if err != nil {
-			return err
-		}
+		jv := a.v.jobs[act.Job]
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
 				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
@@ -292,10 +288,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		e.event(jv.tj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
 		return nil
 	case policy.Wait:
-		jv, err := a.job(act.Job, cluster.Pending)
-		if err != nil {
-			return err
-		}
+		jv := a.v.jobs[act.Job]
 		if jv.tj.Status.Reason == act.Reason {
 			return nil
 		}
@@ -309,9 +302,6 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		return nil
 	case policy.SetLabel:
 		jv := a.v.jobs[act.Job]
-		if jv == nil || jv.st == nil {
-			return fmt.Errorf("unknown job %q", act.Job)
-		}
 		if jv.st.Labels[act.Key] == act.Value {
 			if _, ok := jv.st.Labels[act.Key]; ok {
 				return nil
@@ -340,19 +330,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}
 		jv.st.Labels[act.Key] = act.Value
 		return nil
-	case policy.ProvisionNode:
-		return fmt.Errorf("node provisioning is left to the cluster autoscaler (drover expresses demand with placeholders)")
-	case policy.ReleaseNode:
-		return fmt.Errorf("node release is left to the cluster autoscaler")
 	case policy.SetPlaceholders:
-		for _, p := range act.Placeholders {
-			if p.Count < 0 || p.Demand.AnyNegative() || p.Demand.IsZero() {
-				return fmt.Errorf("placeholder %q: count %d or demand %v is invalid", p.Name, p.Count, p.Demand)
-			}
-			if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
-				return fmt.Errorf("placeholder name %q is not a DNS-1123 label", p.Name)
-			}
-		}
 		e.m.Actions.WithLabelValues("placeholders").Inc()
 		return a.setPlaceholders(ctx, act.Placeholders)
 	}

@@ -39,6 +39,8 @@ type Executor struct {
 	cycle uint64
 	// jobs caches converted TrainingJob specs between cycles.
 	jobs *JobCache
+	// nodes keeps node indices stable between cycles.
+	nodes *NodeTable
 	// written remembers the TrainingJobs this executor wrote, so that a
 	// cycle that reads an informer cache lagging behind its own writes
 	// does not act on the stale copy (start a job twice, say).
@@ -189,9 +191,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if e.jobs == nil {
 		e.jobs = NewJobCache()
 	}
+	if e.nodes == nil {
+		e.nodes = NewNodeTable()
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,26 +92,15 @@ func (v *View) addPodJob(p *corev1.Pod, o Options) *cluster.JobState {
 	return nil
 }
 
-// applyPod carries out an action on an opted-in pod.
+// applyPod carries out a validated action on an opted-in pod.
 func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) error {
 	e := a.e
-	want := func(ph cluster.Phase) error {
-		if pj.st.Phase != ph {
-			return fmt.Errorf("job %s is %s, not %s", pj.st.Job.ID, pj.st.Phase, ph)
-		}
-		return nil
-	}
 	switch act := act.(type) {
 	case policy.Start:
-		if err := want(cluster.Pending); err != nil {
-			return err
-		}
-		if err := a.check(pj.st, act.Placement, nil); err != nil {
-			return err
-		}
 		node := a.v.Snap.Nodes[act.Placement[0].Node].Name
 		a.take(pj.st.Job, act.Placement, 1)
 		pj.st.Phase = cluster.Running
+		pj.st.Placement = act.Placement
 		if err := a.evictPlaceholders(ctx, pj.st.Job, act.Placement); err != nil {
 			return err
 		}
@@ -121,13 +111,10 @@ func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) e
 		e.event(pj.pod, false, "Scheduled", "drover (%s) bound %s/%s to %s", e.pol.Name(), pj.pod.Namespace, pj.pod.Name, node)
 		return nil
 	case policy.Preempt:
-		if err := want(cluster.Running); err != nil {
-			return err
-		}
 		pj.st.Phase = cluster.Suspending
 		e.m.Actions.WithLabelValues("preempt").Inc()
 		e.event(pj.pod, false, "Preempted", "%s", preemptReason(act))
-		grace := int64(act.Grace + 0.999)
+		grace := int64(math.Ceil(act.Grace))
 		if err := e.fault("delete pod " + pj.pod.Name); err != nil {
 			return err
 		}
@@ -136,9 +123,6 @@ func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) e
 		}
 		return nil
 	case policy.Reject:
-		if err := want(cluster.Pending); err != nil {
-			return err
-		}
 		pj.st.Phase = cluster.Rejected
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationRejected, act.Reason)
 		if err := e.c.Patch(ctx, pj.pod, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
@@ -148,9 +132,8 @@ func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) e
 		e.event(pj.pod, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
 		return nil
 	case policy.Wait, policy.SetLabel:
-		return nil
-	case policy.Migrate, policy.Resize:
-		return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.st.Job.ID)
+		return nil // a plain pod has nowhere to keep them
 	}
+	// Migrate and Resize are refused by applier.Unsupported.
 	return fmt.Errorf("unsupported action %T for a plain pod", act)
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// Jobs, when set, caches the cluster.Job of each TrainingJob between
 	// cycles (see JobCache).
 	Jobs *JobCache
+	// Nodes, when set, keeps each node's index in the snapshot from one
+	// cycle to the next (see NodeTable). Nil indexes the nodes in name
+	// order, as on a first cycle.
+	Nodes *NodeTable
 	// Catalog is the instance types an autoscaler can add.
 	Catalog []cluster.InstanceType
 	// SchedulerName is drover's; plain pods with it and the opt-in label
@@ -117,26 +121,23 @@ func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Na
 func Build(w *World, now time.Time, o Options) *View {
 	t := o.Seconds(now)
 	v := &View{
-		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Pending: cluster.NewQueue(), Catalog: o.Catalog},
+		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Catalog: o.Catalog},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
 		pods:    map[string]*podJob{},
 	}
-	nodes := make([]*corev1.Node, len(w.Nodes))
-	for i := range w.Nodes {
-		nodes[i] = &w.Nodes[i]
+	table := o.Nodes
+	if table == nil {
+		table = NewNodeTable()
 	}
-	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	v.Snap.Nodes = make([]*cluster.NodeState, len(nodes))
-	for i, n := range nodes {
-		v.Snap.Nodes[i] = &cluster.NodeState{Node: cluster.Node{
-			Name:           n.Name,
-			InstanceType:   n.Labels[corev1.LabelInstanceTypeStable],
-			Zone:           n.Labels[corev1.LabelTopologyZone],
-			PlacementGroup: n.Labels[LabelPlacementGroup],
-			Role:           n.Labels[LabelRole],
-			Capacity:       Vector(n.Status.Allocatable),
-		}, Index: i, Ready: nodeReady(n)}
+	seen := table.assign(w.Nodes)
+	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
+	for i, n := range seen {
+		if n == nil { // gone: kept as last seen, so that indices stay
+			v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Gone: true}
+			continue
+		}
+		v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Ready: nodeReady(n)}
 		v.nodeIdx[n.Name] = i
 	}
 
@@ -240,12 +241,14 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 		return cmp.Compare(a.key, b.key)
 	})
+	queue := cluster.NewQueue()
 	for _, jv := range requeued {
-		v.Snap.Pending.PushBack(jv.st)
+		queue.PushBack(jv.st)
 	}
 	for _, q := range queued {
-		v.Snap.Pending.PushBack(q.st)
+		queue.PushBack(q.st)
 	}
+	v.Snap.Pending = queue.ReadOnly()
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
@@ -264,6 +267,58 @@ func Build(w *World, now time.Time, o Options) *View {
 	}
 	slices.SortFunc(v.Snap.Placeholders, func(a, b cluster.Placeholder) int { return strings.Compare(a.Name, b.Name) })
 	return v
+}
+
+// NodeTable gives each node a fixed index in the snapshot for as long as
+// the executor runs, as the simulator does: a node that departs stays in
+// the snapshot, marked Gone, at its index; a new node is appended (the
+// new nodes of one cycle in name order); a node that comes back under a
+// name seen before gets its old index back. Policies may therefore keep
+// node indices from one cycle to the next (OASiS does). The first cycle
+// indexes the nodes in name order. Entries are never dropped: a table
+// grows by one entry per node name ever seen. Not safe for concurrent
+// use.
+type NodeTable struct {
+	index map[string]int
+	// last is each node as last seen, by index.
+	last []cluster.Node
+}
+
+// NewNodeTable returns an empty table.
+func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}} }
+
+// assign indexes this cycle's nodes, appending unknown ones, and returns
+// the node at each index, nil for one that is gone.
+func (t *NodeTable) assign(nodes []corev1.Node) []*corev1.Node {
+	var fresh []*corev1.Node
+	for i := range nodes {
+		if _, ok := t.index[nodes[i].Name]; !ok {
+			fresh = append(fresh, &nodes[i])
+		}
+	}
+	slices.SortFunc(fresh, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	for _, n := range fresh {
+		if _, ok := t.index[n.Name]; ok {
+			continue // listed twice
+		}
+		t.index[n.Name] = len(t.last)
+		t.last = append(t.last, cluster.Node{})
+	}
+	out := make([]*corev1.Node, len(t.last))
+	for i := range nodes {
+		n := &nodes[i]
+		k := t.index[n.Name]
+		out[k] = n
+		t.last[k] = cluster.Node{
+			Name:           n.Name,
+			InstanceType:   n.Labels[corev1.LabelInstanceTypeStable],
+			Zone:           n.Labels[corev1.LabelTopologyZone],
+			PlacementGroup: n.Labels[LabelPlacementGroup],
+			Role:           n.Labels[LabelRole],
+			Capacity:       Vector(n.Status.Allocatable),
+		}
+	}
+	return out
 }
 
 // qItem is a pending job in arrival order.

@@ -1,21 +1,28 @@
 package k8s
 
 import (
+	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -242,5 +249,120 @@ func TestJobCache(t *testing.T) {
 	other.UID = tj.UID // a UID reused by another job must not return a's job
 	if jb, _ := c.get(&other, o); jb.ID != JobKey(&other) {
 		t.Errorf("got job %s for %s", jb.ID, JobKey(&other))
+	}
+}
+
+// A node keeps its index from cycle to cycle: a new node is appended, a
+// departed one stays Gone at its index, and one that comes back gets its
+// index again.
+func TestBuildNodeTable(t *testing.T) {
+	nodes := func(names ...string) []corev1.Node {
+		var out []corev1.Node
+		for _, n := range names {
+			out = append(out, testNode(n, "8", "4", true))
+		}
+		return out
+	}
+	cycles := []struct {
+		nodes []corev1.Node
+		want  []string
+	}{
+		{nodes("c", "b"), []string{"0 b", "1 c"}},
+		{nodes("c", "a", "b", "d"), []string{"0 b", "1 c", "2 a", "3 d"}},
+		{nodes("a", "c", "d"), []string{"0 b gone", "1 c", "2 a", "3 d"}},
+		{nodes("d", "c", "b", "a"), []string{"0 b", "1 c", "2 a", "3 d"}},
+		{nodes(), []string{"0 b gone", "1 c gone", "2 a gone", "3 d gone"}},
+	}
+	o := Options{DefaultDuration: 100, Nodes: NewNodeTable()}
+	for i, c := range cycles {
+		v := Build(&World{Nodes: c.nodes}, t0, o)
+		var got []string
+		for j, n := range v.Snap.Nodes {
+			s := fmt.Sprintf("%d %s", n.Index, n.Name)
+			if n.Gone {
+				s += " gone"
+			}
+			if n.Index != j || n.Gone == n.Ready || n.Capacity.IsZero() {
+				t.Errorf("cycle %d: node %s: index %d at %d, ready %v gone %v, capacity %v", i, n.Name, n.Index, j, n.Ready, n.Gone, n.Capacity)
+			}
+			got = append(got, s)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("cycle %d: nodes (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// indexPolicy remembers the index of node "c" in the first cycle, as
+// OASiS caches node indices, and starts a job there in the second.
+type indexPolicy struct {
+	cycle int
+	c     int
+	seen  [][]string
+}
+
+func (p *indexPolicy) Name() string { return "index" }
+func (p *indexPolicy) Schedule(s *cluster.Snapshot) []policy.Action {
+	p.cycle++
+	var names []string
+	for _, n := range s.Nodes {
+		names = append(names, fmt.Sprintf("%s gone=%v", n.Name, n.Gone))
+		if p.cycle == 1 && n.Name == "c" {
+			p.c = n.Index
+		}
+	}
+	p.seen = append(p.seen, names)
+	if p.cycle == 2 {
+		return []policy.Action{policy.Start{Job: "ns/j", Placement: cluster.Placement{{Node: p.c}}}}
+	}
+	return nil
+}
+
+// The executor's snapshots keep node identity across cycles: a node added
+// between two cycles does not shift the others (they used to be re-sorted
+// by name every cycle), so an index a policy kept still names the same
+// node; a node that leaves is shown Gone at its index.
+func TestExecutorNodeIdentity(t *testing.T) {
+	b, c := testNode("b", "8", "4", true), testNode("c", "8", "4", true)
+	j := testJob("j", t0, 1, "2", "1")
+	cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(&b, &c, &j).WithStatusSubresource(&v1alpha1.TrainingJob{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake}).Build()
+	cfg := Config{}
+	cfg.Defaults()
+	pol := &indexPolicy{}
+	e := New(cfg, cl, nil, nil, pol, logr.Discard())
+	e.Now = func() time.Time { return t0 }
+	e.Origin = t0
+	ctx := context.Background()
+	cycle := func() {
+		t.Helper()
+		if _, err := e.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	a := testNode("a", "8", "4", true)
+	if err := cl.Create(ctx, &a); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	got := &v1alpha1.TrainingJob{}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(&j), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Placement) != 1 || got.Status.Placement[0].Node != "c" {
+		t.Errorf("the job went to %v, want node c (index %d in the first cycle)", got.Status.Placement, pol.c)
+	}
+	if err := cl.Delete(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	want := [][]string{
+		{"b gone=false", "c gone=false"},
+		{"b gone=false", "c gone=false", "a gone=false"},
+		{"b gone=true", "c gone=false", "a gone=false"},
+	}
+	if diff := cmp.Diff(want, pol.seen); diff != "" {
+		t.Errorf("nodes per cycle (-want +got):\n%s", diff)
 	}
 }

@@ -41,7 +41,7 @@ func snapshotOf(nodes []cluster.Node, now float64, pending ...*cluster.Job) *clu
 		s.Nodes = append(s.Nodes, &cluster.NodeState{Node: n, Index: i, Ready: true})
 	}
 	for _, j := range pending {
-		s.Pending.PushBack(cluster.NewJobState(j))
+		s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 	}
 	return s
 }

@@ -53,7 +53,7 @@ func (w *psWorld) running(j *cluster.Job, p ...cluster.Assignment) *psWorld {
 
 func (w *psWorld) pending(js ...*cluster.Job) *psWorld {
 	for _, j := range js {
-		w.s.Pending.PushBack(cluster.NewJobState(j))
+		w.s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 	}
 	return w
 }
@@ -518,7 +518,7 @@ func TestRestoreLegacyLabel(t *testing.T) {
 		fresh, s := newTestPolicy(t, nodes, 8, j)
 		js := cluster.NewJobState(j)
 		js.Labels = map[string]string{key: enc}
-		s.Pending.PushBack(js)
+		s.Pending.(*cluster.Queue).PushBack(js)
 		fresh.restore(s)
 		if fresh.Plan("j") == nil {
 			t.Errorf("%s: plan not restored", key)

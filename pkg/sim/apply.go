@@ -1,30 +1,24 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/validate"
 )
 
-// apply validates one action against the current state and carries it out,
-// or returns why not. Validation happens before any change, so a refused
-// action leaves nothing half-applied.
+// apply validates one action against the current state (validate.Check)
+// and carries it out, or returns why not. Validation happens before any
+// change, so a refused action leaves nothing half-applied.
 func (s *Sim) apply(a policy.Action) error {
+	if err := validate.Check((*view)(s), a); err != nil {
+		return err
+	}
 	switch a := a.(type) {
 	case policy.Start:
-		rt, err := s.jobIn(a.Job, cluster.Pending)
-		if err != nil {
-			return err
-		}
-		if err := s.validPlacement(rt, a.Placement, nil); err != nil {
-			return err
-		}
+		rt := s.byID[a.Job]
 		s.queue.Remove(rt.st)
 		rt.st.Phase = cluster.Running
 		rt.st.Reason = ""
@@ -41,13 +35,7 @@ func (s *Sim) apply(a policy.Action) error {
 		s.allocate(rt, a.Placement)
 		s.observe("start", rt.st, s.describe(a.Placement))
 	case policy.Preempt:
-		rt, err := s.jobIn(a.Job, cluster.Running)
-		if err != nil {
-			return err
-		}
-		if !(a.Grace >= 0) || math.IsInf(a.Grace, 0) {
-			return fmt.Errorf("grace %v is not a finite number >= 0", a.Grace)
-		}
+		rt := s.byID[a.Job]
 		s.observe("preempt", rt.st, fmt.Sprintf("grace=%gs by=%s %s", a.Grace, a.By, a.Reason))
 		if a.Grace == 0 {
 			s.suspend(rt)
@@ -64,16 +52,7 @@ func (s *Sim) apply(a policy.Action) error {
 		}
 		s.push(event{t: st.GraceEnds, kind: evGraceEnd, job: rt, ver: rt.pver})
 	case policy.Migrate:
-		rt, err := s.jobIn(a.Job, cluster.Running)
-		if err != nil {
-			return err
-		}
-		if err := s.validPlacement(rt, a.Placement, rt.st.Placement); err != nil {
-			return err
-		}
-		if !slices.Equal(a.Placement.Counts(len(rt.st.Job.Groups)), rt.st.Counts()) {
-			return fmt.Errorf("migration changes replica counts %v -> %v; use Resize", rt.st.Counts(), a.Placement.Counts(len(rt.st.Job.Groups)))
-		}
+		rt := s.byID[a.Job]
 		from := s.describe(rt.st.Placement)
 		s.release(rt)
 		st := rt.st
@@ -86,21 +65,7 @@ func (s *Sim) apply(a policy.Action) error {
 		s.push(event{t: st.PauseEnds, kind: evPauseEnd, job: rt, ver: rt.pver})
 		s.observe("migrate", st, from+" -> "+s.describe(a.Placement))
 	case policy.Resize:
-		rt, err := s.jobIn(a.Job, cluster.Running)
-		if err != nil {
-			return err
-		}
-		if err := s.validPlacement(rt, a.Placement, rt.st.Placement); err != nil {
-			return err
-		}
-		// A group may not shrink below its minimum; it may stay below it
-		// only while growing towards it (a non-gang start completing).
-		cur, next := rt.st.Counts(), a.Placement.Counts(len(rt.st.Job.Groups))
-		for g, c := range next {
-			if grp := &rt.st.Job.Groups[g]; c < grp.Min && c < cur[g] {
-				return fmt.Errorf("group %s: %d replicas is below min %d", grp.Name, c, grp.Min)
-			}
-		}
+		rt := s.byID[a.Job]
 		s.release(rt)
 		st := rt.st
 		st.Resizes++
@@ -115,121 +80,60 @@ func (s *Sim) apply(a policy.Action) error {
 		}
 		s.observe("resize", st, s.describe(a.Placement))
 	case policy.Reject:
-		rt, err := s.jobIn(a.Job, cluster.Pending)
-		if err != nil {
-			return err
-		}
+		rt := s.byID[a.Job]
 		s.queue.Remove(rt.st)
 		s.reject(rt, a.Reason)
 	case policy.Wait:
-		rt, err := s.jobIn(a.Job, cluster.Pending)
-		if err != nil {
-			return err
-		}
-		rt.st.Reason = a.Reason
+		s.byID[a.Job].st.Reason = a.Reason
 	case policy.SetLabel:
-		rt, ok := s.byID[a.Job]
-		if !ok || !rt.arrived {
-			return fmt.Errorf("unknown job %q", a.Job)
+		st := s.byID[a.Job].st
+		if st.Labels == nil {
+			st.Labels = map[string]string{}
 		}
-		if rt.st.Labels == nil {
-			rt.st.Labels = map[string]string{}
-		}
-		rt.st.Labels[a.Key] = a.Value
+		st.Labels[a.Key] = a.Value
 	case policy.ProvisionNode:
 		var it *cluster.InstanceType
 		for i := range s.cfg.Catalog {
 			if s.cfg.Catalog[i].Name == a.InstanceType {
-				it = &s.cfg.Catalog[i]
+				it = &s.cfg.Catalog[i] // the last of a name, as always
 			}
 		}
-		if it == nil {
-			return fmt.Errorf("instance type %q is not in the catalogue", a.InstanceType)
-		}
-		if a.Count <= 0 {
-			return fmt.Errorf("count %d is not positive", a.Count)
-		}
-		for i := 0; i < a.Count; i++ {
+		for range a.Count {
 			s.provision(it, a.PlacementGroup)
 		}
 	case policy.ReleaseNode:
-		var n *cluster.NodeState
-		for _, o := range s.nodes {
-			if o.Name == a.Node && !o.Gone {
-				n = o
-			}
-		}
-		if n == nil {
-			return fmt.Errorf("unknown node %q", a.Node)
-		}
-		if len(n.Jobs) > 0 {
-			return fmt.Errorf("node %s still runs %d jobs", n.Name, len(n.Jobs))
-		}
-		s.releaseNode(n)
+		s.releaseNode(validate.Node((*view)(s), a.Node))
 	case policy.SetPlaceholders:
-		for _, p := range a.Placeholders {
-			if p.Count < 0 || p.Demand.AnyNegative() || p.Demand.IsZero() {
-				return fmt.Errorf("placeholder %q: count %d or demand %v is invalid", p.Name, p.Count, p.Demand)
-			}
-		}
 		s.setPlaceholders(a.Placeholders)
-	default:
-		return fmt.Errorf("unsupported action %T", a)
 	}
 	return nil
 }
 
-func (s *Sim) jobIn(id string, want cluster.Phase) (*jobRT, error) {
-	rt, ok := s.byID[id]
-	if !ok || !rt.arrived {
-		return nil, fmt.Errorf("unknown job %q", id)
-	}
-	if rt.st.Phase != want {
-		return nil, fmt.Errorf("job %s is %s, not %s", id, rt.st.Phase, want)
-	}
-	return rt, nil
-}
+// view is the simulator as validate.Check reads it: its live state, which
+// each applied action updates at once.
+type view Sim
 
-// validPlacement checks a placement for a job whose current placement (nil
-// if pending) would be given back first.
-func (s *Sim) validPlacement(rt *jobRT, p, current cluster.Placement) error {
-	j := rt.st.Job
-	if len(p) == 0 {
-		return errors.New("empty placement")
-	}
-	for _, a := range p {
-		if a.Group < 0 || a.Group >= len(j.Groups) {
-			return fmt.Errorf("placement names group %d; the job has %d", a.Group, len(j.Groups))
-		}
-		if a.Node < 0 || a.Node >= len(s.nodes) {
-			return fmt.Errorf("placement names node %d; there are %d", a.Node, len(s.nodes))
-		}
-		n := s.nodes[a.Node]
-		if !n.Ready || n.Gone {
-			return fmt.Errorf("node %s is not ready", n.Name)
-		}
-		if !placement.Eligible(n, j, a.Group) {
-			return fmt.Errorf("node %s is for %s replicas, not %s", n.Name, n.Role, j.Groups[a.Group].Name)
-		}
-	}
-	counts := p.Counts(len(j.Groups))
-	for g, c := range counts {
-		if c > j.Groups[g].Max {
-			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
-		}
-	}
-	need := p.DemandOn(j)
-	have := current.DemandOn(j)
-	for _, ni := range p.Nodes() { // in placement order, so the reason is reproducible
-		d := need[ni]
-		n := s.nodes[ni]
-		free := n.Free().Add(n.Placeholder).Add(have[ni])
-		if !d.Fits(free) {
-			return fmt.Errorf("over capacity on node %s: needs %v, %v free (short of %s)", n.Name, d, free, d.Short(free))
-		}
+var _ validate.State = (*view)(nil)
+
+// Job implements validate.State: a job that has arrived, in any phase.
+func (v *view) Job(id string) *cluster.JobState {
+	if rt, ok := v.byID[id]; ok && rt.arrived {
+		return rt.st
 	}
 	return nil
 }
+
+// Nodes implements validate.State.
+func (v *view) Nodes() []*cluster.NodeState { return v.nodes }
+
+// Free implements validate.State.
+func (v *view) Free(i int) resource.Vector {
+	n := v.nodes[i]
+	return n.Free().Add(n.Placeholder)
+}
+
+// Catalog implements validate.State.
+func (v *view) Catalog() []cluster.InstanceType { return v.cfg.Catalog }
 
 func (s *Sim) describe(p cluster.Placement) string {
 	out := ""

@@ -137,6 +137,7 @@ type Sim struct {
 	byID     map[string]*jobRT
 	next     int // next arrival
 	queue    *cluster.Queue
+	pending  cluster.PendingQueue // queue.ReadOnly(), for snapshots
 	running  []*cluster.JobState
 	runRT    []*jobRT
 
@@ -204,6 +205,7 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 	}
 	s := &Sim{cfg: cfg, pol: p, queue: cluster.NewQueue(), byID: make(map[string]*jobRT, len(jobs)),
 		nodeSeq: map[string]int{}, extra: map[string]float64{}, names: map[string]bool{}, ca: caState{next: math.Inf(1)}}
+	s.pending = s.queue.ReadOnly()
 	if td, ok := p.(policy.TimeDriven); ok && td.TimeDriven() {
 		s.timed = true
 	}
@@ -526,7 +528,7 @@ func (s *Sim) cycleOnce() bool {
 	s.dirty = false
 	s.cycle++
 	snap := &cluster.Snapshot{Now: s.now, Cycle: s.cycle, Seed: s.cfg.Seed, Nodes: s.nodes,
-		Running: s.running, Pending: s.queue, Catalog: s.cfg.Catalog, Placeholders: s.placeholders}
+		Running: s.running, Pending: s.pending, Catalog: s.cfg.Catalog, Placeholders: s.placeholders}
 	actions := s.pol.Schedule(snap)
 	changed := false
 	defer func() {

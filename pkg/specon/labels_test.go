@@ -65,7 +65,7 @@ func TestSlotLabelBounds(t *testing.T) {
 			t.Run(spec+"/"+tc.label, func(t *testing.T) {
 				s := snapshot(300, 3, []fakeJob{{id: "old", worker: 1, labels: map[string]string{LabelSlot: tc.label}}})
 				m, _ := ModelByName("vae")
-				s.Pending.PushBack(cluster.NewJobState(NewJob("new", m, 290, 7)))
+				s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(NewJob("new", m, 290, 7)))
 				as := schedule(t, spec, s)
 				var got []string
 				for _, st := range actionsOf[policy.Start](as) {

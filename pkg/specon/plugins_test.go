@@ -61,7 +61,7 @@ func (w *world) run(id string, i int, labels map[string]string, evals ...float64
 // queue adds pending jobs.
 func (w *world) queue(jobs ...*cluster.Job) *world {
 	for _, j := range jobs {
-		w.s.Pending.PushBack(cluster.NewJobState(j))
+		w.s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 	}
 	return w
 }
