@@ -46,9 +46,9 @@ type event struct {
 func run(t *testing.T, p policy.Policy, ns []cluster.Node, jobs []*cluster.Job, tick float64) ([]event, *sim.Result) {
 	t.Helper()
 	var evs []event
-	cfg := sim.Config{Tick: tick, Check: true, Observe: func(tm float64, kind string, js *cluster.JobState, _ string) {
+	cfg := sim.Config{Tick: tick, Check: true, Observe: func(tm float64, kind sim.Observed, js *cluster.JobState, _ string) {
 		c := js.Counts()
-		evs = append(evs, event{tm, kind, js.Job.ID, c[0], len(js.Placement.Nodes()), js.Rate})
+		evs = append(evs, event{tm, string(kind), js.Job.ID, c[0], len(js.Placement.Nodes()), js.Rate})
 	}}
 	s, err := sim.New(cfg, ns, jobs, p)
 	if err != nil {

@@ -78,7 +78,7 @@ func NewRecorder(capacity resource.Vector) *Recorder {
 }
 
 // Observe is the sim.Config.Observe hook.
-func (r *Recorder) Observe(t float64, kind string, js *cluster.JobState, _ string) {
+func (r *Recorder) Observe(t float64, kind sim.Observed, js *cluster.JobState, _ string) {
 	id := js.Job.ID
 	w := -1
 	switch kind {

@@ -651,7 +651,7 @@ func newTimeline(nodes []cluster.Node) *timeline {
 	return t
 }
 
-func (t *timeline) observe(now float64, kind string, js *cluster.JobState, _ string) {
+func (t *timeline) observe(now float64, kind sim.Observed, js *cluster.JobState, _ string) {
 	id := js.Job.ID
 	idle, extra := 0, 0
 	for i, c := range t.count {
