@@ -41,7 +41,8 @@ func Experiments() []experiment.Experiment {
 
 // Columns shown for the main comparison.
 var mainColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
-	"preemption_events_per_job", "preempted_frac", "preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac",
+	"preemption_events_per_job", "preempting_te_per_job", "victims_per_preempting_te",
+	"preempted_frac", "preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac",
 	"suspended_wait_p50_min", "suspended_wait_p75_min", "suspended_wait_p95_min", "suspended_wait_p99_min",
 	"reschedule_interval_p50_min", "reschedule_interval_p95_min", "gpu_util"}
 
@@ -89,7 +90,8 @@ func runSetGrace(ctx context.Context, env *experiment.Env, label string, p Param
 			}
 			return jobs, fg.ValidateJobs(jobs)
 		},
-		Config: sim.Config{Tick: p.Tick, ProgressDuringGrace: progress},
+		Config:   sim.Config{Tick: p.Tick, ProgressDuringGrace: progress},
+		Recorder: func(uint64, []cluster.Node) experiment.Recorder { return &preemptRecorder{by: map[string]int{}} },
 	}
 	rows, runs, err := experiment.RunPolicies(ctx, env, label, setup, specs, seeds)
 	if err != nil {
@@ -170,6 +172,48 @@ func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[stri
 	for _, q := range []int{50, 75, 95, 99} {
 		m["reschedule_interval_p"+strconv.Itoa(q)+"_min"] = metrics.PercentileSorted(si, float64(q))
 		m["suspended_wait_p"+strconv.Itoa(q)+"_min"] = metrics.PercentileSorted(sw, float64(q))
+	}
+	return m
+}
+
+// preemptRecorder counts, from the simulator's preempt events ("by=<TE
+// job>" in the detail), how many TE jobs preempted and how many victims
+// each took:
+//   - preempting_te_per_job: TE jobs that preempted at least once, over
+//     all jobs (so that preemption_events_per_job = preempting_te_per_job
+//     x victims_per_preempting_te);
+//   - victims_per_preempting_te: preemption events per such TE job.
+type preemptRecorder struct{ by map[string]int }
+
+func (r *preemptRecorder) Observe(_ float64, kind string, _ *cluster.JobState, detail string) {
+	if kind != "preempt" {
+		return
+	}
+	for _, f := range strings.Fields(detail) {
+		if id, ok := strings.CutPrefix(f, "by="); ok {
+			r.by[id]++
+			return
+		}
+	}
+}
+
+func (r *preemptRecorder) Metrics(res *sim.Result) map[string]float64 {
+	return PreemptorMetrics(r.by, len(res.Records))
+}
+
+// PreemptorMetrics turns victims counted per preempting TE job into the
+// preemptRecorder's metrics for a run of n jobs.
+func PreemptorMetrics(by map[string]int, n int) map[string]float64 {
+	events := 0
+	for _, v := range by {
+		events += v
+	}
+	m := map[string]float64{"preempting_te_per_job": 0, "victims_per_preempting_te": 0}
+	if n > 0 {
+		m["preempting_te_per_job"] = float64(len(by)) / float64(n)
+	}
+	if len(by) > 0 {
+		m["victims_per_preempting_te"] = float64(events) / float64(len(by))
 	}
 	return m
 }

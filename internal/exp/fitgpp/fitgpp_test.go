@@ -448,3 +448,26 @@ func TestInvariantsUnderCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestPreemptRecorder(t *testing.T) {
+	r := &preemptRecorder{by: map[string]int{}}
+	for _, ev := range []struct{ kind, detail string }{
+		{"preempt", "grace=60s by=te-1 lrtp victim for TE job te-1"},
+		{"preempt", "grace=0s by=te-1 lrtp victim for TE job te-1"},
+		{"preempt", "grace=30s by=te-2 lrtp victim for TE job te-2"},
+		{"start", "by=te-3"},
+		{"suspend", ""},
+	} {
+		r.Observe(0, ev.kind, nil, ev.detail)
+	}
+	if d := cmp.Diff(map[string]int{"te-1": 2, "te-2": 1}, r.by); d != "" {
+		t.Errorf("victims per TE job (-want +got):\n%s", d)
+	}
+	want := map[string]float64{"preempting_te_per_job": 0.2, "victims_per_preempting_te": 1.5}
+	if d := cmp.Diff(want, PreemptorMetrics(r.by, 10)); d != "" {
+		t.Errorf("metrics (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]float64{"preempting_te_per_job": 0, "victims_per_preempting_te": 0}, PreemptorMetrics(nil, 0)); d != "" {
+		t.Errorf("no preemptions (-want +got):\n%s", d)
+	}
+}
