@@ -24,7 +24,7 @@ import (
 // Experiments returns the FitGpp experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo/lrtp/rand/fitgpp (P=1 and P=inf), 8 seeds",
+		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo and lrtp/rand/fitgpp at P=1 and p=inf, plus fitgpp:preempt=false, 8 seeds",
 			Run: compare},
 		{Name: "fitgpp-lambda", Description: "FitGpp paper, Fig. 4: TE and BE slowdown against lambda", Run: lambdaSweep},
 		{Name: "fitgpp-p", Description: "FitGpp paper, Fig. 5: TE and BE slowdown against P, the cap on preemptions per job", Run: pSweep},

@@ -107,6 +107,9 @@ const TEDemandScale = 0.78
 //     first reading) 0.215.
 //   - grace period N(5 min, 3 min) in [0, 15 min] ("large values" in the
 //     paper: minutes, of the order of the scheduling interval and more).
+//     Reconsidered when Table 2 was read as the wait after suspension
+//     (which no longer bounds them) and kept: nothing the paper reports
+//     pins them; fitgpp-gp-scale and fitgpp-grace-model show longer ones.
 func DefaultParams() Params {
 	be := ClassDist{Run: Dist{4 * 3600, 3 * 3600, 30 * 60, 24 * 3600}, CPU: Dist{8, 6, 1, 32},
 		MemGiB: Dist{64, 48, 4, 256}, GPU: Dist{3, 2.5, 1, 8}}
