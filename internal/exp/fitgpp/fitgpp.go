@@ -185,7 +185,7 @@ func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[stri
 //   - victims_per_preempting_te: preemption events per such TE job.
 type preemptRecorder struct{ by map[string]int }
 
-func (r *preemptRecorder) Observe(_ float64, kind string, _ *cluster.JobState, detail string) {
+func (r *preemptRecorder) Observe(_ float64, kind sim.Observed, _ *cluster.JobState, detail string) {
 	if kind != "preempt" {
 		return
 	}
