@@ -458,7 +458,7 @@ func TestPreemptRecorder(t *testing.T) {
 		{"start", "by=te-3"},
 		{"suspend", ""},
 	} {
-		r.Observe(0, ev.kind, nil, ev.detail)
+		r.Observe(0, sim.Observed(ev.kind), nil, ev.detail)
 	}
 	if d := cmp.Diff(map[string]int{"te-1": 2, "te-2": 1}, r.by); d != "" {
 		t.Errorf("victims per TE job (-want +got):\n%s", d)
