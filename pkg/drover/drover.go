@@ -417,15 +417,17 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 // Options switch the profile's parts on and off (all on by default); the
 // combined-ablation experiment turns each off in turn.
 type Options struct {
-	Shrink, CCVictim, Preempt, ScaleUp, SpeCon, Payoff, Provision bool
+	Shrink, CCVictim, Preempt, ScaleUp, Speculate, Payoff, Provision bool
 	Lambda                                                        float64
 	P                                                             int
-	Predictive                                                    policy.Params
+	// Predictive and SpeCon are the predictive and specon plugins'
+	// arguments (empty: their defaults).
+	Predictive, SpeCon policy.Params
 }
 
 // DefaultOptions has every part on, FitGpp's lambda 1 and P 1.
 func DefaultOptions() Options {
-	return Options{Shrink: true, CCVictim: true, Preempt: true, ScaleUp: true, SpeCon: true, Payoff: true, Provision: true,
+	return Options{Shrink: true, CCVictim: true, Preempt: true, ScaleUp: true, Speculate: true, Payoff: true, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP}
 }
 
@@ -441,7 +443,7 @@ func Profile(o Options) (framework.Profile, error) {
 	if o.Shrink {
 		p.Preempt = append(p.Preempt, Shrink{})
 	}
-	if o.CCVictim && o.SpeCon {
+	if o.CCVictim && o.Speculate {
 		p.Preempt = append(p.Preempt, &Converged{P: o.P})
 	}
 	if o.Preempt {
@@ -454,8 +456,11 @@ func Profile(o Options) (framework.Profile, error) {
 	if o.ScaleUp {
 		p.Rebalance = append(p.Rebalance, ScaleUp{})
 	}
-	if o.SpeCon {
-		sp := specon.NewSpeculator(specon.DefaultParams)
+	if o.Speculate {
+		sp, err := newSpeculator(o.SpeCon)
+		if err != nil {
+			return p, err
+		}
 		p.Reserve = append(p.Reserve, sp)
 		p.Rebalance = append(p.Rebalance, sp)
 	}
@@ -469,14 +474,30 @@ func Profile(o Options) (framework.Profile, error) {
 	return p, nil
 }
 
+// newSpeculator builds the specon plugin from its arguments.
+func newSpeculator(args policy.Params) (*specon.Speculator, error) {
+	if args == nil {
+		args = policy.Params{}
+	}
+	sp, err := specon.ParseParams(args)
+	if err != nil {
+		return nil, err
+	}
+	return specon.NewSpeculator(sp), nil
+}
+
+// speconKeys are the specon arguments the preset passes through.
+var speconKeys = []string{"alpha", "interval", "scope", "rebalance", "candidates"}
+
 var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision"}
 
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then converged-victim then FitGpp preemption, elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, ccvictim, preempt, scaleup, specon, payoff, provision = true|false switch parts off; model, tick (predictive)",
+		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then converged-victim then FitGpp preemption, elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, ccvictim, preempt, scaleup, specon, payoff, provision = true|false switch parts off; model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			if err := pr.Check("drover", append([]string{"lambda", "p", "model", "tick"}, switches...)...); err != nil {
+			known := append([]string{"lambda", "p", "model", "tick"}, switches...)
+			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
 			o := DefaultOptions()
@@ -485,7 +506,7 @@ func Entries() []policy.Entry {
 				k string
 				v *bool
 			}{{"shrink", &o.Shrink}, {"ccvictim", &o.CCVictim}, {"preempt", &o.Preempt}, {"scaleup", &o.ScaleUp},
-				{"specon", &o.SpeCon}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
+				{"specon", &o.Speculate}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
 				if *sw.v, err = pr.Bool(sw.k, *sw.v); err != nil {
 					return nil, err
 				}
@@ -500,10 +521,15 @@ func Entries() []policy.Entry {
 					return nil, err
 				}
 			}
-			o.Predictive = policy.Params{}
+			o.Predictive, o.SpeCon = policy.Params{}, policy.Params{}
 			for _, k := range []string{"model", "tick"} {
 				if v, ok := pr[k]; ok {
 					o.Predictive[k] = v
+				}
+			}
+			for _, k := range speconKeys {
+				if v, ok := pr[k]; ok {
+					o.SpeCon[k] = v
 				}
 			}
 			prof, err := Profile(o)
