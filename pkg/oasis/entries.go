@@ -2,6 +2,7 @@ package oasis
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -54,7 +55,7 @@ func NewPolicy(p framework.Profile) *framework.Runtime {
 // Entries returns the presets of this package for the policy registry.
 func Entries() []policy.Entry {
 	return []policy.Entry{
-		{Name: "oasis", Description: "OASiS: online primal-dual admission of parameter-server jobs with per-slot worker/PS schedules (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
+		{Name: "oasis", Description: "OASiS: online primal-dual admission of parameter-server jobs with per-slot worker/PS schedules (slot, slots, eta, scale, uw, up, lw, lp, lfloor in (0, 1], ubound=resource|resource-slot)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				o, err := newOASiS(p)
 				if err != nil {
@@ -106,7 +107,7 @@ func Plugins() []framework.PluginEntry {
 		}
 	}
 	return []framework.PluginEntry{
-		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
+		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor in (0, 1], ubound=resource|resource-slot)",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				o, err := newOASiS(a)
 				if err != nil {
@@ -167,8 +168,11 @@ func newDorm(name string, p policy.Params) (*Dorm, error) {
 	return &Dorm{Fair: f, Adjust: a}, nil
 }
 
+// oasisParams are the oasis plugin's parameters.
+var oasisParams = []string{"slot", "slots", "eta", "scale", "uw", "up", "lw", "lp", "lfloor", "ubound"}
+
 func newOASiS(p policy.Params) (*OASiS, error) {
-	if err := p.Check("oasis", "slot", "slots", "eta", "scale", "uw", "up", "lw", "lp", "lfloor"); err != nil {
+	if err := p.Check("oasis", oasisParams...); err != nil {
 		return nil, err
 	}
 	var cfg Config
@@ -185,6 +189,14 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 	if cfg.LFloor, err = p.Float("lfloor", DefaultLFloor); err != nil {
 		return nil, err
 	}
+	if cfg.LFloor <= 0 || cfg.LFloor > 1 {
+		return nil, fmt.Errorf("parameter lfloor=%v: want a number in (0, 1]", cfg.LFloor)
+	}
+	ub, err := p.Enum("ubound", UPerResource.String(), UReadingNames...)
+	if err != nil {
+		return nil, err
+	}
+	cfg.U = UReading(slices.Index(UReadingNames, ub))
 	scale, err := p.Float("scale", 1)
 	if err != nil {
 		return nil, err
@@ -204,6 +216,9 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 			return nil, fmt.Errorf("parameter scale: needs explicit bounds uw, up, lw, lp")
 		}
 	case 4:
+		if _, ok := p["ubound"]; ok {
+			return nil, fmt.Errorf("parameter ubound: applies to bounds learned online, not to given uw, up, lw, lp")
+		}
 		var b Bounds
 		if b.UW, err = parseVec("uw", p["uw"]); err != nil {
 			return nil, err
