@@ -1,6 +1,7 @@
 package oasis
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -87,6 +88,43 @@ func TestBoundsAppendixA(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDefaultSettingKeepsL: under the experiments' utility ranges L is the
+// jobs' own (every job keeps at least 1/(1+e^7) of its priority at the
+// horizon, and the 1e-12 floor does not bind); under the earlier ranges a
+// time-critical job's utility at the horizon vanishes and the floor sets L.
+func TestDefaultSettingKeepsL(t *testing.T) {
+	tests := []struct {
+		name    string
+		st      Setting
+		floored bool
+	}{
+		{"default: decay per timespan", DefaultSetting(800, 40, 20, 100), false},
+		{"quick scale", DefaultSetting(120, 10, 5, 30), false},
+		{"ratio instances", RatioSetting(3, 100), false},
+		{"earlier: decay per slot", DefaultSetting(800, 40, 20, 100).EarlierUtility(), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, seed := range []uint64{1, 2, 3} {
+				jobs, nodes := tc.st.Generate(seed), tc.st.Nodes(seed)
+				raw := ComputeBoundsFloor(jobs, nodes, tc.st.Slot, tc.st.Slots, UPerResource, 0)
+				floored := math.Min(raw.LW, raw.LP) < DefaultLFloor*raw.MaxU()
+				if floored != tc.floored {
+					t.Errorf("seed %d: L %v of max U %v floored = %v, want %v", seed, math.Min(raw.LW, raw.LP), raw.MaxU(), floored, tc.floored)
+				}
+				if tc.floored {
+					continue
+				}
+				for _, j := range jobs {
+					if h := utility(j, float64(tc.st.Slots)*tc.st.Slot-j.Submit) / priority(j); h < 1/(1+math.Exp(7))*(1-1e-9) {
+						t.Fatalf("seed %d %s: keeps %v of its priority at the horizon", seed, j.ID, h)
+					}
+				}
+			}
+		})
 	}
 }
 
