@@ -335,7 +335,10 @@ func (o RRHOrder) String() string {
 // freeing theirs as they finish). RRHValue (a stronger variant): by
 // expected utility per resource-second, skipping jobs that do not fit,
 // an arrival's expected start being when the running jobs have freed
-// enough capacity for it.
+// enough capacity for it. The delay cost is the same in both orders: in
+// arrival order no admitted job waits behind an arrival, and the cost
+// stands for the delay its resource-time imposes on the queue (Irwin et
+// al. charge it whatever the order).
 //
 // One instance is the plugin at three points:
 //
