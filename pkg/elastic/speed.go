@@ -80,9 +80,8 @@ type PSSpeed struct {
 // copies) costs the same on both paths. A byte costing between 1.5 and 3
 // times as much across nodes is Gamma 0.5 to 2; we take the middle. Gamma
 // 3 (4 times) needs a network far slower than a node's memory path (1
-// Gbps); Gamma 0 says the network is free, which
-// contradicts the article's premise that gang placement saves
-// "communication overhead".
+// Gbps); Gamma 0 says the network is free, which contradicts the
+// article's premise that gang placement saves "communication overhead".
 func DefaultPSSpeed() PSSpeed { return PSSpeed{Alpha: 0.1, Gamma: 1, Tip: 6} }
 
 // Validate checks the parameters.

@@ -87,9 +87,10 @@ const SmallNodes = 3
 // (a job every 60 s; the primary setting, "staggered"), the same training
 // times in submit order (1800, 1200, 2400, 1500 s at the requested counts
 // on one node) and a last job of priority 1, the "high priority job" of
-// the article's loop. Shape and length are not correlated: the weight's
-// order is not a shortest- or longest-job-first order in disguise. They
-// differ in how large the jobs are against the nodes:
+// the article's loop. Shapes and lengths were assigned independently
+// (lengths by submit order, as in UniformMixes), so the weight's order is
+// neither shortest- nor longest-job-first. The mixes differ in how large
+// the jobs are against the nodes:
 //   - elastic-1, low: every job fits one node even at its maximum; the
 //     four request 12 of 24 vCPU and 28 of 90 GiB.
 //   - elastic-2, medium: every job fits one node at its request, but the
