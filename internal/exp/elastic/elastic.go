@@ -440,16 +440,22 @@ func comparisons(rows []experiment.Row) []string {
 	return out
 }
 
+// perJobNotes lists, for the first seed of each variant, every job's
+// first start (time, workers, nodes), training time and JCT.
 func perJobNotes(runs []Run) []string {
 	var out []string
 	for _, r := range firstRuns(runs) {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s seed %d per job (train / JCT s):", r.Label, r.Seed)
+		fmt.Fprintf(&b, "%s seed %d per job (start s, workers x nodes at start, train / JCT s):", r.Label, r.Seed)
 		for _, rec := range r.Result.Records {
-			if rec.Finished() {
-				fmt.Fprintf(&b, " %s %.0f/%.0f", rec.ID, rec.Finish-rec.FirstStart, rec.JCT())
-			} else {
-				fmt.Fprintf(&b, " %s unfinished", rec.ID)
+			st, ok := r.Starts[rec.ID]
+			switch {
+			case !ok:
+				fmt.Fprintf(&b, " %s never started", rec.ID)
+			case rec.Finished():
+				fmt.Fprintf(&b, " %s %.0f %dx%d %.0f/%.0f", rec.ID, st.T, st.Workers, st.Nodes, rec.Finish-rec.FirstStart, rec.JCT())
+			default:
+				fmt.Fprintf(&b, " %s %.0f %dx%d unfinished", rec.ID, st.T, st.Workers, st.Nodes)
 			}
 		}
 		out = append(out, b.String())

@@ -87,6 +87,15 @@ func TestSmallExperiments(t *testing.T) {
 				gain[m.Name] = g
 			}
 		}
+		starts := 0
+		for _, n := range rep.Notes {
+			if strings.Contains(n, "workers x nodes at start") && strings.Contains(n, " j4 ") {
+				starts++
+			}
+		}
+		if starts != len(Policies)*len(Arrivals) {
+			t.Errorf("%s: %d per-job start notes, want %d", m.Name, starts, len(Policies)*len(Arrivals))
+		}
 		if len(rep.Charts) == 0 || rep.Charts[0].Line == nil || !rep.Charts[0].Line.Step {
 			t.Errorf("%s: no replica step chart", m.Name)
 		}
