@@ -348,7 +348,7 @@ func gammaSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, e
 
 // Columns are the metrics the tables show.
 var Columns = []string{"completed", "jct_mean_s", "jct_total_s", "train_time_mean_s", "train_time_total_s", "queue_delay_mean_s",
-	"makespan_s", "scale_ups", "scale_downs", "gang_placed_frac", "partial_start_frac", "cpu_alloc_frac"}
+	"makespan_s", "scale_ups", "scale_downs", "gang_placed_frac", "reduced_start_frac", "partial_start_frac", "cpu_alloc_frac"}
 
 // Nodes returns n identical nodes named prefix-0...
 func Nodes(prefix string, n int, capacity resource.Vector) []cluster.Node {
