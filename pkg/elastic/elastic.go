@@ -121,7 +121,12 @@ const (
 // Orders are the values of Order, as the parameter spells them.
 var Orders = []string{"one-node-first", "size-first"}
 
-func (o Order) String() string { return Orders[o] }
+func (o Order) String() string {
+	if int(o) < len(Orders) {
+		return Orders[o]
+	}
+	return fmt.Sprintf("Order(%d)", o)
+}
 
 // ParseOrder parses "one-node-first" or "size-first".
 func ParseOrder(s string) (Order, error) {

@@ -112,6 +112,21 @@ func TestWeightedPlugin(t *testing.T) {
 	}
 }
 
+func TestOrderParse(t *testing.T) {
+	for _, o := range []Order{OneNodeFirst, SizeFirst} {
+		got, err := ParseOrder(o.String())
+		if err != nil || got != o {
+			t.Errorf("ParseOrder(%q) = %v, %v", o, got, err)
+		}
+	}
+	if _, err := ParseOrder("spread"); err == nil {
+		t.Error("ParseOrder accepted spread")
+	}
+	if s := Order(7).String(); s != "Order(7)" {
+		t.Errorf("Order(7).String() = %q", s)
+	}
+}
+
 func TestWorkersSize(t *testing.T) {
 	twoPS := psJob("j", 0, 1, 0, 1, 2, 3, 2, 5)
 	twoPS.Groups = append(twoPS.Groups, cluster.ReplicaGroup{Name: "ps2", Demand: resource.New(1, 1, 0), Replicas: 2, Min: 2, Max: 2})
