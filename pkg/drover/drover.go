@@ -418,8 +418,8 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 // combined-ablation experiment turns each off in turn.
 type Options struct {
 	Shrink, CCVictim, Preempt, ScaleUp, Speculate, Payoff, Provision bool
-	Lambda                                                        float64
-	P                                                             int
+	Lambda                                                           float64
+	P                                                                int
 	// Predictive and SpeCon are the predictive and specon plugins'
 	// arguments (empty: their defaults).
 	Predictive, SpeCon policy.Params
