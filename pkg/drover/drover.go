@@ -17,9 +17,9 @@
 //     all replicas on one node when one holds them, else spread.
 //   - preempt, in order: `drover-shrink` (for a TE job, or a job that
 //     outranks the victim: shrink lighter running elastic jobs towards
-//     their minimum; cheap, no checkpoint), `converged-victim` (a TE job may
-//     preempt a BE job that SpeCon marked converged, CC, before any other:
-//     it loses least), then FitGpp's victim choice (size, fit, grace, cap
+//     their minimum; cheap, no checkpoint), optionally `converged-victim` (a
+//     TE job preempts a BE job that SpeCon marked converged, CC, before any
+//     other; off by default), then FitGpp's victim choice (size, fit, grace, cap
 //     P) for whole-job preemption with the victim's grace period.
 //   - reserve and rebalance `specon`: SpeCon's PC/WC/CC categories, the
 //     one-time migration of converged jobs and its rebalancing;
@@ -38,10 +38,11 @@
 //     (taken from Now) before Rebalance runs;
 //   - a shrink is a Resize, not a Preempt, so it never counts towards
 //     FitGpp's cap P (JobState.Preemptions counts preemptions only);
-//   - a converged BE job (SpeCon's CC) is the cheapest victim: converged
-//     training gains little from more time, and `converged-victim` picks
-//     it first (switch off with ccvictim=false; combined-ablation measures
-//     it).
+//   - a converged BE job (SpeCon's CC) could be the cheapest victim:
+//     converged training gains little from more time. `converged-victim`
+//     picks it first when switched on (ccvictim=true); combined-ablation
+//     measured it doubling preemptions with no gain in TE slowdown or BE
+//     JCT, so it is off by default.
 package drover
 
 import (
@@ -425,9 +426,11 @@ type Options struct {
 	Predictive, SpeCon policy.Params
 }
 
-// DefaultOptions has every part on, FitGpp's lambda 1 and P 1.
+// DefaultOptions has every part on except converged-victim (measured in
+// combined-ablation: it doubles preemptions for no gain in TE slowdown or
+// BE JCT; see docs/combined.md), FitGpp's lambda 1 and P 1.
 func DefaultOptions() Options {
-	return Options{Shrink: true, CCVictim: true, Preempt: true, ScaleUp: true, Speculate: true, Payoff: true, Provision: true,
+	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: true, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP}
 }
 
@@ -494,7 +497,7 @@ var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "p
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then converged-victim then FitGpp preemption, elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, ccvictim, preempt, scaleup, specon, payoff, provision = true|false switch parts off; model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then FitGpp preemption (ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, preempt, scaleup, specon, payoff, provision = true|false switch parts (default on), ccvictim (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
 			known := append([]string{"lambda", "p", "model", "tick"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {

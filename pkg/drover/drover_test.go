@@ -123,7 +123,7 @@ func TestInteractions(t *testing.T) {
 			nil, []string{"preempt b", "wait t"}},
 		{"a converged job is the first victim",
 			newWorld(2).run(be("big", 8, 8, 8), 0, 8, cluster.Running, nil).run(be("conv", 8, 8, 8), 1, 8, cluster.Running, cc).pend(te("t", 2)),
-			func(o *Options) { o.Speculate = true }, []string{"preempt conv", "wait t"}},
+			func(o *Options) { o.Speculate, o.CCVictim = true, true }, []string{"preempt conv", "wait t"}},
 		{"without ccvictim FitGpp picks by size and grace",
 			newWorld(2).run(be("a", 8, 8, 8).grace(10), 0, 8, cluster.Running, nil).run(be("conv", 8, 8, 8).grace(200), 1, 8, cluster.Running, cc).pend(te("t", 2)),
 			func(o *Options) { o.Speculate, o.CCVictim = true, false }, []string{"preempt a", "wait t"}},

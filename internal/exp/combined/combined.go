@@ -28,7 +28,7 @@ import (
 var Policies = []string{"drover", "fitgpp", "specon", "elastic", "oasis", "predictive:base=k8s-default", "fifo", "k8s-default", "drf"}
 
 // Ablation switches off one part of drover at a time.
-var Ablation = []string{"drover", "drover:shrink=false", "drover:ccvictim=false", "drover:preempt=false",
+var Ablation = []string{"drover", "drover:shrink=false", "drover:ccvictim=true", "drover:preempt=false",
 	"drover:scaleup=false", "drover:specon=false", "drover:payoff=false"}
 
 // Columns are the metrics the tables show.
@@ -50,7 +50,7 @@ func Experiments() []experiment.Experiment {
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return run(ctx, env, "combined-philly", philly, Policies)
 			}},
-		{Name: "combined-ablation", Description: "the drover profile with each part switched off in turn (shrink, converged-victim, FitGpp preemption, scale-up, SpeCon, payoff admission) on the combined workload, 5 seeds",
+		{Name: "combined-ablation", Description: "the drover profile with each part switched off in turn (shrink, FitGpp preemption, scale-up, SpeCon, payoff admission) and converged-victim switched on on the combined workload, 5 seeds",
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return run(ctx, env, "combined-ablation", synthetic, Ablation)
 			}},
