@@ -4,7 +4,7 @@
 #   make image IMAGE=registry.example.com/drover-scheduler TAG=v0.1.0
 #   docker push registry.example.com/drover-scheduler:v0.1.0
 #
-# or without a Dockerfile: KO_DOCKER_REPO=registry.example.com ko build ./cmd/drover-scheduler
+# or without a Dockerfile: KO_DOCKER_REPO=registry.example.com/drover-scheduler ko build --bare ./cmd/drover-scheduler
 # (see .ko.yaml). docs/kubernetes.md, "Building and pushing the image".
 
 # The Go toolchain of go.mod's go line (a test checks they agree).

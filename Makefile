@@ -57,20 +57,27 @@ manifests:
 		echo "# Install: kubectl create namespace drover-system && kubectl apply --server-side -f deploy/drover.yaml"; \
 		$$helm $(MANIFESTS_ARGS); } > deploy/drover.yaml.tmp && mv deploy/drover.yaml.tmp deploy/drover.yaml
 
-# The scheduler image (Dockerfile) with the first container builder found.
+# The scheduler image (Dockerfile) with the first container builder that
+# works: docker (when its daemon answers), podman, buildah.
 IMAGE ?= ghcr.io/drover-sched/drover-scheduler
 TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 image:
-	@if command -v docker >/dev/null 2>&1; then docker build -t $(IMAGE):$(TAG) . ; \
-	elif command -v podman >/dev/null 2>&1; then podman build -t $(IMAGE):$(TAG) . ; \
-	elif command -v buildah >/dev/null 2>&1; then buildah bud -t $(IMAGE):$(TAG) . ; \
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then builder="docker build"; \
+	elif command -v podman >/dev/null 2>&1; then builder="podman build"; \
+	elif command -v buildah >/dev/null 2>&1; then builder="buildah bud"; \
 	else \
-		echo "make image: no container builder on this machine (looked for docker, podman and buildah on PATH)." >&2; \
-		echo "  Install one and run make image again, or build with ko (no daemon needed):" >&2; \
-		echo "    KO_DOCKER_REPO=<registry> ko build --bare ./cmd/drover-scheduler" >&2; \
+		if command -v docker >/dev/null 2>&1; then \
+			echo "make image: no container builder here: docker is installed but its daemon does not answer (docker info fails), and neither podman nor buildah is on PATH." >&2; \
+		else \
+			echo "make image: no container builder here: none of docker, podman and buildah is on PATH." >&2; \
+		fi; \
+		echo "  Start or install one and run make image again, or build with ko (no daemon needed):" >&2; \
+		echo "    KO_DOCKER_REPO=<registry>/drover-scheduler ko build --bare ./cmd/drover-scheduler" >&2; \
 		exit 1; \
-	fi
-	@echo "built $(IMAGE):$(TAG); push it with: docker push $(IMAGE):$(TAG) (or podman/buildah push)"
+	fi; \
+	echo "$$builder -t $(IMAGE):$(TAG) ."; \
+	$$builder -t $(IMAGE):$(TAG) . && \
+	echo "built $(IMAGE):$(TAG); push it with: $${builder%% *} push $(IMAGE):$(TAG)"
 
 # A local cluster on loopback: etcd + kube-apiserver (from hack/testbin),
 # stand-in nodes and trainers, and the scheduler (POLICY, default fitgpp).
