@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,10 +65,11 @@ Stops on Ctrl-C.`,
 			// The metrics address: --metrics-addr, else the config's, else
 			// 127.0.0.1:8080 when free and any free loopback port when not,
 			// so that two dev clusters on one machine do not collide.
+			pickMetrics := !cmd.Flags().Changed("metrics-addr") && !set["metricsAddr"]
 			switch {
 			case cmd.Flags().Changed("metrics-addr"):
 				cfg.MetricsAddr = metricsAddr
-			case !set["metricsAddr"]:
+			case pickMetrics:
 				if cfg.MetricsAddr, err = freeAddr(metricsAddr); err != nil {
 					return err
 				}
@@ -128,6 +130,18 @@ Stops on Ctrl-C.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "KUBECONFIG=%s\n", kubeconfigOut)
 			start := time.Now()
 			err = mgr.Start(ctx)
+			// Another dev cluster took the port between the check and the
+			// bind (both started at once): take any free loopback port.
+			for try := 0; pickMetrics && try < 3 && err != nil && ctx.Err() == nil && strings.Contains(err.Error(), "address already in use"); try++ {
+				if cfg.MetricsAddr, err = freeAddr(net.JoinHostPort(hostOf(cfg.MetricsAddr), "0")); err != nil {
+					return err
+				}
+				if mgr, _, err = k8s.NewManager(rc, cfg, reg); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics (the first address was taken)\n", cfg.MetricsAddr)
+				err = mgr.Start(ctx)
+			}
 			ctrl.Log.Info("dev cluster stopping", "uptime", time.Since(start).Round(time.Second).String())
 			if ctx.Err() != nil {
 				return nil
