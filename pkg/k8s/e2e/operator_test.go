@@ -38,7 +38,7 @@ func TestOperatorView(t *testing.T) {
 	waitedBefore := histogramCount(t, m.WaitSeconds.WithLabelValues("BE"))
 	doneBefore := metricValue(t, m.Completions.WithLabelValues("BE"))
 	tc.startScheduler("fifo", nil)
-	tc.create(tc.job("first", v1alpha1.ClassBE, 15, group{name: "worker", replicas: 1, cpu: "4", gpu: "0"}))
+	tc.create(tc.job("first", v1alpha1.ClassBE, 25, group{name: "worker", replicas: 1, cpu: "4", gpu: "0"}))
 	tc.waitPhase("first", v1alpha1.PhaseRunning, 20*time.Second)
 	second := tc.job("second", v1alpha1.ClassBE, 2, group{name: "worker", replicas: 2, cpu: "1", gpu: "0"})
 	second.Spec.Tenant = "team-a"
@@ -103,7 +103,7 @@ func TestOperatorView(t *testing.T) {
 	}
 
 	// Both start once the first completes; the metrics saw it all.
-	tc.waitPhase("first", v1alpha1.PhaseSucceeded, 40*time.Second)
+	tc.waitPhase("first", v1alpha1.PhaseSucceeded, 60*time.Second)
 	for _, n := range []string{"second", "third"} {
 		if tj := tc.waitPhase(n, v1alpha1.PhaseSucceeded, 30*time.Second); tj.Status.QueuePosition != nil {
 			t.Errorf("%s kept its queue position %d after starting", n, *tj.Status.QueuePosition)
