@@ -251,7 +251,7 @@ func TestRenderDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the default config does not load: %v", err)
 	}
-	if cfg.Policy != "fitgpp" || cfg.Profile != nil || !cfg.LeaderElection || cfg.LeaderElectionNamespace != namespace ||
+	if cfg.Policy != "drover" || cfg.Profile != nil || !cfg.LeaderElection || cfg.LeaderElectionNamespace != namespace ||
 		cfg.PlaceholderNamespace != namespace || cfg.LeaderElectionID != "drover-scheduler" || cfg.MetricsAddr != ":8080" || cfg.HealthAddr != ":8081" {
 		t.Errorf("config %+v", cfg)
 	}
