@@ -80,9 +80,11 @@ image:
 	echo "built $(IMAGE):$(TAG); push it with: $${builder%% *} push $(IMAGE):$(TAG)"
 
 # A local cluster on loopback: etcd + kube-apiserver (from hack/testbin),
-# stand-in nodes and trainers, and the scheduler (POLICY, default fitgpp).
-# Prints the KUBECONFIG to use with `kubectl apply -f examples/`.
-POLICY ?= fitgpp
+# stand-in nodes and trainers, and the scheduler (POLICY; default: the
+# drover preset, with SpeCon scaled to the 5x trainers, as `drover
+# dev-cluster` runs it). Prints the KUBECONFIG to use with
+# `kubectl apply -f examples/`.
+POLICY ?=
 dev-cluster:
 	@assets=$$(hack/testbin/build.sh | tail -n 1) && \
-		$(GO) run ./cmd/drover dev-cluster --assets $$assets --policy '$(POLICY)'
+		$(GO) run ./cmd/drover dev-cluster --assets $$assets $(if $(POLICY),--policy '$(POLICY)')

@@ -626,7 +626,7 @@ func TestChartOnAPIServer(t *testing.T) {
 
 func exampleJob(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile("../examples/01-be-resnet.yaml")
+	b, err := os.ReadFile("../examples/04-be-xgboost.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,15 @@ import (
 	"github.com/drover-sched/drover/pkg/plugins"
 )
 
+// devPolicy is the dev cluster's default policy: the drover preset, with
+// SpeCon's reading scaled to the stand-in trainers, which run at 5x with a
+// loss that falls from 2 to 0.2: a categorisation round every 5 s of wall
+// time (25 training seconds; the preset's 30 s would take minutes to call
+// a job converged), a threshold of 0.05 per round, and converged (CC) jobs
+// as the candidates of SpeCon's rebalancing. pkg/k8s/e2e's
+// TestDroverProfileStory runs examples/ with it.
+const devPolicy = "drover:alpha=0.05;interval=5;candidates=converged"
+
 func newDevClusterCmd() *cobra.Command {
 	var assets, crdDir, kubeconfigOut, config, policy, cpu, gpu, mem, metricsAddr string
 	var nodes int
@@ -153,7 +162,7 @@ Stops on Ctrl-C.`,
 	cmd.Flags().StringVar(&crdDir, "crds", "config/crd", "CRD directory")
 	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", filepath.Join(os.TempDir(), "drover-dev-cluster.kubeconfig"), "where to write the kubeconfig")
 	cmd.Flags().StringVar(&config, "config", "", "scheduler config file")
-	cmd.Flags().StringVar(&policy, "policy", "fitgpp", "policy spec (default: the config's policy or profile, else fitgpp)")
+	cmd.Flags().StringVar(&policy, "policy", devPolicy, "policy spec (default: the config's policy or profile, else the drover preset with SpeCon scaled to the 5x trainers)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:8080", "where to serve /metrics (default: the config's metricsAddr, else this address when it is free, else a free loopback port)")
 	cmd.Flags().IntVar(&nodes, "nodes", 4, "stand-in nodes")
 	cmd.Flags().StringVar(&cpu, "node-cpu", "16", "CPU per node")

@@ -19,7 +19,8 @@ import (
 // has a default, so an empty file is valid.
 type Config struct {
 	// Policy is a preset, "name" or "name:k=v;k=v" (see `drover sim
-	// --list`). Default fifo, unless Profile is set.
+	// --list`). Default drover (all five papers in one profile), unless
+	// Profile is set.
 	Policy string `json:"policy,omitempty"`
 	// Profile is a profile given plugin by plugin (see docs/ARCHITECTURE.md,
 	// "Profiles as configuration"), instead of a preset. Unknown plugins
@@ -80,7 +81,7 @@ type Config struct {
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
 	if c.Policy == "" && c.Profile == nil {
-		c.Policy = "fifo"
+		c.Policy = "drover"
 	}
 	if c.Period.Duration == 0 {
 		c.Period.Duration = time.Second
