@@ -30,6 +30,7 @@ type forecastFlags struct {
 	steps    int
 	quick    bool
 	base     bool
+	multi    bool
 }
 
 func newForecastCmd() *cobra.Command {
@@ -38,8 +39,12 @@ func newForecastCmd() *cobra.Command {
 		Use:   "forecast",
 		Short: "Train and compare bucket-count forecasters (predictive autoscaling)",
 		Long: `Train the chosen forecasters on a series of instance-type bucket counts and
-report their one-step-ahead test error: MSE, PMSE (over-prediction only, the
-over-provisioning cost) and training time. The series is the Philly trace
+report their test error: MSE, PMSE (the mean squared over-prediction, the
+over-provisioning cost, over the over-predicted points; PMSE/n divides the
+same sum by every point), the share of over-predicted points and the
+training time. Every test step is forecast one step ahead from the true
+history before it; --multi-step also forecasts the whole test span from the
+end of training, feeding the forecasts back, and reports both. The series is the Philly trace
 (jobs mapped to AWS g4dn types by GPU count, 5-minute snapshots) unless
 --series gives a CSV (header time,<bucket>,...). The last --test-days form
 the test span; models are fitted on the rest.
@@ -47,6 +52,7 @@ the test span; models are fitted on the rest.
 Examples:
   drover forecast                                  # all models, embedded Philly trace
   drover forecast --models holt-winters,arima --format json
+  drover forecast --multi-step                     # one-step and multi-step errors
   drover forecast --series counts.csv --out results/   # chart of predicted vs actual
   drover forecast --quick                          # smoke run`,
 		Args: cobra.NoArgs,
@@ -63,6 +69,7 @@ Examples:
 	fl.Float64Var(&f.skipDays, "skip-days", 0, "drop this many days from the end of the series first (test on an earlier week)")
 	fl.IntVar(&f.window, "window", 0, "networks' input window in steps (default 24)")
 	fl.IntVar(&f.steps, "train-steps", 0, "networks' optimiser steps (default: the model's)")
+	fl.BoolVar(&f.multi, "multi-step", false, "also forecast the whole test span from the end of training (predictions fed back) and report its errors beside the one-step ones")
 	fl.BoolVar(&f.base, "base", false, "only select the base instance type for the Philly trace (Figure 7: scale per dropped smallest type) and exit")
 	fl.BoolVar(&f.quick, "quick", false, "smoke run: the last 3 weeks of the series, a 1-day test, 1/10 of the network training")
 	return cmd
@@ -120,7 +127,7 @@ func runForecast(w io.Writer, f forecastFlags) error {
 	}
 	var results []forecast.Result
 	for _, m := range models {
-		r, err := forecast.Evaluate(m, s, test)
+		r, err := forecast.Evaluate(m, s, test, forecast.EvalOptions{MultiStep: f.multi})
 		if err != nil {
 			return err
 		}
@@ -141,9 +148,17 @@ func runForecast(w io.Writer, f forecastFlags) error {
 	fmt.Fprintf(w, "series: %d steps of %gs, buckets %s; test: last %d steps (%.1f days)\n",
 		s.Len(), s.Step, strings.Join(s.Buckets, ","), test, float64(test)*s.Step/forecast.Day)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tMSE\tPMSE\ttrain s\t")
+	head := "model\tMSE\tPMSE\tPMSE/n\tover\ttrain s\t"
+	if f.multi {
+		head += "multi MSE\tmulti PMSE\tmulti PMSE/n\tmulti over\tmulti s\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.1f\t\n", r.Model, r.MSE, r.PMSE, r.TrainS)
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.4g\t%.2f\t%.1f\t", r.Model, r.MSE, r.PMSE, r.PMSEAll, r.Over, r.TrainS)
+		if m := r.Multi; m != nil {
+			fmt.Fprintf(tw, "%.4g\t%.4g\t%.4g\t%.2f\t%.1f\t", m.MSE, m.PMSE, m.PMSEAll, m.Over, r.MultiS)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
