@@ -616,3 +616,98 @@ func TestEvaluateMultiStep(t *testing.T) {
 		t.Errorf("test span as long as the series: err = %v", err)
 	}
 }
+
+// TestNetSizes checks the two network sizes' configurations (no
+// training): NetPaper has the paper's window, layer counts and warm-up.
+func TestNetSizes(t *testing.T) {
+	type cfg struct {
+		Window, Enc, Dec, Warmup, Steps, Batch, Hidden, Layers int
+	}
+	of := func(n *Net) cfg {
+		return cfg{n.Opt.Window, n.EncLayers, n.DecLayers, n.Warmup, n.TrainSteps, n.Batch, n.Hidden, n.Layers}
+	}
+	tests := []struct {
+		name string
+		n    *Net
+		want cfg
+	}{
+		{"transformer small", NewTransformer(Options{}), cfg{24, 2, 1, 80, 800, 32, 0, 0}},
+		{"transformer paper", NewTransformer(Options{Net: NetPaper}), cfg{576, 6, 6, 5000, 2000, 1, 0, 0}},
+		{"transformer paper, more steps", NewTransformer(Options{Net: NetPaper, TrainSteps: 9000}), cfg{576, 6, 6, 5000, 9000, 1, 0, 0}},
+		{"transformer paper quick", NewTransformer(Options{Net: NetPaper, Quick: true}), cfg{576, 6, 6, 20, 200, 1, 0, 0}},
+		{"lstm small", NewLSTM(Options{}), cfg{24, 0, 0, 40, 400, 32, 51, 2}},
+		{"lstm paper", NewLSTM(Options{Net: NetPaper}), cfg{576, 0, 0, 25, 250, 8, 51, 2}},
+		{"lstm paper, window 48", NewLSTM(Options{Net: NetPaper, Window: 48}), cfg{48, 0, 0, 25, 250, 8, 51, 2}},
+	}
+	for _, tc := range tests {
+		if d := cmp.Diff(tc.want, of(tc.n)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+	if _, err := New("lstm", Options{Net: "huge"}); err == nil || !strings.Contains(err.Error(), `network size "huge"`) {
+		t.Errorf("unknown size: err = %v", err)
+	}
+}
+
+// TestSpans checks the censored-share estimate and the span statistics on
+// hand-computed cases.
+func TestSpans(t *testing.T) {
+	job := func(work float64, gpus int64) *cluster.Job {
+		return &cluster.Job{ID: "j", Work: work, Groups: []cluster.ReplicaGroup{{Name: "w", Replicas: 1, Min: 1, Max: 1,
+			Demand: resource.New(1, 1, gpus)}}}
+	}
+	// GPU-weighted work: 1 x 10 days + 3 x 2 days = 16 GPU-days.
+	jobs := []*cluster.Job{job(10*Day, 1), job(2*Day, 3)}
+	shares := map[float64]float64{}
+	for _, gap := range []float64{0, 1, 2, 5, 10, 12} {
+		sh, err := CensoredShare(jobs, gap*Day, embed.PhillyVectors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shares[gap] = sh
+	}
+	want := map[float64]float64{0: 1, 1: (9 + 3) / 16.0, 2: 8 / 16.0, 5: 5 / 16.0, 10: 0, 12: 0}
+	if d := cmp.Diff(want, shares); d != "" {
+		t.Errorf("censored shares (-want +got):\n%s", d)
+	}
+	// Below 5% from 10 days on: 9 days leaves 1/16.
+	if d, err := AutoSkipDays(jobs, embed.PhillyVectors); err != nil || d != 10 {
+		t.Errorf("auto skip = %d, %v; want 10", d, err)
+	}
+	// CPU-only jobs are weighted by cores.
+	if sh, err := CensoredShare([]*cluster.Job{job(4*Day, 0)}, Day, nil); err != nil || sh != 0.75 {
+		t.Errorf("cpu job: share %v, %v; want 0.75", sh, err)
+	}
+	for _, tc := range []struct {
+		jobs []*cluster.Job
+		gap  float64
+		want string
+	}{
+		{nil, 0, "no jobs"},
+		{jobs, -1, "gap -1"},
+		{jobs, math.NaN(), "gap NaN"},
+	} {
+		if _, err := CensoredShare(tc.jobs, tc.gap, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("censored share(%v, %v): err = %v, want %q", len(tc.jobs), tc.gap, err, tc.want)
+		}
+	}
+
+	// A series of 4 steps a day: training [2 2 2 2], then a span rising
+	// 0 1 2 3 | 4 5 6 7 in bucket a, bucket b 1 throughout.
+	s := Series{Step: Day / 4, Buckets: []string{"a", "b"}}
+	for _, v := range []float64{2, 2, 2, 2, 0, 1, 2, 3, 4, 5, 6, 7} {
+		s.Values = append(s.Values, []float64{v, 1})
+	}
+	st, err := DescribeSpan(s, 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slope 1 instance per step = 4 per day; the last day's mean total is
+	// 6.5, the first's 2.5.
+	if d := cmp.Diff(SpanStats{Mean: []float64{3.5, 1}, TrainMean: []float64{2, 1}, Trend: 4, Rise: 4}, st); d != "" {
+		t.Errorf("span (-want +got):\n%s", d)
+	}
+	if _, err := DescribeSpan(s, 0, 12); err == nil {
+		t.Error("span without a training part: want error")
+	}
+}
