@@ -153,7 +153,10 @@ var (
 )
 
 // goBackend returns the shared pure-Go backend (one per process: it owns
-// a worker pool).
+// a worker pool). Ops run one at a time, each parallel inside: with
+// 576-step windows the backend's parallel op scheduler and its large
+// matrix products, which both wait on the worker pool, deadlocked
+// (compute v0.1.2). The results do not depend on the mode.
 func goBackend() (compute.Backend, error) {
 	backendOnce.Do(func() { backendVal, backendErr = gobackend.New("ops_sequential") })
 	return backendVal, backendErr
