@@ -88,6 +88,9 @@ func (a *applier) Job(id string) *cluster.JobState {
 	if jv := a.v.jobs[id]; jv != nil {
 		return jv.st
 	}
+	if gj := a.v.gangs[id]; gj != nil && gj.st != nil {
+		return gj.st
+	}
 	return nil
 }
 
@@ -112,6 +115,9 @@ func (a *applier) Unsupported(act policy.Action) error {
 	case policy.Migrate, policy.Resize:
 		if pj := a.v.pods[act.Target()]; pj != nil {
 			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.st.Job.ID)
+		}
+		if gj := a.v.gangs[act.Target()]; gj != nil {
+			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.st.Job.ID)
 		}
 	case policy.SetPlaceholders:
 		for _, p := range act.Placeholders {
@@ -167,6 +173,9 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	}
 	if pj := a.v.pods[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
+	}
+	if gj := a.v.gangs[act.Target()]; gj != nil {
+		return a.applyGang(ctx, gj, act)
 	}
 	switch act := act.(type) {
 	case policy.Start:
