@@ -219,6 +219,8 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			o.Status.Replicas = nil
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
 				Reason: "Preempted", Message: o.Status.Reason})
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue,
+				Reason: "Preempted", Message: o.Status.Reason})
 			return nil
 		}); err != nil {
 			return err
@@ -288,6 +290,8 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			o.Status.Phase = v1alpha1.PhaseRejected
 			o.Status.Reason = act.Reason
 			o.Status.CompletionTime = &now
+			o.Status.QueuePosition = nil
+			setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
 			return nil
 		}); err != nil {
 			return err
@@ -368,6 +372,11 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 		}
 		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue,
 			Reason: "Placed", Message: "placed on " + desc})
+		if meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionSuspended) != nil {
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse,
+				Reason: "Resumed", Message: "placed on " + desc})
+		}
+		o.Status.QueuePosition = nil
 		return nil
 	}); err != nil {
 		return err

@@ -219,6 +219,58 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 	return errors.Join(errs...)
 }
 
+// queueWritesPerCycle bounds the status writes that report queue
+// positions in one cycle, so that a long queue moving by one does not
+// rewrite every waiting job.
+const queueWritesPerCycle = 50
+
+// reportQueue writes status.queuePosition of the TrainingJobs still
+// waiting after the cycle: exactly for the first 10 places, and beyond
+// that when it moved by 10% or more; held jobs and jobs that left the
+// queue have it cleared. At most queueWritesPerCycle writes per cycle.
+func (e *Executor) reportQueue(ctx context.Context, v *View) error {
+	var errs []error
+	writes := 0
+	set := func(jv *jobView, pos *int32) {
+		if writes >= queueWritesPerCycle {
+			return
+		}
+		writes++
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+				return errPrecondition{"job left the queue"}
+			}
+			o.Status.QueuePosition = pos
+			return nil
+		}); err != nil {
+			if _, ok := err.(errPrecondition); !ok {
+				errs = append(errs, err)
+			}
+		}
+	}
+	k := int32(0)
+	for js := range v.Snap.Pending.All() {
+		k++
+		jv := v.jobs[js.Job.ID]
+		if jv == nil || js.Phase != cluster.Pending || jv.tj.Status.Phase.Terminal() {
+			continue
+		}
+		cur := jv.tj.Status.QueuePosition
+		switch {
+		case cur == nil, k <= 10 && *cur != k, k > 10 && ((*cur-k)*10 >= k || (k-*cur)*10 >= k):
+			pos := k
+			set(jv, &pos)
+		}
+	}
+	held, _ := v.Held()
+	for _, id := range held {
+		if jv := v.jobs[id]; jv != nil && jv.tj.Status.QueuePosition != nil {
+			set(jv, nil)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // olderThan compares resourceVersions. They are opaque in general but
 // etcd revisions in practice; when either does not parse, the cache wins.
 func olderThan(a, b string) bool {
@@ -308,6 +360,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		}
 	}
 	if err := ap.wait(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := e.reportQueue(ctx, v); err != nil {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)

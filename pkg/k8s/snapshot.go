@@ -848,6 +848,7 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 			return ""
 		}
 	}
+	slices.Sort(order) // kube-scheduler's order: by reason
 	parts := make([]string, len(order))
 	for i, w := range order {
 		parts[i] = fmt.Sprintf("%d %s", count[w], w)

@@ -289,7 +289,7 @@ func catalogNode(t *cluster.InstanceType) *cluster.Node {
 // constraintRefusals explains why no node admits group g of j although some are
 // large enough and of its role: "3 node(s) had untolerated taint {k: v},
 // 5 node(s) didn't match Pod's node affinity/selector", kube-scheduler's
-// wording, reasons in first-seen node order.
+// wording, reasons sorted.
 func (s *Sim) constraintRefusals(j *cluster.Job, g int) string {
 	var order []string
 	count := map[string]int{}
@@ -306,6 +306,7 @@ func (s *Sim) constraintRefusals(j *cluster.Job, g int) string {
 		}
 		count[why]++
 	}
+	slices.Sort(order) // by reason, as kube-scheduler lists them
 	parts := make([]string, len(order))
 	for i, w := range order {
 		parts[i] = fmt.Sprintf("%d %s", count[w], w)

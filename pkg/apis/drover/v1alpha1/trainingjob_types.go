@@ -248,6 +248,14 @@ const (
 	// ConditionStuck is true when a replica pod stayed terminating past
 	// its grace period.
 	ConditionStuck = "TerminationStuck"
+	// ConditionSucceeded is true once the job completed (`kubectl wait
+	// --for=condition=Succeeded tj/NAME`).
+	ConditionSucceeded = "Succeeded"
+	// ConditionFailed is true once the job failed or was rejected.
+	ConditionFailed = "Failed"
+	// ConditionSuspended is true while the job is preempted (suspended
+	// with its progress, waiting at the head of the queue).
+	ConditionSuspended = "Suspended"
 )
 
 // Assignment is a number of replicas of a group placed on one node.
@@ -323,6 +331,17 @@ type TrainingJobStatus struct {
 	// Replicas per group.
 	// +optional
 	Replicas []GroupStatus `json:"replicas,omitempty"`
+	// ReplicasReady is "running/desired" summed over the groups (the
+	// Replicas printer column); desired is the requested count while the
+	// job waits.
+	// +optional
+	ReplicasReady string `json:"replicasReady,omitempty"`
+	// QueuePosition is the job's place in drover's pending queue (1 is
+	// the head; preempted jobs first, then arrival order; a policy may
+	// reorder what it tries), unset when the job is not waiting. Kept
+	// exact for the first 100 places and within 10% beyond.
+	// +optional
+	QueuePosition *int32 `json:"queuePosition,omitempty"`
 	// ProgressCategory is the policy's category of the job's progress
 	// (e.g. SpeCon's converging / converged), or a quartile of progress.
 	// +optional
@@ -347,7 +366,8 @@ type TrainingJobStatus struct {
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-	// Conditions: Admitted, Migrating, TerminationStuck.
+	// Conditions: Admitted, Migrating, TerminationStuck, Suspended,
+	// Succeeded, Failed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -361,9 +381,12 @@ type TrainingJobStatus struct {
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.class`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Progress",type=number,JSONPath=`.status.progress.fraction`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicasReady`
 // +kubebuilder:printcolumn:name="Preempted",type=integer,JSONPath=`.status.preemptions`
 // +kubebuilder:printcolumn:name="Migrated",type=integer,JSONPath=`.status.migrations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Queue",type=integer,JSONPath=`.status.queuePosition`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters (replica pod names append group, attempt and index)"
 type TrainingJob struct {
 	metav1.TypeMeta   `json:",inline"`
