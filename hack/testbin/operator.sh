@@ -9,6 +9,8 @@
 #   training-operator                       the operator (cmd/training-operator.v1)
 #   scheduling.x-k8s.io_podgroups.yaml      the PodGroup CRD from the
 #                                           scheduler-plugins module's manifests
+#   crds/kubeflow.org_*.yaml                the operator's CRDs (PyTorchJob, ...)
+#                                           from its module's manifests
 #   VERSION                                 written last: the cache is good
 #
 # The e2e test reads DROVER_TRAINING_OPERATOR (this directory) or looks in
@@ -38,6 +40,7 @@ WANT="training-operator v${OPERATOR_VERSION} scheduler-plugins v${SCHEDULER_PLUG
 
 cache_ok() {
 	[[ -x "${DEST}/training-operator" && -s "${DEST}/scheduling.x-k8s.io_podgroups.yaml" ]] || return 1
+	[[ -s "${DEST}/crds/kubeflow.org_pytorchjobs.yaml" ]] || return 1
 	[[ "$(cat "${DEST}/VERSION" 2>/dev/null)" == "${WANT}" ]]
 }
 
@@ -86,6 +89,12 @@ SP_DIR="$(cd "${WORK}" && go mod download -json "sigs.k8s.io/scheduler-plugins@v
 CRD="${SP_DIR}/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
 [[ -s "${CRD}" ]] || die "no PodGroup CRD at ${CRD}"
 cp "${CRD}" "${OUT}/"
+OP_DIR="$(cd "${WORK}" && go mod download -json "github.com/kubeflow/training-operator@v${OPERATOR_VERSION}" |
+	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+mkdir -p "${OUT}/crds"
+cp "${OP_DIR}"/manifests/base/crds/kubeflow.org_*.yaml "${OUT}/crds/"
+[[ -s "${OUT}/crds/kubeflow.org_pytorchjobs.yaml" ]] || die "no PyTorchJob CRD in ${OP_DIR}/manifests/base/crds"
+chmod -R u+w "${OUT}/crds" "${OUT}/scheduling.x-k8s.io_podgroups.yaml"
 echo "${WANT}" >"${OUT}/VERSION"
 
 if [[ -e "${DEST}" ]]; then

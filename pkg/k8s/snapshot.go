@@ -831,7 +831,7 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		switch {
 		case n.Role != "" && n.Role != grp.Name:
 			why = "node-role: node(s) are for other replica groups"
-		case !set.Has(i):
+		case !set.Has(i) && !admitsOnceReady(&n.Node, grp.Constraint):
 			why = cluster.WhyNot(&n.Node, grp.Constraint)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
@@ -855,4 +855,25 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 	}
 	return fmt.Sprintf("%s: no node can ever run a %s replica (%v): 0/%d nodes are available: %s",
 		ReasonUnschedulable, grp.Name, grp.Demand, nodes, strings.Join(parts, ", "))
+}
+
+// transientTaints are the taints the node lifecycle controller adds and
+// removes with a node's conditions (not ready, unreachable, cordoned,
+// under pressure): a node that refuses a replica only because of them may
+// take it later, so they do not make a job Unschedulable.
+var transientTaints = map[string]bool{
+	corev1.TaintNodeNotReady: true, corev1.TaintNodeUnreachable: true, corev1.TaintNodeUnschedulable: true,
+	corev1.TaintNodeNetworkUnavailable: true, corev1.TaintNodeMemoryPressure: true, corev1.TaintNodeDiskPressure: true,
+	corev1.TaintNodePIDPressure: true, corev1.TaintNodeOutOfService: true,
+}
+
+// admitsOnceReady reports whether node n admits c when its transient
+// taints are gone.
+func admitsOnceReady(n *cluster.Node, c cluster.NodeConstraint) bool {
+	if !slices.ContainsFunc(n.Taints, func(t cluster.Taint) bool { return transientTaints[t.Key] }) {
+		return false // refused for good (the caller saw it refused)
+	}
+	m := *n
+	m.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t cluster.Taint) bool { return transientTaints[t.Key] })
+	return cluster.Admits(&m, c)
 }
