@@ -400,6 +400,11 @@ func (a *applier) applyGang(ctx context.Context, gj *gangJob, act policy.Action)
 				return err
 			}
 		}
+		if gj.pg != nil && gj.pg.Annotations[AnnotationReason] != "" {
+			if err := e.annotatePodGroup(ctx, gj.pg, map[string]string{AnnotationReason: ""}); err != nil {
+				return err
+			}
+		}
 		e.m.Actions.WithLabelValues("start").Inc()
 		e.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", e.pol.Name(), len(pods), a.describe(act.Placement))
 		return nil

@@ -232,6 +232,7 @@ func TestKubeflowPyTorchJobGang(t *testing.T) {
 		return nodes
 	}
 	first := bound("the gang bound together")
+	t.Logf("gang bound: %v", first)
 	tc.eventually("the gang's pods Running", 30*time.Second, func() (bool, string) {
 		running := 0
 		var l corev1.PodList
@@ -267,8 +268,18 @@ func TestKubeflowPyTorchJobGang(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("while the TE job runs: %v", tc.gangNodes("pt"))
 	tc.waitPhase("te", v1alpha1.PhaseSucceeded, 90*time.Second)
-	bound("the recreated gang bound together again")
+	again := bound("the recreated gang bound together again")
+	pg := &schedv1alpha1.PodGroup{}
+	_ = cl.Get(ctx, client.ObjectKey{Namespace: tc.ns, Name: "pt"}, pg)
+	var uids []string
+	var l2 corev1.PodList
+	_ = cl.List(ctx, &l2, client.InNamespace(tc.ns), client.MatchingLabels{k8s.LabelPodGroup: "pt"})
+	for _, p := range l2.Items {
+		uids = append(uids, p.Name+"="+string(p.UID)[:8]+"@"+p.Spec.NodeName)
+	}
+	t.Logf("gang bound again: %v; pods %v; PodGroup status %+v annotations %v", again, uids, pg.Status, pg.Annotations)
 	if ok, msg := tc.waitEvent("pt", "Preempted"); !ok {
 		t.Errorf("no Preempted event on the PodGroup: %s", msg)
 	}
