@@ -119,6 +119,10 @@ func (a *applier) Unsupported(act policy.Action) error {
 		if gj := a.v.gangs[act.Target()]; gj != nil {
 			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.st.Job.ID)
 		}
+	case policy.Start:
+		if gj := a.v.gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.members) {
+			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.members), len(act.Placement))
+		}
 	case policy.SetPlaceholders:
 		for _, p := range act.Placeholders {
 			if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {

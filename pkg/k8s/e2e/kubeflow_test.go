@@ -55,7 +55,7 @@ const operatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
 func startOperator(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "crds", "kubeflow.org_pytorchjobs.yaml")}}); err != nil {
+	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "crds", "kubeflow.org_pytorchjobs.yaml")}, MaxTime: 2 * time.Minute}); err != nil {
 		t.Fatalf("installing the PyTorchJob CRD: %v", err)
 	}
 	lock, err := os.OpenFile("/tmp/drover-e2e-training-operator.lock", os.O_CREATE|os.O_RDWR, 0o644)
