@@ -147,6 +147,22 @@ func TestBuildConstraints(t *testing.T) {
 	}
 }
 
+// A cordoned node takes nothing: it is not ready for placement.
+func TestBuildCordonedNode(t *testing.T) {
+	cordoned := mkNode("a").obj()
+	cordoned.Spec.Unschedulable = true
+	w := &World{Nodes: []corev1.Node{cordoned, mkNode("b").obj()}, Pods: []corev1.Pod{mkPod("p").label(v1alpha1.OptInLabel, "BE").obj()}}
+	v := Build(w, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	if v.Snap.Nodes[0].Ready || !v.Snap.Nodes[1].Ready {
+		t.Fatalf("ready: a %v b %v", v.Snap.Nodes[0].Ready, v.Snap.Nodes[1].Ready)
+	}
+	for _, a := range baseline.NewFIFO(placement.FirstFit).Schedule(v.Snap) {
+		if s, ok := a.(policy.Start); ok && s.Placement[0].Node == 0 {
+			t.Errorf("placed on the cordoned node: %v", a)
+		}
+	}
+}
+
 // A node whose labels or taints change resets the cached eligible sets.
 func TestBuildEligibilityFollowsNodeChanges(t *testing.T) {
 	table, elig := NewNodeTable(), cluster.NewEligibility()
