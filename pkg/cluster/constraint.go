@@ -71,8 +71,9 @@ func ReasonUntolerated(t Taint) string {
 // Roles are not part of it (they depend on the group's name and are
 // checked separately).
 type NodeSet struct {
-	bits []uint64
-	pref []int64
+	bits  []uint64
+	count int // members among the nodes computed (when bits != nil)
+	pref  []int64
 	// MaxPref is the largest preference over the nodes; 0 when the group
 	// prefers nothing (or no node matches its preferred terms).
 	MaxPref int64
@@ -90,6 +91,28 @@ func (s NodeSet) Has(i int) bool {
 	w := i >> 6
 	return w < len(s.bits) && s.bits[w]&(1<<(uint(i)&63)) != 0
 }
+
+// Next returns the smallest member >= i that is below n, or -1. Placement
+// walks a sparse set (a dedicated pool) by it rather than testing every
+// node. Only for a set that is not All.
+func (s NodeSet) Next(i, n int) int {
+	for w := i >> 6; w < len(s.bits) && w<<6 < n; w++ {
+		word := s.bits[w]
+		if w == i>>6 {
+			word &= ^uint64(0) << (uint(i) & 63)
+		}
+		if word != 0 {
+			if j := w<<6 + bits.TrailingZeros64(word); j < n {
+				return j
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// Sparse reports whether the set holds fewer than a quarter of n nodes.
+func (s NodeSet) Sparse(n int) bool { return s.bits != nil && s.count*4 < n }
 
 // Pref is node i's preference score (0 without preferred terms).
 func (s NodeSet) Pref(i int) int64 {
@@ -204,9 +227,7 @@ func (e *Eligibility) Set(nodes []*NodeState, c NodeConstraint) NodeSet {
 	}
 	ns := NodeSet{pref: s.pref, MaxPref: s.max}
 	if s.out > 0 {
-		ns.bits = s.bits
-	} else {
-		ns.bits = nil
+		ns.bits, ns.count = s.bits, s.n-s.out
 	}
 	return ns
 }

@@ -428,6 +428,9 @@ func (l *Ledger) scan(d resource.Vector, o Options, sets []cluster.NodeSet, elig
 	for _, s := range sets {
 		prefer = prefer || s.MaxPref > 0
 	}
+	if len(sets) == 1 && sets[0].Sparse(n) {
+		return l.scanSparse(d, o, sets[0], eligible, limit, start, prefer)
+	}
 	best, bestScore, found := -1, 0.0, 0
 nodes:
 	for k := 0; k < n; k++ {
@@ -462,6 +465,44 @@ nodes:
 				l.next = i + 1
 			}
 			break
+		}
+	}
+	return best
+}
+
+// scanSparse is scan over the members of a sparse eligible set (a
+// dedicated pool) only, in the same order (from start, wrapping) and with
+// the same sampling, so it picks the node scan would.
+func (l *Ledger) scanSparse(d resource.Vector, o Options, set cluster.NodeSet, eligible func(*cluster.NodeState) bool,
+	limit, start int, prefer bool) int {
+	nodes := l.snap.Nodes
+	n := len(nodes)
+	best, bestScore, found := -1, 0.0, 0
+	for pass := 0; pass < 2; pass++ {
+		lo, hi := start, n
+		if pass == 1 {
+			lo, hi = 0, start
+		}
+		for i := set.Next(lo, hi); i >= 0; i = set.Next(i+1, hi) {
+			if !d.Fits(l.free[i]) || (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
+				continue
+			}
+			if o.Strategy == FirstFit {
+				return i
+			}
+			sc := l.score(i, d, o.Strategy)
+			if prefer && set.MaxPref > 0 {
+				sc += 2 * float64(set.Pref(i)) / float64(set.MaxPref)
+			}
+			if best < 0 || sc > bestScore {
+				best, bestScore = i, sc
+			}
+			if found++; found >= limit {
+				if limit < n {
+					l.next = i + 1
+				}
+				return best
+			}
 		}
 	}
 	return best
