@@ -17,9 +17,9 @@
 //     all replicas on one node when one holds them, else spread.
 //   - preempt, in order: `drover-shrink` (for a TE job, or a job that
 //     outranks the victim: shrink lighter running elastic jobs towards
-//     their minimum; cheap, no checkpoint), `converged-victim` (a TE job may
-//     preempt a BE job that SpeCon marked converged, CC, before any other:
-//     it loses least), then FitGpp's victim choice (size, fit, grace, cap
+//     their minimum; cheap, no checkpoint), optionally `converged-victim` (a
+//     TE job preempts a BE job that SpeCon marked converged, CC, before any
+//     other; off by default), then FitGpp's victim choice (size, fit, grace, cap
 //     P) for whole-job preemption with the victim's grace period.
 //   - reserve and rebalance `specon`: SpeCon's PC/WC/CC categories, the
 //     one-time migration of converged jobs and its rebalancing;
@@ -38,10 +38,11 @@
 //     (taken from Now) before Rebalance runs;
 //   - a shrink is a Resize, not a Preempt, so it never counts towards
 //     FitGpp's cap P (JobState.Preemptions counts preemptions only);
-//   - a converged BE job (SpeCon's CC) is the cheapest victim: converged
-//     training gains little from more time, and `converged-victim` picks
-//     it first (switch off with ccvictim=false; combined-ablation measures
-//     it).
+//   - a converged BE job (SpeCon's CC) could be the cheapest victim:
+//     converged training gains little from more time. `converged-victim`
+//     picks it first when switched on (ccvictim=true); combined-ablation
+//     measured it doubling preemptions with no gain in TE slowdown or BE
+//     JCT, so it is off by default.
 package drover
 
 import (
@@ -307,20 +308,7 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 				order = append(order, i)
 			}
 		}
-		p := slices.Clone(q.Placement)
-		added := 0
-		l.Fork()
-		for _, ni := range order {
-			n := s.Nodes[ni]
-			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
-				continue
-			}
-			for added < want && l.Take(ni, g.Demand) {
-				p = append(p, cluster.Assignment{Group: 0, Node: ni})
-				added++
-			}
-		}
-		l.Revert()
+		p, added := placement.Grow(l, q, 0, want, order)
 		if added > 0 {
 			c.St.Resize(q, p, fmt.Sprintf("drover: scale-up by %d into idle capacity", added))
 		}
@@ -417,15 +405,19 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 // Options switch the profile's parts on and off (all on by default); the
 // combined-ablation experiment turns each off in turn.
 type Options struct {
-	Shrink, CCVictim, Preempt, ScaleUp, SpeCon, Payoff, Provision bool
-	Lambda                                                        float64
-	P                                                             int
-	Predictive                                                    policy.Params
+	Shrink, CCVictim, Preempt, ScaleUp, Speculate, Payoff, Provision bool
+	Lambda                                                           float64
+	P                                                                int
+	// Predictive and SpeCon are the predictive and specon plugins'
+	// arguments (empty: their defaults).
+	Predictive, SpeCon policy.Params
 }
 
-// DefaultOptions has every part on, FitGpp's lambda 1 and P 1.
+// DefaultOptions has every part on except converged-victim (measured in
+// combined-ablation: it doubles preemptions for no gain in TE slowdown or
+// BE JCT; see docs/combined.md), FitGpp's lambda 1 and P 1.
 func DefaultOptions() Options {
-	return Options{Shrink: true, CCVictim: true, Preempt: true, ScaleUp: true, SpeCon: true, Payoff: true, Provision: true,
+	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: true, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP}
 }
 
@@ -441,7 +433,7 @@ func Profile(o Options) (framework.Profile, error) {
 	if o.Shrink {
 		p.Preempt = append(p.Preempt, Shrink{})
 	}
-	if o.CCVictim && o.SpeCon {
+	if o.CCVictim && o.Speculate {
 		p.Preempt = append(p.Preempt, &Converged{P: o.P})
 	}
 	if o.Preempt {
@@ -454,8 +446,11 @@ func Profile(o Options) (framework.Profile, error) {
 	if o.ScaleUp {
 		p.Rebalance = append(p.Rebalance, ScaleUp{})
 	}
-	if o.SpeCon {
-		sp := specon.NewSpeculator(specon.DefaultParams)
+	if o.Speculate {
+		sp, err := newSpeculator(o.SpeCon)
+		if err != nil {
+			return p, err
+		}
 		p.Reserve = append(p.Reserve, sp)
 		p.Rebalance = append(p.Rebalance, sp)
 	}
@@ -469,14 +464,30 @@ func Profile(o Options) (framework.Profile, error) {
 	return p, nil
 }
 
+// newSpeculator builds the specon plugin from its arguments.
+func newSpeculator(args policy.Params) (*specon.Speculator, error) {
+	if args == nil {
+		args = policy.Params{}
+	}
+	sp, err := specon.ParseParams(args)
+	if err != nil {
+		return nil, err
+	}
+	return specon.NewSpeculator(sp), nil
+}
+
+// speconKeys are the specon arguments the preset passes through.
+var speconKeys = []string{"alpha", "interval", "scope", "rebalance", "candidates"}
+
 var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision"}
 
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then converged-victim then FitGpp preemption, elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, ccvictim, preempt, scaleup, specon, payoff, provision = true|false switch parts off; model, tick (predictive)",
+		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then FitGpp preemption (ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, preempt, scaleup, specon, payoff, provision = true|false switch parts (default on), ccvictim (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			if err := pr.Check("drover", append([]string{"lambda", "p", "model", "tick"}, switches...)...); err != nil {
+			known := append([]string{"lambda", "p", "model", "tick"}, switches...)
+			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
 			o := DefaultOptions()
@@ -485,7 +496,7 @@ func Entries() []policy.Entry {
 				k string
 				v *bool
 			}{{"shrink", &o.Shrink}, {"ccvictim", &o.CCVictim}, {"preempt", &o.Preempt}, {"scaleup", &o.ScaleUp},
-				{"specon", &o.SpeCon}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
+				{"specon", &o.Speculate}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
 				if *sw.v, err = pr.Bool(sw.k, *sw.v); err != nil {
 					return nil, err
 				}
@@ -500,10 +511,15 @@ func Entries() []policy.Entry {
 					return nil, err
 				}
 			}
-			o.Predictive = policy.Params{}
+			o.Predictive, o.SpeCon = policy.Params{}, policy.Params{}
 			for _, k := range []string{"model", "tick"} {
 				if v, ok := pr[k]; ok {
 					o.Predictive[k] = v
+				}
+			}
+			for _, k := range speconKeys {
+				if v, ok := pr[k]; ok {
+					o.SpeCon[k] = v
 				}
 			}
 			prof, err := Profile(o)

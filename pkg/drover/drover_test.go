@@ -89,7 +89,7 @@ func summary(acts []policy.Action) []string {
 func profile(t *testing.T, mod func(*Options)) *framework.Runtime {
 	t.Helper()
 	o := DefaultOptions()
-	o.SpeCon, o.Provision = false, false // labels and forecasts are not what these cases test
+	o.Speculate, o.Provision = false, false // labels and forecasts are not what these cases test
 	if mod != nil {
 		mod(&o)
 	}
@@ -123,10 +123,10 @@ func TestInteractions(t *testing.T) {
 			nil, []string{"preempt b", "wait t"}},
 		{"a converged job is the first victim",
 			newWorld(2).run(be("big", 8, 8, 8), 0, 8, cluster.Running, nil).run(be("conv", 8, 8, 8), 1, 8, cluster.Running, cc).pend(te("t", 2)),
-			func(o *Options) { o.SpeCon = true }, []string{"preempt conv", "wait t"}},
+			func(o *Options) { o.Speculate, o.CCVictim = true, true }, []string{"preempt conv", "wait t"}},
 		{"without ccvictim FitGpp picks by size and grace",
 			newWorld(2).run(be("a", 8, 8, 8).grace(10), 0, 8, cluster.Running, nil).run(be("conv", 8, 8, 8).grace(200), 1, 8, cluster.Running, cc).pend(te("t", 2)),
-			func(o *Options) { o.SpeCon, o.CCVictim = true, false }, []string{"preempt a", "wait t"}},
+			func(o *Options) { o.Speculate, o.CCVictim = true, false }, []string{"preempt a", "wait t"}},
 		{"no scale-up while a TE job waits",
 			newWorld(2).run(be("b", 4, 2, 8), 0, 4, cluster.Running, nil).run(be("full", 8, 8, 8), 1, 8, cluster.Running, nil).pend(te("t", 8)),
 			func(o *Options) { o.Shrink, o.Preempt, o.CCVictim = false, false, false }, []string{"wait t"}},

@@ -2,7 +2,9 @@ package elastic
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -100,10 +102,69 @@ func (Weighted) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	return e.weight(b).Compare(e.weight(a))
 }
 
+// Order is the order in which Workers proposes a job's sizes, i.e. the
+// gang order: whether keeping the job on one node comes before keeping its
+// requested worker count.
+type Order uint8
+
+const (
+	// OneNodeFirst (the default, the article's reading): the largest
+	// worker count, between the minimum and the request, whose whole gang
+	// the profile places on one node goes first; only when no count fits
+	// one node are the counts tried largest first, spread.
+	OneNodeFirst Order = iota
+	// SizeFirst (drover's reading before issue 14): the requested count
+	// first, on one node or else spread, then one worker fewer at a time.
+	SizeFirst
+)
+
+// Orders are the values of Order, as the parameter spells them.
+var Orders = []string{"one-node-first", "size-first"}
+
+func (o Order) String() string {
+	if int(o) < len(Orders) {
+		return Orders[o]
+	}
+	return fmt.Sprintf("Order(%d)", o)
+}
+
+// ParseOrder parses "one-node-first" or "size-first".
+func ParseOrder(s string) (Order, error) {
+	for i, n := range Orders {
+		if s == n {
+			return Order(i), nil
+		}
+	}
+	return 0, fmt.Errorf("order %q: want %s", s, strings.Join(Orders, " or "))
+}
+
 // Workers sizes an elastic parameter-server job: its requested counts,
 // then one worker fewer at a time down to the worker group's minimum; the
-// parameter servers keep their requested count.
-type Workers struct{}
+// parameter servers keep their requested count. With Order OneNodeFirst
+// the largest of these counts whose gang fits on one node moves to the
+// front, so that a job whose requested gang no node holds starts on one
+// node with fewer workers (scale-up grows it later) rather than spread at
+// its requested size.
+//
+// Why one node first is the article's reading: it defines gang scheduling
+// as grouping "all workers to a single node" to "minimize the amount of
+// communication overhead"; it leaves the worker count to the scheduler
+// ("the scheduler can dictate the number of worker deployed"), starting a
+// job "utilizing gang scheduling" and then calling scale-up "to maximize
+// the number of workers"; and its scale-down makes room until the
+// high-priority job "can be scheduled in n", one node. Its gang
+// pseudo-code falls back to "the regular manner" when no node holds the
+// pods asked for; we take that to mean when no node holds the job at any
+// count it may run with. SizeFirst keeps the literal reading of that
+// fallback (the requested pods, spread).
+//
+// "Fits one node" is decided with the profile's own placement (Filter,
+// Score, gang mode, or Place plugin) on a fork of the cycle's ledger that
+// is reverted: a count qualifies when the placement puts every replica on
+// one node. Without a cycle (c == nil) the order is SizeFirst's.
+type Workers struct {
+	Order Order
+}
 
 var _ framework.Size = Workers{}
 
@@ -111,13 +172,29 @@ var _ framework.Size = Workers{}
 func (Workers) Name() string { return WorkersName }
 
 // Size implements framework.Size.
-func (Workers) Size(_ *framework.Cycle, js *cluster.JobState) [][]int {
+func (w Workers) Size(c *framework.Cycle, js *cluster.JobState) [][]int {
 	j := js.Job
 	var out [][]int
-	for w := j.Groups[0].Replicas; w >= j.Groups[0].Min; w-- {
+	for n := j.Groups[0].Replicas; n >= j.Groups[0].Min; n-- {
 		counts := j.RequestedCounts()
-		counts[0] = w
+		counts[0] = n
 		out = append(out, counts)
+	}
+	if w.Order != OneNodeFirst || c == nil || len(out) < 2 {
+		return out
+	}
+	l := c.Ledger()
+	for i, counts := range out {
+		l.Fork()
+		p, st := c.Place(l, js, counts)
+		l.Revert()
+		if st.IsSuccess() && len(p.Nodes()) == 1 {
+			if i == 0 {
+				return out
+			}
+			front := append([][]int{counts}, out[:i]...)
+			return append(front, out[i+1:]...)
+		}
 	}
 	return out
 }
@@ -278,20 +355,7 @@ func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 		if u.Local {
 			order = q.Placement.Nodes()
 		}
-		p := slices.Clone(q.Placement)
-		added := 0
-		l.Fork()
-		for _, ni := range order {
-			n := s.Nodes[ni]
-			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
-				continue
-			}
-			for added < want && l.Take(ni, g.Demand) {
-				p = append(p, cluster.Assignment{Group: 0, Node: ni})
-				added++
-			}
-		}
-		l.Revert()
+		p, added := placement.Grow(l, q, 0, want, order)
 		if added > 0 {
 			c.St.Resize(q, p, "scale-up")
 		}
@@ -364,11 +428,21 @@ func preferredNodes(q *cluster.JobState, n int) []int {
 	return out
 }
 
-// ElasticProfile is the elastic preset, the article's scheduler: st
-// places a job that no single node holds (spread by default,
-// kube-scheduler's least-allocated scoring); local restricts scale-up to a
-// job's own nodes. Each cycle follows the article's last algorithm
-// ("Scheduling Algorithm"):
+// ElasticOptions are the elastic preset's parameters. The zero value is
+// the default: spread for jobs no node holds, scale-up onto any node, one
+// node first.
+type ElasticOptions struct {
+	// Placement places a job that no single node holds at the counts
+	// tried (kube-scheduler's least-allocated spread by default).
+	Placement placement.Strategy
+	// LocalScaleUp restricts scale-up to a job's own nodes.
+	LocalScaleUp bool
+	// Order is the gang order of Workers.
+	Order Order
+}
+
+// ElasticProfile is the elastic preset, the article's scheduler. Each
+// cycle follows the article's last algorithm ("Scheduling Algorithm"):
 //
 //  1. If jobs are waiting and the heaviest waiting job outranks every
 //     running job (priority, then utility), it is the high-priority job h.
@@ -381,34 +455,35 @@ func preferredNodes(q *cluster.JobState, n int) []int {
 //     maximum worker count while resources last.
 //
 // As plugins: the queue is in weight order (Weighted); at most one job
-// starts per cycle (OnePerCycle); a job starts at its requested counts
-// when they fit, else with the most workers between its minimum and its
-// request that fit (Workers, as DRAGON starts jobs), placed by the
-// article's gang placement: all replicas on the first node in index order
-// that holds them all, else the default spread (Profile.Gang
-// one-node-first with OneNodeFirstFit and least-allocated scoring); h,
-// when it does not fit, gets scale-down, and when that fails no other job
-// starts (ScaleDown); scale-up runs after the queue unless the cycle
-// started a job by step 2 (ScaleUp). No plugin keeps state between cycles,
-// so the policy survives a scheduler restart unchanged.
-func ElasticProfile(st placement.Strategy, local bool) framework.Profile {
+// starts per cycle (OnePerCycle); a job starts with a worker count
+// between its minimum and its request (Workers, with o.Order: by default
+// the largest count that fits one node, else the largest that fits
+// spread), placed by the article's gang placement: all replicas on the
+// first node in index order that holds them all, else o.Placement
+// (Profile.Gang one-node-first with OneNodeFirstFit and o.Placement's
+// scoring); h, when it does not fit, gets scale-down, and when that fails
+// no other job starts (ScaleDown); scale-up runs after the queue unless
+// the cycle started a job by step 2 (ScaleUp, o.LocalScaleUp). No plugin
+// keeps state between cycles, so the policy survives a scheduler restart
+// unchanged.
+func ElasticProfile(o ElasticOptions) framework.Profile {
 	return framework.Profile{
 		Name:            "elastic",
 		QueueSort:       Weighted{},
 		Admit:           []framework.Admit{OnePerCycle{}, ScaleDown{}},
-		Size:            Workers{},
+		Size:            Workers{Order: o.Order},
 		Filter:          []framework.Filter{framework.NodeRole{}},
-		Score:           []framework.WeightedScore{{Score: framework.Strategy{S: st}, Weight: 1}},
+		Score:           []framework.WeightedScore{{Score: framework.Strategy{S: o.Placement}, Weight: 1}},
 		Gang:            placement.OneNodeFirst,
 		OneNodeFirstFit: true,
 		Preempt:         []framework.Preempt{ScaleDown{}},
-		Rebalance:       []framework.Rebalance{ScaleUp{Local: local}},
+		Rebalance:       []framework.Rebalance{ScaleUp{Local: o.LocalScaleUp}},
 	}
 }
 
 // NewElastic returns the elastic preset's runtime.
-func NewElastic(st placement.Strategy, local bool) *framework.Runtime {
-	return mustNew(ElasticProfile(st, local))
+func NewElastic(o ElasticOptions) *framework.Runtime {
+	return mustNew(ElasticProfile(o))
 }
 
 func mustNew(p framework.Profile) *framework.Runtime {

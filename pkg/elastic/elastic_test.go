@@ -46,9 +46,9 @@ type event struct {
 func run(t *testing.T, p policy.Policy, ns []cluster.Node, jobs []*cluster.Job, tick float64) ([]event, *sim.Result) {
 	t.Helper()
 	var evs []event
-	cfg := sim.Config{Tick: tick, Check: true, Observe: func(tm float64, kind string, js *cluster.JobState, _ string) {
+	cfg := sim.Config{Tick: tick, Check: true, Observe: func(tm float64, kind sim.Observed, js *cluster.JobState, _ string) {
 		c := js.Counts()
-		evs = append(evs, event{tm, kind, js.Job.ID, c[0], len(js.Placement.Nodes()), js.Rate})
+		evs = append(evs, event{tm, string(kind), js.Job.ID, c[0], len(js.Placement.Nodes()), js.Rate})
 	}}
 	s, err := sim.New(cfg, ns, jobs, p)
 	if err != nil {
@@ -179,7 +179,7 @@ func TestGangPlacement(t *testing.T) {
 	a := psJob("a", 0, 1000, 0, 2, 4, 3, 3, 3)
 	b := psJob("b", 1, 1000, 0, 1, 2, 3, 3, 3)
 	c := psJob("c", 2, 1000, 0, 3, 4, 3, 3, 3)
-	evs, res := run(t, NewElastic(placement.Spread, false), ns, []*cluster.Job{a, b, c}, 0)
+	evs, res := run(t, NewElastic(ElasticOptions{}), ns, []*cluster.Job{a, b, c}, 0)
 	for _, id := range []string{"a", "b"} {
 		s := find(evs, "start", id)
 		if len(s) != 1 || s[0].nodes != 1 {
@@ -191,6 +191,39 @@ func TestGangPlacement(t *testing.T) {
 	}
 	if res.Metrics()["completed"] != 3 {
 		t.Errorf("completed %v of 3", res.Metrics()["completed"])
+	}
+}
+
+// TestGangOrderRun runs both gang orders through the simulator (with its
+// invariant checks, no refusal allowed): c's requested gang (4 x 2 cores +
+// a 1-core PS, 9 cores) fits no node of 8 cores. With one-node-first it
+// starts on one node with 3 workers; with size-first it starts spread at
+// 4. Both runs finish every job.
+func TestGangOrderRun(t *testing.T) {
+	mk := func() []*cluster.Job {
+		return []*cluster.Job{psJob("a", 0, 600, 0, 1, 2, 2, 2, 2), psJob("c", 10, 900, 0, 2, 4, 4, 2, 6)}
+	}
+	tests := []struct {
+		order          Order
+		workers, nodes int
+	}{
+		{OneNodeFirst, 3, 1},
+		{SizeFirst, 4, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.order.String(), func(t *testing.T) {
+			evs, res := run(t, NewElastic(ElasticOptions{Order: tc.order}), nodes(3, 8, 30), mk(), 5)
+			s := find(evs, "start", "c")
+			if len(s) != 1 {
+				t.Fatalf("c: starts %+v, want one", s)
+			}
+			if d := cmp.Diff([2]int{tc.workers, tc.nodes}, [2]int{s[0].workers, s[0].nodes}); d != "" {
+				t.Errorf("c's start (workers, nodes) (-want +got):\n%s", d)
+			}
+			if res.Metrics()["completed"] != 2 {
+				t.Errorf("completed %v of 2", res.Metrics()["completed"])
+			}
+		})
 	}
 }
 
@@ -209,7 +242,7 @@ func TestGangPlaceFirstNode(t *testing.T) {
 			j := psJob("j", 0, 100, 0, 1, 2, 3, 1, 4)
 			s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(j))
 			var got cluster.Placement
-			for _, a := range NewElastic(st, false).Schedule(s) {
+			for _, a := range NewElastic(ElasticOptions{Placement: st}).Schedule(s) {
 				if a, ok := a.(policy.Start); ok {
 					got = a.Placement
 				}
@@ -234,7 +267,7 @@ func TestScaleUp(t *testing.T) {
 	// One small job on an idle node grows to its max at once, on its own
 	// node, and finishes faster than its nominal work.
 	j := psJob("j", 0, 1000, 0, 1, 2, 2, 1, 4)
-	evs, res := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{j}, 5)
+	evs, res := run(t, NewElastic(ElasticOptions{}), nodes(1, 8, 30), []*cluster.Job{j}, 5)
 	r := find(evs, "resize", "j")
 	if len(r) != 1 || r[0].workers != 4 || r[0].nodes != 1 {
 		t.Fatalf("resizes %+v, want one scale-up to 4 workers on one node", r)
@@ -246,7 +279,7 @@ func TestScaleUp(t *testing.T) {
 	// cores) and b (3 cores) share 8 cores, and a takes the one left.
 	a := psJob("a", 0, 1000, 0, 1, 2, 3, 1, 8)
 	b := psJob("b", 0, 1000, 0, 1, 2, 2, 1, 8)
-	evs, _ = run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{a, b}, 5)
+	evs, _ = run(t, NewElastic(ElasticOptions{}), nodes(1, 8, 30), []*cluster.Job{a, b}, 5)
 	ra, rb := find(evs, "resize", "a"), find(evs, "resize", "b")
 	if len(rb) > 0 && rb[0].t < find(evs, "complete", "a")[0].t {
 		t.Fatalf("b grew while a was running: %+v", rb)
@@ -265,7 +298,7 @@ func TestScaleDown(t *testing.T) {
 	// below its min, and high starts in the same cycle.
 	low := psJob("low", 0, 5000, 0, 1, 2, 3, 2, 7)
 	high := psJob("high", 100, 500, 1, 1, 2, 2, 2, 2)
-	evs, res := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
+	evs, res := run(t, NewElastic(ElasticOptions{}), nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
 	up := find(evs, "resize", "low")
 	if len(up) == 0 || up[0].workers != 7 {
 		t.Fatalf("low resizes %+v, want a scale-up to 7 first", up)
@@ -298,7 +331,7 @@ func TestScaleDownFailsCleanly(t *testing.T) {
 	// low keeps its workers, high waits until low finishes.
 	low := psJob("low", 0, 1000, 0, 1, 2, 5, 5, 7)
 	high := psJob("high", 100, 500, 1, 1, 2, 3, 3, 3)
-	evs, _ := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
+	evs, _ := run(t, NewElastic(ElasticOptions{}), nodes(1, 8, 30), []*cluster.Job{low, high}, 5)
 	for _, r := range find(evs, "resize", "low") {
 		if r.workers < 7 {
 			t.Errorf("low shrunk to %d workers at %v though high could never fit", r.workers, r.t)
@@ -310,7 +343,7 @@ func TestScaleDownFailsCleanly(t *testing.T) {
 		t.Errorf("high started %+v, low completed %+v: want high only after low", hs, done)
 	}
 	// The same situation in one cycle: Schedule returns no Resize.
-	e := NewElastic(placement.Spread, false)
+	e := NewElastic(ElasticOptions{})
 	snap := snapshot(nodes(1, 8, 30))
 	ls := cluster.NewJobState(low)
 	ls.Phase = cluster.Running
@@ -338,7 +371,7 @@ func TestEqualPriorityDoesNotScaleDown(t *testing.T) {
 	// priority", so low is never shrunk and the newcomer waits.
 	low := psJob("low", 0, 2000, 0, 1, 2, 3, 2, 7)
 	other := psJob("other", 100, 500, 0, 1, 2, 2, 2, 2)
-	evs, _ := run(t, NewElastic(placement.Spread, false), nodes(1, 8, 30), []*cluster.Job{low, other}, 5)
+	evs, _ := run(t, NewElastic(ElasticOptions{}), nodes(1, 8, 30), []*cluster.Job{low, other}, 5)
 	for _, r := range find(evs, "resize", "low") {
 		if r.workers < 7 {
 			t.Errorf("low shrunk to %d for an equal-priority job", r.workers)
@@ -510,12 +543,13 @@ func TestEntries(t *testing.T) {
 	if err := r.Add(Entries()...); err != nil {
 		t.Fatal(err)
 	}
-	for _, spec := range []string{"elastic", "elastic:scaleup=local;placement=first-fit", "tf-operator", "dragon:starve_s=10;scaleup_s=20"} {
+	for _, spec := range []string{"elastic", "elastic:scaleup=local;placement=first-fit", "elastic:order=size-first", "elastic:order=one-node-first",
+		"tf-operator", "dragon:starve_s=10;scaleup_s=20"} {
 		if _, err := r.New(spec); err != nil {
 			t.Errorf("%s: %v", spec, err)
 		}
 	}
-	for _, spec := range []string{"elastic:scaleup=far", "elastic:placement=x", "elastic:tick=1", "tf-operator:x=1", "dragon:starve_s=-1", "dragon:scaleup_s=abc"} {
+	for _, spec := range []string{"elastic:scaleup=far", "elastic:placement=x", "elastic:order=spread", "elastic:order=", "elastic:tick=1", "tf-operator:x=1", "dragon:starve_s=-1", "dragon:scaleup_s=abc"} {
 		if _, err := r.New(spec); err == nil {
 			t.Errorf("%s: no error", spec)
 		}
@@ -528,7 +562,7 @@ func TestDeterministic(t *testing.T) {
 			psJob("c", 60, 1200, 0, 2, 4, 3, 1, 4), psJob("d", 90, 800, 1, 2, 4, 3, 1, 4)}
 	}
 	for _, mkp := range []func() policy.Policy{
-		func() policy.Policy { return NewElastic(placement.Spread, false) }, func() policy.Policy { return NewTFOperator() },
+		func() policy.Policy { return NewElastic(ElasticOptions{}) }, func() policy.Policy { return NewTFOperator() },
 		func() policy.Policy { return NewDragon() }} {
 		_, r1 := run(t, mkp(), nodes(3, 8, 30), mk(), 5)
 		_, r2 := run(t, mkp(), nodes(3, 8, 30), mk(), 5)
@@ -581,7 +615,7 @@ func TestLoopOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := kinds(NewElastic(placement.Spread, false).Schedule(mk(tc.pending...))); got != tc.want {
+			if got := kinds(NewElastic(ElasticOptions{}).Schedule(mk(tc.pending...))); got != tc.want {
 				t.Errorf("actions %q, want %q", got, tc.want)
 			}
 		})

@@ -12,27 +12,31 @@ import (
 // baselines, as framework presets.
 func Entries() []policy.Entry {
 	return []policy.Entry{
-		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; placement=spread|pack|first-fit for jobs no node holds; scaleup=any|local (local: never add a node to a job)",
+		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; order=one-node-first|size-first (default one-node-first: the largest worker count >= min whose gang fits one node, before spreading; size-first: the requested count first, spread if no node holds it); placement=spread|pack|first-fit for jobs no node holds; scaleup=any|local (local: never add a node to a job)",
 			New: func(p policy.Params) (policy.Policy, error) {
-				if err := p.Check("elastic", "placement", "scaleup"); err != nil {
+				if err := p.Check("elastic", "order", "placement", "scaleup"); err != nil {
 					return nil, err
 				}
-				local := false
+				var o ElasticOptions
 				switch v := p.String("scaleup", "any"); v {
 				case "any":
 				case "local":
-					local = true
+					o.LocalScaleUp = true
 				default:
 					return nil, fmt.Errorf("parameter scaleup=%q: want any or local", v)
 				}
-				st := placement.Spread
+				o.Placement = placement.Spread
 				if v, ok := p["placement"]; ok {
 					var err error
-					if st, err = placement.ParseStrategy(v); err != nil {
+					if o.Placement, err = placement.ParseStrategy(v); err != nil {
 						return nil, err
 					}
 				}
-				return framework.New(ElasticProfile(st, local))
+				var err error
+				if o.Order, err = orderParam(p); err != nil {
+					return nil, err
+				}
+				return framework.New(ElasticProfile(o))
 			}},
 		{Name: "tf-operator", Description: "Kubeflow tf-operator with kube-scheduler: fixed replicas, pods bound one by one with spread placement, no gang (partial starts hold resources)",
 			New: func(p policy.Params) (policy.Policy, error) {
@@ -84,8 +88,17 @@ func Plugins() []framework.PluginEntry {
 	return []framework.PluginEntry{
 		{Name: WeightedName, Description: "queueSort: the elastic article's weight, heaviest first: priority, then utility, then CPU + memory share; ties keep queue order",
 			New: none(WeightedName, Weighted{})},
-		{Name: WorkersName, Description: "size: the requested counts, then one worker fewer at a time down to the worker group's minimum (parameter servers fixed)",
-			New: none(WorkersName, Workers{})},
+		{Name: WorkersName, Description: "size: the requested counts, then one worker fewer at a time down to the worker group's minimum (parameter servers fixed); order=one-node-first (default: the largest of these counts that the profile places on one node goes first) or size-first (largest first)",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(WorkersName, "order"); err != nil {
+					return nil, err
+				}
+				o, err := orderParam(a)
+				if err != nil {
+					return nil, err
+				}
+				return Workers{Order: o}, nil
+			}},
 		{Name: OnePerCycleName, Description: "admit: at most one job starts per cycle (the elastic and DRAGON controllers' loops); time-driven",
 			New: none(OnePerCycleName, OnePerCycle{})},
 		{Name: ScaleDownName, Description: "preempt, admit: for the heaviest waiting job when it outranks every running job, shrink lighter running jobs towards their minimum workers until it fits, all or nothing; if that fails no other job starts",
@@ -126,4 +139,13 @@ func Plugins() []framework.PluginEntry {
 		{Name: PodByPodName, Description: "place, rebalance: no gang: bind pods one at a time with spread placement, parameter servers first, keeping whatever fits (partial starts); bind the remaining pods of partly started jobs as room appears",
 			New: none(PodByPodName, PodByPod{})},
 	}
+}
+
+// orderParam reads the order parameter (default one-node-first).
+func orderParam(p policy.Params) (Order, error) {
+	v, err := p.Enum("order", OneNodeFirst.String(), Orders...)
+	if err != nil {
+		return 0, err
+	}
+	return ParseOrder(v)
 }

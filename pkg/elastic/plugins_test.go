@@ -112,6 +112,21 @@ func TestWeightedPlugin(t *testing.T) {
 	}
 }
 
+func TestOrderParse(t *testing.T) {
+	for _, o := range []Order{OneNodeFirst, SizeFirst} {
+		got, err := ParseOrder(o.String())
+		if err != nil || got != o {
+			t.Errorf("ParseOrder(%q) = %v, %v", o, got, err)
+		}
+	}
+	if _, err := ParseOrder("spread"); err == nil {
+		t.Error("ParseOrder accepted spread")
+	}
+	if s := Order(7).String(); s != "Order(7)" {
+		t.Errorf("Order(7).String() = %q", s)
+	}
+}
+
 func TestWorkersSize(t *testing.T) {
 	twoPS := psJob("j", 0, 1, 0, 1, 2, 3, 2, 5)
 	twoPS.Groups = append(twoPS.Groups, cluster.ReplicaGroup{Name: "ps2", Demand: resource.New(1, 1, 0), Replicas: 2, Min: 2, Max: 2})
@@ -125,7 +140,13 @@ func TestWorkersSize(t *testing.T) {
 		{"servers keep their count", twoPS, [][]int{{3, 1, 2}, {2, 1, 2}}},
 	}
 	for _, tc := range tests {
+		// Without a cycle there is no ledger to test one node on: both
+		// orders give the sizes largest first.
 		got := Workers{}.Size(nil, cluster.NewJobState(tc.job))
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s: sizes (-want +got):\n%s", tc.name, d)
+		}
+		got = Workers{Order: SizeFirst}.Size(nil, cluster.NewJobState(tc.job))
 		if d := cmp.Diff(tc.want, got); d != "" {
 			t.Errorf("%s: sizes (-want +got):\n%s", tc.name, d)
 		}
@@ -147,38 +168,60 @@ func TestElasticCycle(t *testing.T) {
 		{"no high-priority job: the first job that fits starts, the cycle ends (no scale-up)",
 			newWorld(1, 8, 30).run(job("r", 0, 2, 1, 4), 0, 0, 0, 0).
 				wait(job("big", 0, 6, 6, 6), 0).wait(job("a", 0, 1, 1, 1), 0).wait(job("b", 0, 1, 1, 1), 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"start a w=[0] ps=[0]"}},
 		{"a job starts with fewer workers down to its minimum",
 			newWorld(1, 8, 30).run(job("r", 1, 4, 4, 4), 0, 0, 0, 0, 0, 0).wait(job("a", 0, 4, 2, 4), 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"start a w=[0 0] ps=[0]"}},
 		{"high-priority job fits: it starts, then scale-up",
 			newWorld(1, 8, 30).run(job("r", 0, 2, 1, 4), 0, 0, 0, 0).wait(job("h", 1, 2, 2, 2), 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"start h w=[0 0] ps=[0]", "resize r w=[0 0 0 0] ps=[0]"}},
 		{"scale-down: the lightest job shrinks first, then the next, only as far as needed; no scale-up",
 			newWorld(1, 8, 30).run(job("r1", 0, 3, 1, 3), 0, 0, 0, 0, 0).run(job("r2", 0, 2, 1, 2), 1, 0, 0, 0).
 				wait(job("h", 1, 2, 2, 2), 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"resize r2 w=[0] ps=[0]", "resize r1 w=[0 0] ps=[0]", "start h w=[0 0] ps=[0]"}},
 		{"scale-down removes workers away from the job's PS first",
 			newWorld(2, 8, 30).alloc(1, 4).run(job("r", 0, 6, 1, 6), 0, 0, 0, 0, 0, 0, 1, 1).wait(psJob("h", 0, 100, 1, 1, 2, 5, 5, 5), 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"resize r w=[0 0 0 0 1] ps=[0]", "start h w=[0 0 1 1 1] ps=[0]"}},
 		{"failed scale-down changes nothing and blocks the queue; scale-up still runs",
 			newWorld(1, 8, 30).run(job("r", 0, 5, 5, 7), 0, 0, 0, 0, 0, 0, 0).
 				wait(job("h", 1, 3, 3, 3), 0).wait(job("s", 1, 1, 1, 1), 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"resize r w=[0 0 0 0 0 0 0] ps=[0]"}},
 		{"local scale-up stays on the job's nodes",
 			newWorld(2, 8, 30).alloc(0, 4).run(job("r", 0, 2, 1, 8), 0, 0, 0, 0).obj(),
-			ElasticProfile(placement.Spread, true),
+			ElasticProfile(ElasticOptions{LocalScaleUp: true}),
 			[]string{"resize r w=[0 0 0] ps=[0]"}},
 		{"scale-up prefers the job's nodes, then the others",
 			newWorld(2, 8, 30).alloc(0, 3).run(job("r", 0, 2, 1, 6), 0, 0, 0, 0).obj(),
-			ElasticProfile(placement.Spread, false),
+			ElasticProfile(ElasticOptions{}),
 			[]string{"resize r w=[0 0 0 0 1 1] ps=[0]"}},
+		// Free cores 6, 5, 7; a's gang is 2 cores per worker + a 1-core
+		// PS: 9 cores at its request of 4, 7 at 3 workers.
+		{"one node first: a gang no node holds at its request starts on one node with fewer workers",
+			newWorld(3, 8, 30).alloc(0, 2).alloc(1, 3).alloc(2, 1).wait(psJob("a", 0, 100, 0, 2, 2, 4, 2, 6), 0).obj(),
+			ElasticProfile(ElasticOptions{}),
+			[]string{"start a w=[2 2 2] ps=[2]"}},
+		{"size first: the same gang is spread at its requested size",
+			newWorld(3, 8, 30).alloc(0, 2).alloc(1, 3).alloc(2, 1).wait(psJob("a", 0, 100, 0, 2, 2, 4, 2, 6), 0).obj(),
+			ElasticProfile(ElasticOptions{Order: SizeFirst}),
+			[]string{"start a w=[0 1 2 2] ps=[0]"}},
+		{"one node first: the requested gang on one node when a node holds it",
+			newWorld(3, 8, 30).alloc(0, 4).wait(psJob("a", 0, 100, 0, 2, 2, 3, 1, 6), 0).obj(),
+			ElasticProfile(ElasticOptions{}),
+			[]string{"start a w=[1 1 1] ps=[1]"}},
+		{"one node first: no count fits one node, the largest that fits spread",
+			newWorld(3, 8, 30).alloc(0, 5).alloc(1, 5).alloc(2, 5).wait(psJob("a", 0, 100, 0, 2, 2, 3, 2, 6), 0).obj(),
+			ElasticProfile(ElasticOptions{}),
+			[]string{"start a w=[0 1 2] ps=[0]"}},
+		{"one node first with first-fit for spread jobs: the one-node stage still comes first",
+			newWorld(3, 8, 30).alloc(0, 2).alloc(1, 3).alloc(2, 1).wait(psJob("a", 0, 100, 0, 2, 2, 4, 2, 6), 0).obj(),
+			ElasticProfile(ElasticOptions{Placement: placement.FirstFit}),
+			[]string{"start a w=[2 2 2] ps=[2]"}},
 		{"one per cycle alone: the second job waits",
 			newWorld(1, 8, 30).wait(job("a", 0, 1, 1, 1), 0).wait(job("b", 0, 1, 1, 1), 0).obj(),
 			framework.Profile{Name: "t", Admit: []framework.Admit{OnePerCycle{}}},
@@ -358,6 +401,7 @@ func TestPluginEntries(t *testing.T) {
 	}
 	bad := map[string]policy.Params{
 		ScaleUpName:         {"local": "maybe"},
+		WorkersName:         {"order": "spread"},
 		DragonScaleDownName: {"starve_s": "-1"},
 		DragonScaleUpName:   {"scaleup_s": "x"},
 	}
@@ -402,10 +446,14 @@ func TestProfilesFromSpec(t *testing.T) {
 		preset policy.Policy
 		spec   framework.ProfileSpec
 	}{
-		{NewElastic(placement.Spread, true), framework.ProfileSpec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
+		{NewElastic(ElasticOptions{LocalScaleUp: true}), framework.ProfileSpec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
 			Plugins: framework.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
 				Score: ref("least-allocated"), Preempt: ref(ScaleDownName), Rebalance: ref(ScaleUpName)},
 			PluginConfig: []framework.PluginConfig{{Name: ScaleUpName, Args: map[string]any{"local": true}}}}},
+		{NewElastic(ElasticOptions{Order: SizeFirst}), framework.ProfileSpec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
+			Plugins: framework.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
+				Score: ref("least-allocated"), Preempt: ref(ScaleDownName), Rebalance: ref(ScaleUpName)},
+			PluginConfig: []framework.PluginConfig{{Name: WorkersName, Args: map[string]any{"order": "size-first"}}}}},
 		{NewDragon(), framework.ProfileSpec{Name: "dragon",
 			Plugins: framework.PluginsSpec{QueueSort: one(FCFSName), Admit: ref(OnePerCycleName, DragonScaleDownName), Place: one(DragonPlaceName),
 				Preempt: ref(DragonScaleDownName), Rebalance: ref(DragonScaleUpName)}}},
@@ -439,14 +487,14 @@ func TestProfilesFromSpec(t *testing.T) {
 }
 
 // gangPlaceRef is the elastic policy's placement before the port, kept as
-// the reference the profile's placement (one-node-first with first fit,
-// then the strategy per replica) must reproduce: requested workers down to
-// the minimum; for each, every replica on the first node (in index order)
-// with room for all of them, else placement.Place with the strategy.
-func gangPlaceRef(l *placement.Ledger, j *cluster.Job, st placement.Strategy) (cluster.Placement, bool) {
-	counts := j.RequestedCounts()
-	for w := counts[0]; w >= j.Groups[0].Min; w-- {
-		counts[0] = w
+// the reference the profile's placement must reproduce. With SizeFirst
+// (the placement before issue 14): requested workers down to the minimum;
+// for each, every replica on the first node (in index order) with room for
+// all of them, else placement.Place with the strategy. With OneNodeFirst:
+// first the one-node stage for every count, largest first; only then the
+// strategy's placement for every count, largest first.
+func gangPlaceRef(l *placement.Ledger, j *cluster.Job, st placement.Strategy, order Order) (cluster.Placement, bool) {
+	onOne := func(counts []int) (cluster.Placement, bool) {
 		total := j.Demand(counts)
 		s := l.Snapshot()
 		for i, n := range s.Nodes {
@@ -471,7 +519,36 @@ func gangPlaceRef(l *placement.Ledger, j *cluster.Job, st placement.Strategy) (c
 			l.Take(i, total)
 			return p, true
 		}
-		if p, err := placement.Place(l, j, counts, placement.Options{Strategy: st}); err == nil {
+		return nil, false
+	}
+	spread := func(counts []int) (cluster.Placement, bool) {
+		p, err := placement.Place(l, j, counts, placement.Options{Strategy: st})
+		return p, err == nil
+	}
+	var sizes [][]int
+	for w := j.Groups[0].Replicas; w >= j.Groups[0].Min; w-- {
+		counts := j.RequestedCounts()
+		counts[0] = w
+		sizes = append(sizes, counts)
+	}
+	if order == OneNodeFirst {
+		for _, counts := range sizes {
+			if p, ok := onOne(counts); ok {
+				return p, true
+			}
+		}
+		for _, counts := range sizes {
+			if p, ok := spread(counts); ok {
+				return p, true
+			}
+		}
+		return nil, false
+	}
+	for _, counts := range sizes {
+		if p, ok := onOne(counts); ok {
+			return p, true
+		}
+		if p, ok := spread(counts); ok {
 			return p, true
 		}
 	}
@@ -480,58 +557,107 @@ func gangPlaceRef(l *placement.Ledger, j *cluster.Job, st placement.Strategy) (c
 
 // TestGangPlaceEquivalence checks on random clusters (with node roles and
 // nodes that are not ready) that the elastic profile starts a lone job
-// exactly where the pre-port gang placement put it.
+// exactly where the reference gang placement puts it, in both orders.
 func TestGangPlaceEquivalence(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	stats := map[string]int{}
-	for k := range 2000 {
-		n := 1 + rng.IntN(6)
+	for _, order := range []Order{OneNodeFirst, SizeFirst} {
+		t.Run(order.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			stats := map[string]int{}
+			for k := range 2000 {
+				n := 1 + rng.IntN(6)
+				w := newWorld(n, 8, 30)
+				for i := range n {
+					w.alloc(i, float64(rng.IntN(9)))
+					w.s.Nodes[i].Allocated[resource.Memory] = int64(rng.IntN(31)) * resource.New(0, 1, 0)[resource.Memory]
+					switch rng.IntN(8) {
+					case 0:
+						w.s.Nodes[i].Ready = false
+					case 1:
+						w.s.Nodes[i].Role = "ps"
+					case 2:
+						w.s.Nodes[i].Role = "worker"
+					}
+				}
+				reps := 1 + rng.IntN(5)
+				lo := 1 + rng.IntN(reps)
+				j := psJob("j", 0, 100, 0, float64(1+rng.IntN(3)), float64(1+rng.IntN(6)), reps, lo, reps+2)
+				st := placement.Strategy(rng.IntN(3))
+				s := w.wait(j, 0).obj()
+				want, ok := gangPlaceRef(placement.NewLedger(s, true), j, st, order)
+				var got cluster.Placement
+				for _, a := range NewElastic(ElasticOptions{Placement: st, Order: order}).Schedule(s) {
+					if a, isStart := a.(policy.Start); isStart {
+						got = a.Placement
+					}
+				}
+				if !ok {
+					want = nil
+				}
+				one := len(got.Nodes()) == 1
+				switch {
+				case len(got) == 0:
+					stats["none"]++
+				case !one:
+					stats["spread"]++
+				default:
+					stats["one"]++
+				}
+				if len(got) > 0 && got.Counts(2)[0] < reps {
+					stats["fewer"]++
+					if one {
+						stats["fewer on one node"]++
+					} else {
+						stats["fewer spread"]++
+					}
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Fatalf("case %d (%v): placement (-reference +profile):\n%s", k, st, d)
+				}
+			}
+			// The random cases must reach every branch.
+			for _, b := range []string{"none", "one", "spread", "fewer on one node", "fewer spread"} {
+				if stats[b] == 0 {
+					t.Errorf("no case placed %q: %v", b, stats)
+				}
+			}
+		})
+	}
+}
+
+// TestOrderDecides checks that the two orders differ on exactly the cases
+// they should: a job whose requested gang no node holds but a smaller one
+// does starts on one node with one-node-first and spread at a larger
+// count with size-first.
+func TestOrderDecides(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	differ := 0
+	for range 2000 {
+		n := 1 + rng.IntN(4)
 		w := newWorld(n, 8, 30)
 		for i := range n {
 			w.alloc(i, float64(rng.IntN(9)))
-			w.s.Nodes[i].Allocated[resource.Memory] = int64(rng.IntN(31)) * resource.New(0, 1, 0)[resource.Memory]
-			switch rng.IntN(8) {
-			case 0:
-				w.s.Nodes[i].Ready = false
-			case 1:
-				w.s.Nodes[i].Role = "ps"
-			case 2:
-				w.s.Nodes[i].Role = "worker"
-			}
 		}
-		reps := 1 + rng.IntN(5)
-		lo := 1 + rng.IntN(reps)
-		j := psJob("j", 0, 100, 0, float64(1+rng.IntN(3)), float64(1+rng.IntN(6)), reps, lo, reps+2)
-		st := placement.Strategy(rng.IntN(3))
+		reps := 2 + rng.IntN(4)
+		j := psJob("j", 0, 100, 0, float64(1+rng.IntN(3)), 2, reps, 1+rng.IntN(reps), reps+2)
 		s := w.wait(j, 0).obj()
-		want, ok := gangPlaceRef(placement.NewLedger(s, true), j, st)
-		var got cluster.Placement
-		for _, a := range NewElastic(st, false).Schedule(s) {
-			if a, isStart := a.(policy.Start); isStart {
-				got = a.Placement
+		start := func(o Order) cluster.Placement {
+			for _, a := range NewElastic(ElasticOptions{Order: o}).Schedule(s) {
+				if a, ok := a.(policy.Start); ok {
+					return a.Placement
+				}
 			}
+			return nil
 		}
-		if !ok {
-			want = nil
+		a, b := start(OneNodeFirst), start(SizeFirst)
+		if cmp.Equal(a, b) {
+			continue
 		}
-		if len(got) == 0 {
-			stats["none"]++
-		} else if len(got.Nodes()) > 1 {
-			stats["spread"]++
-		} else {
-			stats["one"]++
-		}
-		if len(got) > 0 && got.Counts(2)[0] < reps {
-			stats["fewer"]++
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Fatalf("case %d (%v): placement (-pre-port +profile):\n%s", k, st, d)
+		differ++
+		if len(a.Nodes()) != 1 || len(b.Nodes()) < 2 || a.Counts(2)[0] >= b.Counts(2)[0] {
+			t.Fatalf("one-node-first %s, size-first %s: want one node with fewer workers against spread", showPlacement(a), showPlacement(b))
 		}
 	}
-	// The random cases must reach every branch.
-	for _, b := range []string{"none", "one", "spread", "fewer"} {
-		if stats[b] == 0 {
-			t.Errorf("no case placed %q: %v", b, stats)
-		}
+	if differ == 0 {
+		t.Error("the orders never differed")
 	}
 }

@@ -34,7 +34,7 @@ type Setup struct {
 // Recorder watches one simulation run and derives metrics from it that the
 // standard summary does not have (replica counts over time, say).
 type Recorder interface {
-	Observe(t float64, kind string, js *cluster.JobState, detail string)
+	Observe(t float64, kind sim.Observed, js *cluster.JobState, detail string)
 	Metrics(res *sim.Result) map[string]float64
 }
 

@@ -33,8 +33,16 @@
 //     preempted more than P times.
 //   - lrtp: the running BE job with the longest remaining time first (the
 //     simulator's exact Remaining, as the paper assumes perfect
-//     prediction), until the TE job fits.
-//   - rand: random running BE jobs until the TE job fits.
+//     prediction) among those preempted fewer than P times, until the TE
+//     job fits.
+//   - rand: random running BE jobs preempted fewer than P times, until the
+//     TE job fits.
+//
+// The cap P applies to all three: the paper sets P = 1 for its main
+// experiment ("each BE job is not preempted more than once"), not for
+// FitGpp alone, and Table 4 (jobs preempted 2 and 3 times under LRTP and
+// RAND) is the uncapped run (p=inf). When no BE job below the cap makes
+// room, nothing is preempted and the TE job waits.
 //
 // Preemptions in flight are accounted for: the profiles keep the
 // Statement's Soon ledger (free plus NodeState.Releasing, what jobs in
@@ -73,10 +81,11 @@ import (
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// Defaults of the fitgpp parameters. The paper's values were lost in the
-// text copy; lambda = 1 weighs a job's normalised grace period as much as
-// its normalised size, and P = 1 is the setting of the paper's main
-// experiment (Table 1: "each BE job is not preempted more than once").
+// Defaults of the parameters. The paper's lambda was lost in the text
+// copy; lambda = 1 (fitgpp only) weighs a job's normalised grace period as
+// much as its normalised size. P = 1 (fitgpp, lrtp and rand) is the
+// setting of the paper's main experiment (Sec. 4.2: "each BE job is not
+// preempted more than once").
 const (
 	DefaultLambda = 1.0
 	DefaultP      = 1
@@ -198,7 +207,7 @@ type Preemptor struct {
 	Rule Victims
 	// Lambda weighs the grace period against the size (fitgpp only).
 	Lambda float64
-	// P caps how many times a job may be preempted (fitgpp only); Unlimited
+	// P caps how many times a job may be preempted (every rule); Unlimited
 	// for no cap.
 	P int
 	// NoPreempt serves TE jobs first but never preempts: the ablation that
@@ -335,9 +344,9 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 				v = randomBelowP(avail, p.P, c.Rand())
 			}
 		case LRTP:
-			v = longestRemaining(avail, c.Snap.Now)
+			v = longestRemainingBelowP(avail, p.P, c.Snap.Now)
 		default:
-			v = c.Rand().IntN(len(avail))
+			v = randomBelowP(avail, p.P, c.Rand())
 		}
 		if v < 0 {
 			break
@@ -421,11 +430,15 @@ func SizeOf(d, c resource.Vector) float64 {
 	return sum
 }
 
-// longestRemaining returns the index of the job with the most work left.
-func longestRemaining(avail []*cluster.JobState, now float64) int {
-	best := 0
+// longestRemainingBelowP returns the index of the job with the most work
+// left among those preempted fewer than p times (the first on ties), or -1.
+func longestRemainingBelowP(avail []*cluster.JobState, p int, now float64) int {
+	best := -1
 	for i, js := range avail {
-		if js.Remaining(now) > avail[best].Remaining(now) {
+		if js.Preemptions >= p {
+			continue
+		}
+		if best < 0 || js.Remaining(now) > avail[best].Remaining(now) {
 			best = i
 		}
 	}
@@ -433,7 +446,8 @@ func longestRemaining(avail []*cluster.JobState, now float64) int {
 }
 
 // randomBelowP returns a random index among jobs preempted fewer than p
-// times, or -1.
+// times, or -1. With every job below p it draws exactly as
+// rng.IntN(len(avail)) would.
 func randomBelowP(avail []*cluster.JobState, p int, rng *rand.Rand) int {
 	var ok []int
 	for i, js := range avail {
@@ -479,8 +493,8 @@ func Profile(pre *Preemptor) framework.Profile {
 	}
 }
 
-// New returns the runtime of the preset for a rule, validating lambda and
-// P (which only fitgpp uses).
+// New returns the runtime of the preset for a rule, validating lambda
+// (which only fitgpp uses) and P.
 func New(rule Victims, lambda float64, p int) (*framework.Runtime, error) {
 	pre, err := NewPreemptor(rule, lambda, p)
 	if err != nil {
@@ -515,13 +529,17 @@ func parseFitGpp(pr policy.Params) (*Preemptor, error) {
 	return pre, nil
 }
 
-// parseRule reads the parameters of lrtp or rand (none).
+// parseRule reads the parameters of lrtp or rand: p.
 func parseRule(rule Victims) func(policy.Params) (*Preemptor, error) {
 	return func(pr policy.Params) (*Preemptor, error) {
-		if err := pr.Check(rule.String()); err != nil {
+		if err := pr.Check(rule.String(), "p"); err != nil {
 			return nil, err
 		}
-		return NewPreemptor(rule, 0, Unlimited)
+		pc, err := parseP(pr)
+		if err != nil {
+			return nil, err
+		}
+		return NewPreemptor(rule, 0, pc)
 	}
 }
 
@@ -548,9 +566,9 @@ func Plugins() []framework.PluginEntry {
 			New: none(BEHeadOfLineName, BEHeadOfLine{})},
 		{Name: "fitgpp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE job with the lowest size + lambda x grace-period score that makes room (FitGpp Eq. 3/4), random below the cap otherwise; lambda>=0 (default %g), p>=1 or inf (default %d), preempt=false: never preempt", DefaultLambda, DefaultP),
 			New: pre(parseFitGpp)},
-		{Name: "lrtp", Description: "preempt: a TE job waits for room being freed, else preempts the running BE jobs with the longest remaining time until it fits",
+		{Name: "lrtp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE jobs with the longest remaining time, below the cap, until it fits; p>=1 or inf: max preemptions per job (default %d)", DefaultP),
 			New: pre(parseRule(LRTP))},
-		{Name: "rand", Description: "preempt: a TE job waits for room being freed, else preempts random running BE jobs until it fits",
+		{Name: "rand", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts random running BE jobs below the cap until it fits; p>=1 or inf: max preemptions per job (default %d)", DefaultP),
 			New: pre(parseRule(Rand))},
 	}
 }
@@ -570,9 +588,9 @@ func Entries() []policy.Entry {
 	return []policy.Entry{
 		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); preempt=false serves TE jobs first without preempting (ablation)", DefaultLambda, DefaultP),
 			New: preset(parseFitGpp)},
-		{Name: "lrtp", Description: "FIFO where TE jobs preempt the BE jobs with the longest remaining time until they fit (Big-C's rule, exact remaining times)",
+		{Name: "lrtp", Description: fmt.Sprintf("FIFO where TE jobs preempt the BE jobs with the longest remaining time until they fit (Big-C's rule, exact remaining times); p>=1 or inf: max preemptions per job (default %d, the paper's main experiment)", DefaultP),
 			New: preset(parseRule(LRTP))},
-		{Name: "rand", Description: "FIFO where TE jobs preempt random running BE jobs until they fit",
+		{Name: "rand", Description: fmt.Sprintf("FIFO where TE jobs preempt random running BE jobs until they fit; p>=1 or inf: max preemptions per job (default %d, the paper's main experiment)", DefaultP),
 			New: preset(parseRule(Rand))},
 	}
 }

@@ -208,11 +208,42 @@ func TestVictimChoice(t *testing.T) {
 			start: []string{"te"},
 		},
 		{
-			name: "LRTP ignores the P cap and TE jobs",
+			name: "LRTP with p=inf ignores earlier preemptions; TE jobs are never victims",
 			pol:  mustNew(t, LRTP, 0, Unlimited), nodes: 1,
 			running: []rj{{id: "t", class: te, node: 0, gpus: 4, remaining: 99999}, {id: "b", class: be, node: 0, gpus: 4, remaining: 10, preemptions: 5}},
 			pending: []*cluster.Job{job("te", te, 4, 0)},
 			want:    []string{"b"}, start: []string{"te"},
+		},
+		{
+			name: "LRTP P cap: the longest job, preempted P times, is passed over",
+			pol:  mustNew(t, LRTP, 0, 1), nodes: 1,
+			running: []rj{{id: "long", class: be, node: 0, gpus: 4, remaining: 99999, preemptions: 1},
+				{id: "short", class: be, node: 0, gpus: 4, remaining: 10}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    []string{"short"}, start: []string{"te"},
+		},
+		{
+			name: "LRTP P cap reached by every job that could make room: nothing is preempted",
+			pol:  mustNew(t, LRTP, 0, 2), nodes: 1,
+			running: []rj{{id: "a", class: be, node: 0, gpus: 4, remaining: 500, preemptions: 2},
+				{id: "b", class: be, node: 0, gpus: 4, remaining: 99999, preemptions: 3}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    nil,
+		},
+		{
+			name: "RAND P cap: only the job below the cap can be drawn",
+			pol:  mustNew(t, Rand, 0, 1), nodes: 1,
+			running: []rj{{id: "a", class: be, node: 0, gpus: 2, preemptions: 1}, {id: "b", class: be, node: 0, gpus: 2, preemptions: 1},
+				{id: "c", class: be, node: 0, gpus: 2, preemptions: 1}, {id: "d", class: be, node: 0, gpus: 2}},
+			pending: []*cluster.Job{job("te", te, 2, 0)},
+			want:    []string{"d"}, start: []string{"te"},
+		},
+		{
+			name: "RAND P cap reached by every job: nothing is preempted",
+			pol:  mustNew(t, Rand, 0, 1), nodes: 1,
+			running: []rj{{id: "a", class: be, node: 0, gpus: 4, preemptions: 1}, {id: "b", class: be, node: 0, gpus: 4, preemptions: 1}},
+			pending: []*cluster.Job{job("te", te, 4, 0)},
+			want:    nil,
 		},
 		{
 			name: "nothing can make room: no preemption",
@@ -324,8 +355,13 @@ func TestParams(t *testing.T) {
 		{spec: "fitgpp:preempt=maybe", wantErr: "preempt"},
 		{spec: "fitgpp:preempt=false;p=2", lambda: DefaultLambda, p: 2},
 		{spec: "lrtp:lambda=1", wantErr: "unknown parameter"},
-		{spec: "lrtp", p: Unlimited},
-		{spec: "rand", p: Unlimited},
+		{spec: "lrtp", p: DefaultP},
+		{spec: "rand", p: DefaultP},
+		{spec: "lrtp:p=inf", p: Unlimited},
+		{spec: "rand:p=3", p: 3},
+		{spec: "lrtp:p=0", wantErr: "p=0"},
+		{spec: "rand:p=x", wantErr: "p="},
+		{spec: "rand:preempt=false", wantErr: "unknown parameter"},
 	}
 	for _, tc := range tests {
 		pol, err := reg.New(tc.spec)
@@ -441,5 +477,60 @@ func scenario(t *testing.T, progress bool, smallDone float64) {
 	}
 	if len(res.Refusals) != 0 {
 		t.Errorf("refusals: %v", res.Refusals)
+	}
+}
+
+// TestCapScenario runs LRTP and RAND in the simulator with invariant
+// checks: one node, two BE jobs of 4 GPUs (long and short, no grace
+// period), and two TE jobs of 4 GPUs, at 600 s and 1800 s. The first TE job
+// preempts one BE job, which restarts when the TE job ends. The second
+// finds the node full again: uncapped LRTP preempts the long job a second
+// time; with P = 1 LRTP and RAND must take the job not yet preempted.
+func TestCapScenario(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	for _, tc := range []struct {
+		name string
+		rule Victims
+		p    int
+		// want: preemptions per job.
+		want map[string]int
+	}{
+		{"lrtp p=inf", LRTP, Unlimited, map[string]int{"long": 2, "short": 0, "te1": 0, "te2": 0}},
+		{"lrtp p=1", LRTP, 1, map[string]int{"long": 1, "short": 1, "te1": 0, "te2": 0}},
+		{"rand p=1", Rand, 1, map[string]int{"long": 1, "short": 1, "te1": 0, "te2": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func(id string, class cluster.Class, submit, work float64) *cluster.Job {
+				j := job(id, class, 4, 0)
+				j.Submit, j.Work = submit, work
+				return j
+			}
+			jobs := []*cluster.Job{mk("long", be, 0, 20000), mk("short", be, 0, 8000), mk("te1", te, 600, 600), mk("te2", te, 1800, 600)}
+			s, err := sim.New(sim.Config{Tick: 60, Check: true, Seed: 5}, []cluster.Node{{Name: "n0", Capacity: capacity}}, jobs, mustNew(t, tc.rule, 0, tc.p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Refusals) != 0 {
+				t.Errorf("refusals: %v", res.Refusals)
+			}
+			got := map[string]int{}
+			for _, r := range res.Records {
+				got[r.ID] = r.Preemptions
+				if !r.Finished() {
+					t.Errorf("%s did not finish: %s", r.ID, r.Reason)
+				}
+				// Neither TE job waits: grace 0 frees the room at once.
+				if r.Class == te && r.FirstStart != r.Submit {
+					t.Errorf("%s: submitted %v, started %v", r.ID, r.Submit, r.FirstStart)
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("preemptions per job (-want +got):\n%s", d)
+			}
+		})
 	}
 }

@@ -200,8 +200,10 @@ func TestPluginRegistry(t *testing.T) {
 	}{
 		{"fitgpp", map[string]any{"lambda": 2.5, "p": 3.0}, Preemptor{Rule: FitGpp, Lambda: 2.5, P: 3}},
 		{"fitgpp", map[string]any{"p": "inf", "preempt": false}, Preemptor{Rule: FitGpp, Lambda: DefaultLambda, P: Unlimited, NoPreempt: true}},
-		{"lrtp", nil, Preemptor{Rule: LRTP, P: Unlimited}},
-		{"rand", nil, Preemptor{Rule: Rand, P: Unlimited}},
+		{"lrtp", nil, Preemptor{Rule: LRTP, P: DefaultP}},
+		{"rand", nil, Preemptor{Rule: Rand, P: DefaultP}},
+		{"lrtp", map[string]any{"p": "inf"}, Preemptor{Rule: LRTP, P: Unlimited}},
+		{"rand", map[string]any{"p": 2.0}, Preemptor{Rule: Rand, P: 2}},
 	} {
 		p, err := reg.Profile(spec(tc.preset, tc.args))
 		if err != nil {
@@ -238,7 +240,9 @@ func TestPluginRegistry(t *testing.T) {
 		{"fitgpp", map[string]any{"preempt": "maybe"}, "preempt"},
 		{"fitgpp", map[string]any{"q": 1.0}, "unknown parameter"},
 		{"lrtp", map[string]any{"lambda": 1.0}, "unknown parameter"},
-		{"rand", map[string]any{"p": 2.0}, "unknown parameter"},
+		{"rand", map[string]any{"lambda": 2.0}, "unknown parameter"},
+		{"rand", map[string]any{"p": 0.0}, "p=0"},
+		{"lrtp", map[string]any{"p": -1.0}, "p=-1"},
 	} {
 		if _, err := reg.Profile(spec(bad.plugin, bad.args)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s %v: error %v, want one mentioning %q", bad.plugin, bad.args, err, bad.want)

@@ -176,7 +176,9 @@ type Admit interface {
 }
 
 // Size proposes the replica counts to try for a job, in order of
-// preference (largest first). Each counts slice has one entry per replica
+// preference (usually largest first; the elastic plugin's one-node-first
+// order puts a smaller count that fits one node before a larger one that
+// must spread). Each counts slice has one entry per replica
 // group, within the group's [Min, Max]. A fixed-size job gets one answer
 // (its requested counts). Called once per job tried; must not record
 // actions. The profile has at most one Size plugin; without one the

@@ -294,7 +294,6 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			o.Status.Phase = v1alpha1.PhaseRejected
 			o.Status.Reason = act.Reason
 			o.Status.CompletionTime = &now
-			o.Status.QueuePosition = nil
 			setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
 			return nil
 		}); err != nil {
@@ -380,7 +379,6 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse,
 				Reason: "Resumed", Message: "placed on " + desc})
 		}
-		o.Status.QueuePosition = nil
 		return nil
 	}); err != nil {
 		return err

@@ -56,6 +56,8 @@ type Executor struct {
 	written map[string]*v1alpha1.TrainingJob
 	// reported remembers stuck pods already reported, by UID.
 	reported map[types.UID]bool
+	// positioned is when queue positions were last written (queue.go).
+	positioned time.Time
 
 	mu      sync.Mutex
 	reports map[string]*report.Report // newest report seen per job (ObserveReport)
@@ -219,58 +221,6 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 	return errors.Join(errs...)
 }
 
-// queueWritesPerCycle bounds the status writes that report queue
-// positions in one cycle, so that a long queue moving by one does not
-// rewrite every waiting job.
-const queueWritesPerCycle = 50
-
-// reportQueue writes status.queuePosition of the TrainingJobs still
-// waiting after the cycle: exactly for the first 10 places, and beyond
-// that when it moved by 10% or more; held jobs and jobs that left the
-// queue have it cleared. At most queueWritesPerCycle writes per cycle.
-func (e *Executor) reportQueue(ctx context.Context, v *View) error {
-	var errs []error
-	writes := 0
-	set := func(jv *jobView, pos *int32) {
-		if writes >= queueWritesPerCycle {
-			return
-		}
-		writes++
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
-				return errPrecondition{"job left the queue"}
-			}
-			o.Status.QueuePosition = pos
-			return nil
-		}); err != nil {
-			if _, ok := err.(errPrecondition); !ok {
-				errs = append(errs, err)
-			}
-		}
-	}
-	k := int32(0)
-	for js := range v.Snap.Pending.All() {
-		k++
-		jv := v.jobs[js.Job.ID]
-		if jv == nil || js.Phase != cluster.Pending || jv.tj.Status.Phase.Terminal() {
-			continue
-		}
-		cur := jv.tj.Status.QueuePosition
-		switch {
-		case cur == nil, k <= 10 && *cur != k, k > 10 && ((*cur-k)*10 >= k || (k-*cur)*10 >= k):
-			pos := k
-			set(jv, &pos)
-		}
-	}
-	held, _ := v.Held()
-	for _, id := range held {
-		if jv := v.jobs[id]; jv != nil && jv.tj.Status.QueuePosition != nil {
-			set(jv, nil)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // olderThan compares resourceVersions. They are opaque in general but
 // etcd revisions in practice; when either does not parse, the cache wins.
 func olderThan(a, b string) bool {
@@ -362,7 +312,8 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if err := ap.wait(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.reportQueue(ctx, v); err != nil {
+	e.observeJobs(w, v)
+	if err := e.publishQueue(ctx, v); err != nil {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
@@ -436,16 +387,21 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 	}
 	obj := jv.tj.DeepCopy()
 	for try := 0; ; try++ {
+		before := markOf(obj)
 		if err := mutate(obj); err != nil {
 			return err
 		}
 		var err error
 		if what == "status" {
+			deriveStatus(obj)
 			err = e.c.Status().Update(ctx, obj)
 		} else {
 			err = e.c.Update(ctx, obj)
 		}
 		if err == nil {
+			if what == "status" {
+				e.m.transition(before, obj, e.Now())
+			}
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()

@@ -33,7 +33,6 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			o.Status.Phase = v1alpha1.PhaseFailed
 			o.Status.Reason = "invalid spec: " + jv.invalid.Error()
-			o.Status.QueuePosition = nil
 			setTerminal(&o.Status, v1alpha1.PhaseFailed, o.Status.Reason)
 			return nil
 		})
@@ -130,9 +129,6 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		}
 	}
 	next.ProgressCategory = category(jv, next)
-	if !next.Phase.Terminal() {
-		next.ReplicasReady = replicasReady(tj, next)
-	}
 	if equality.Semantic.DeepEqual(next, &tj.Status) {
 		return false, podErr
 	}
@@ -157,7 +153,6 @@ func (e *Executor) finish(s *v1alpha1.TrainingJobStatus, phase v1alpha1.Training
 	s.Reason = reason
 	s.CompletionTime = &metav1.Time{Time: e.Now()}
 	s.Migrating = false
-	s.QueuePosition = nil
 	setTerminal(s, phase, reason)
 	if s.Progress != nil && phase == v1alpha1.PhaseSucceeded {
 		s.Progress.Fraction = 1
@@ -175,22 +170,6 @@ func setTerminal(s *v1alpha1.TrainingJobStatus, phase v1alpha1.TrainingJobPhase,
 	if meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionSuspended) != nil {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse, Reason: string(phase)})
 	}
-}
-
-// replicasReady is the Replicas column: running/desired summed over the
-// groups (desired: the requested counts while nothing is placed).
-func replicasReady(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatus) string {
-	var run, want int32
-	for _, g := range s.Replicas {
-		run += g.Running
-		want += g.Desired
-	}
-	if len(s.Replicas) == 0 {
-		for _, g := range tj.Spec.ReplicaGroups {
-			want += g.Replicas
-		}
-	}
-	return fmt.Sprintf("%d/%d", run, want)
 }
 
 func podMessage(p *corev1.Pod) string {

@@ -288,31 +288,74 @@ func poolCapacity(s *cluster.Snapshot) resource.Vector {
 
 // ---- RRH ----
 
+// RRHOrder is the order in which RRH starts its admitted jobs.
+type RRHOrder uint8
+
+const (
+	// RRHArrival starts admitted jobs in arrival order and does not skip:
+	// a job that does not fit holds every job behind it. The paper says
+	// nothing of an order (Sec. V-A: admission by utility minus delay
+	// cost above a threshold, running jobs continue or pause), so its RRH
+	// runs jobs as they came, like its FIFO. The default.
+	RRHArrival RRHOrder = iota
+	// RRHValue starts admitted jobs by expected utility per
+	// resource-second, highest first, skipping those that do not fit (a
+	// backfilling order after Irwin et al.'s FirstPrice). A stronger
+	// variant than the paper's, kept as rrh:order=value.
+	RRHValue
+)
+
+// RRHOrderNames are the values of the rrh plugin's order parameter.
+var RRHOrderNames = []string{"arrival", "value"}
+
+func (o RRHOrder) String() string {
+	if int(o) < len(RRHOrderNames) {
+		return RRHOrderNames[o]
+	}
+	return fmt.Sprintf("RRHOrder(%d)", o)
+}
+
 // RRH is the risk-reward heuristic of Irwin, Grit and Chase (HPDC 2004) as
 // the OASiS paper applies it, reconstructed (the paper gives one
 // sentence): on arrival a job is admitted when its expected utility, at
-// the completion its fixed size allows after the queue ahead of it, minus
-// the delay cost its run imposes on the admitted jobs waiting behind it,
-// exceeds Threshold times its priority g1; otherwise it is rejected.
-// Running jobs keep their fixed counts; when admitted jobs wait, a running
-// job whose future utility gain has fallen below the threshold is paused
-// (suspended, progress kept) and resumes only when nothing admitted waits.
-// Waiting jobs start in order of expected utility per resource-second,
-// skipping those that do not fit (placed by the ps-round-robin plugin).
+// the completion its fixed size allows, minus the delay cost its run
+// imposes on the admitted jobs waiting (each delayed by its run time
+// scaled by its dominant share: Irwin et al.'s opportunity cost), exceeds
+// Threshold times its priority g1; otherwise, or when its fixed size does
+// not fit even the empty cluster, it is rejected. Running jobs keep their
+// fixed counts; when admitted jobs wait, a running job whose future
+// utility gain has fallen below the threshold is paused (suspended,
+// progress kept) and resumes only when nothing admitted waits. Replicas
+// are placed by the ps-round-robin plugin.
+//
+// Order decides how admitted jobs start. RRHArrival (the paper's
+// reading): in arrival order, a job that does not fit holding the jobs
+// behind it, and the expected completion of an arrival is projected
+// behind the admitted jobs ahead of it (aggregate capacity, running jobs
+// freeing theirs as they finish). RRHValue (a stronger variant): by
+// expected utility per resource-second, skipping jobs that do not fit,
+// an arrival's expected start being when the running jobs have freed
+// enough capacity for it. The delay cost is the same in both orders: in
+// arrival order no admitted job waits behind an arrival, and the cost
+// stands for the delay its resource-time imposes on the queue (Irwin et
+// al. charge it whatever the order).
 //
 // One instance is the plugin at three points:
 //
-//   - QueueSort: admitted jobs by expected utility per resource-second,
-//     highest first (ties by ID), then the paused jobs in queue order.
+//   - QueueSort: paused jobs last; the others by arrival (RRHArrival) or
+//     by expected utility per resource-second, highest first, ties by ID
+//     (RRHValue).
 //   - Admit: on its first call in a cycle it decides every new arrival, in
 //     queue order, and, when admitted jobs wait, pauses the running jobs
 //     without future gain (a preemption without grace through the
 //     Statement, so their room is free for the jobs tried after). Then per
 //     job: a rejected arrival is Unresolvable; a paused job waits while an
-//     admitted job waits; any other job is tried.
+//     admitted job waits; under RRHArrival a job behind one that could not
+//     start this cycle waits; any other job is tried.
 //   - Reserve: a paused job that starts is no longer paused.
 type RRH struct {
 	Threshold float64
+	Order     RRHOrder
 	decided   map[string]bool
 	paused    map[string]bool
 }
@@ -323,9 +366,9 @@ var (
 	_ framework.Reserve   = (*RRH)(nil)
 )
 
-// NewRRH returns the RRH plugin with the given threshold.
-func NewRRH(threshold float64) *RRH {
-	return &RRH{Threshold: threshold, decided: map[string]bool{}, paused: map[string]bool{}}
+// NewRRH returns the RRH plugin with the given threshold and order.
+func NewRRH(threshold float64, order RRHOrder) *RRH {
+	return &RRH{Threshold: threshold, Order: order, decided: map[string]bool{}, paused: map[string]bool{}}
 }
 
 // Name implements framework.Plugin.
@@ -378,6 +421,9 @@ func (r *RRH) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	case pb:
 		return -1
 	}
+	if r.Order == RRHArrival {
+		return cmp.Compare(a.Job.Submit, b.Job.Submit)
+	}
 	return cmp.Or(cmp.Compare(r.density(c, b), r.density(c, a)), strings.Compare(a.Job.ID, b.Job.ID))
 }
 
@@ -390,7 +436,50 @@ func (r *RRH) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status 
 	if r.paused[js.Job.ID] && cy.waiting > 0 {
 		return framework.NewStatus(framework.Wait, "rrh: paused without future gain; resumes when no admitted job waits")
 	}
+	if r.Order == RRHArrival && len(c.Failed()) > 0 {
+		// Wait, not Blocked: the arrivals behind must still be told
+		// their rejections this cycle.
+		return framework.NewStatus(framework.Wait, "rrh: behind an admitted job that does not fit (arrival order)")
+	}
 	return nil
+}
+
+// release is when a job is expected to give back its demand.
+type release struct {
+	at float64
+	d  resource.Vector
+}
+
+// fifoStarts projects on aggregate capacity when each job of queue
+// starts if they start strictly in that order (none before the one ahead
+// of it), each as soon as the jobs finished by then leave room for it:
+// free is the capacity free now and rel the running jobs' releases. A job
+// that never fits, and every job behind it, starts at +Inf.
+func fifoStarts(now float64, free resource.Vector, rel []release, queue []*cluster.JobState) []float64 {
+	ev := slices.Clone(rel)
+	slices.SortStableFunc(ev, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+	starts := make([]float64, len(queue))
+	cur, f := now, free
+	for i, js := range queue {
+		d := js.Job.RequestedDemand()
+		for !d.Fits(f) && len(ev) > 0 {
+			f = f.Add(ev[0].d)
+			cur = math.Max(cur, ev[0].at)
+			ev = ev[1:]
+		}
+		if !d.Fits(f) {
+			for k := i; k < len(queue); k++ {
+				starts[k] = math.Inf(1)
+			}
+			return starts
+		}
+		starts[i] = cur
+		f = f.Sub(d)
+		e := release{at: cur + js.Remaining(now), d: d}
+		k := sort.Search(len(ev), func(k int) bool { return ev[k].at > e.at })
+		ev = slices.Insert(ev, k, e)
+	}
+	return starts
 }
 
 // decide decides the cycle's new arrivals in queue order and pauses the
@@ -399,8 +488,6 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 	s := c.Snap
 	cy := &rrhCycle{rejected: map[*cluster.JobState]string{}}
 	total := poolCapacity(s)
-	// Estimated start: when the running jobs that finish first have freed
-	// enough aggregate capacity.
 	running := slices.Clone(s.Running)
 	slices.SortFunc(running, func(a, b *cluster.JobState) int {
 		return cmp.Or(cmp.Compare(a.TimeLeft(s.Now), b.TimeLeft(s.Now)), strings.Compare(a.Job.ID, b.Job.ID))
@@ -409,6 +496,8 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 	for _, js := range s.Running {
 		free = free.Sub(js.Job.Demand(js.Counts()))
 	}
+	// RRHValue: an arrival may start as soon as the running jobs that
+	// finish first have freed enough aggregate capacity.
 	estStart := func(d resource.Vector) float64 {
 		f := free
 		if d.Fits(f) {
@@ -422,11 +511,18 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 		}
 		return math.Inf(1)
 	}
+	rel := make([]release, len(running))
+	for i, js := range running {
+		rel[i] = release{at: s.Now + js.TimeLeft(s.Now), d: js.Job.Demand(js.Counts())}
+	}
 	var waiting []*cluster.JobState
 	for js := range s.Pending.All() {
 		if r.decided[js.Job.ID] && !r.paused[js.Job.ID] {
 			waiting = append(waiting, js)
 		}
+	}
+	if r.Order == RRHArrival {
+		slices.SortStableFunc(waiting, func(a, b *cluster.JobState) int { return cmp.Compare(a.Job.Submit, b.Job.Submit) })
 	}
 	for js := range s.Pending.All() {
 		j := js.Job
@@ -434,16 +530,39 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 			continue
 		}
 		r.decided[j.ID] = true
+		if err := CheckJob(j); err != nil {
+			cy.rejected[js] = "rrh: " + err.Error()
+			continue
+		}
+		if st := (FitsEmpty{}).Admit(c, js); !st.IsSuccess() {
+			cy.rejected[js] = "rrh: fixed size exceeds the empty cluster"
+			continue
+		}
 		d := j.RequestedDemand()
-		start := estStart(d)
+		// ends[k] is when waiting job k is expected to finish; start when
+		// this arrival is expected to start.
+		ends := make([]float64, len(waiting))
+		var start float64
+		if r.Order == RRHArrival {
+			starts := fifoStarts(s.Now, free, rel, append(slices.Clone(waiting), js))
+			for k, w := range waiting {
+				ends[k] = starts[k] + w.Remaining(s.Now)
+			}
+			start = starts[len(waiting)]
+		} else {
+			for k, w := range waiting {
+				ends[k] = estStart(w.Job.RequestedDemand()) + w.Job.Work
+			}
+			start = estStart(d)
+		}
 		gain := utility(j, start+j.Work-j.Submit)
 		share := d.DominantShare(total)
 		cost := 0.0
-		for _, w := range waiting {
-			e := estStart(w.Job.RequestedDemand()) + w.Job.Work
+		for k, w := range waiting {
+			e := ends[k]
 			cost += utility(w.Job, e-w.Job.Submit) - utility(w.Job, e+j.Work*share-w.Job.Submit)
 		}
-		if g1 := priority(j); gain-cost <= r.Threshold*g1 || CheckJob(j) != nil {
+		if g1 := priority(j); gain-cost <= r.Threshold*g1 {
 			cy.rejected[js] = fmt.Sprintf("rrh: gain %.3g - delay cost %.3g below threshold", gain, cost)
 			continue
 		}

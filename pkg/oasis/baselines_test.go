@@ -54,13 +54,29 @@ func TestBaselinesScenario(t *testing.T) {
 			t.Errorf("rejected %v resizes %v: want none rejected and some resizes", m["rejected"], m["resizes"])
 		}
 	})
-	t.Run("rrh rejects some and never resizes", func(t *testing.T) {
-		res, _ := runPolicy(t, NewPolicy(RRHProfile(NewRRH(0.1))), DefaultSetting(120, 4, 2, 30), 5)
-		m := res.Metrics()
-		if m["rejected"] == 0 || m["resizes"] != 0 {
-			t.Errorf("rejected %v resizes %v: want rejections on a scarce cluster and fixed sizes", m["rejected"], m["resizes"])
-		}
-	})
+	for _, order := range []RRHOrder{RRHArrival, RRHValue} {
+		t.Run("rrh order="+order.String()+" rejects some and never resizes", func(t *testing.T) {
+			res, jobs := runPolicy(t, NewPolicy(RRHProfile(NewRRH(0.1, order))), DefaultSetting(120, 4, 2, 30), 5)
+			m := res.Metrics()
+			if m["rejected"] == 0 || m["resizes"] != 0 {
+				t.Errorf("rejected %v resizes %v: want rejections on a scarce cluster and fixed sizes", m["rejected"], m["resizes"])
+			}
+			if order != RRHArrival {
+				return
+			}
+			// no admitted job first starts before one that arrived earlier
+			last := -1.0
+			for i, r := range res.Records {
+				if r.FirstStart < 0 {
+					continue
+				}
+				if r.FirstStart < last {
+					t.Errorf("%s first started at %v, before an earlier arrival (%v)", jobs[i].ID, r.FirstStart, last)
+				}
+				last = r.FirstStart
+			}
+		})
+	}
 	t.Run("dorm solves its LP", func(t *testing.T) {
 		d := &Dorm{Fair: 0.5, Adjust: 4}
 		res, _ := runPolicy(t, NewPolicy(DormProfile(d)), st, 5)

@@ -2,6 +2,7 @@ package oasis
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -29,8 +30,8 @@ func DRFProfile(d *DRF) framework.Profile {
 }
 
 // RRHProfile is the rrh preset: risk-reward admission and order, the
-// requested (fixed) counts placed round-robin, jobs that do not fit
-// skipped.
+// requested (fixed) counts placed round-robin; jobs behind one that does
+// not fit wait (order arrival) or are tried (order value).
 func RRHProfile(r *RRH) framework.Profile {
 	return framework.Profile{Name: RRHName, QueueSort: r, Admit: []framework.Admit{r},
 		Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{{Score: &RoundRobin{}, Weight: 1}},
@@ -54,7 +55,7 @@ func NewPolicy(p framework.Profile) *framework.Runtime {
 // Entries returns the presets of this package for the policy registry.
 func Entries() []policy.Entry {
 	return []policy.Entry{
-		{Name: "oasis", Description: "OASiS: online primal-dual admission of parameter-server jobs with per-slot worker/PS schedules (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
+		{Name: "oasis", Description: "OASiS: online primal-dual admission of parameter-server jobs with per-slot worker/PS schedules (slot, slots, eta, scale, uw, up, lw, lp, lfloor in (0, 1], ubound=resource|resource-slot)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				o, err := newOASiS(p)
 				if err != nil {
@@ -76,7 +77,7 @@ func Entries() []policy.Entry {
 				}
 				return framework.New(DRFProfile(&DRF{}))
 			}},
-		{Name: "rrh", Description: "OASiS baseline RRH: risk-reward admission (gain minus delay cost above threshold*g1), pause jobs without future gain (threshold)",
+		{Name: "rrh", Description: "OASiS baseline RRH: risk-reward admission (gain minus delay cost above threshold*g1), pause jobs without future gain; admitted jobs start in arrival order without skipping, or by utility per resource-second skipping what does not fit (threshold in [0, 1], order=arrival|value)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				r, err := newRRH("rrh", p)
 				if err != nil {
@@ -106,7 +107,7 @@ func Plugins() []framework.PluginEntry {
 		}
 	}
 	return []framework.PluginEntry{
-		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor)",
+		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor in (0, 1], ubound=resource|resource-slot)",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				o, err := newOASiS(a)
 				if err != nil {
@@ -122,7 +123,7 @@ func Plugins() []framework.PluginEntry {
 			New: none(FitsEmptyName, func() framework.Plugin { return FitsEmpty{} })},
 		{Name: DRFName, Description: "admit, rebalance: holds pending jobs and, on each arrival or completion, reallocates worker/PS counts of all parameter-server jobs by dominant-resource progressive filling, placed round-robin",
 			New: none(DRFName, func() framework.Plugin { return &DRF{} })},
-		{Name: RRHName, Description: "queueSort, admit, reserve: risk-reward heuristic: admits an arrival when gain minus delay cost exceeds threshold*g1, pauses running jobs without future gain while admitted jobs wait, orders by utility per resource-second (threshold)",
+		{Name: RRHName, Description: "queueSort, admit, reserve: risk-reward heuristic: admits an arrival when gain minus delay cost exceeds threshold*g1, pauses running jobs without future gain while admitted jobs wait; starts admitted jobs in arrival order, a job that does not fit holding those behind it, or by utility per resource-second skipping what does not fit (threshold in [0, 1], order=arrival|value)",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				r, err := newRRH(RRHName, a)
 				if err != nil {
@@ -142,14 +143,18 @@ func Plugins() []framework.PluginEntry {
 }
 
 func newRRH(name string, p policy.Params) (*RRH, error) {
-	if err := p.Check(name, "threshold"); err != nil {
+	if err := p.Check(name, "threshold", "order"); err != nil {
 		return nil, err
 	}
 	th, err := p.Float("threshold", 0.1)
-	if err != nil || th < 0 {
-		return nil, fmt.Errorf("parameter threshold: want a number >= 0")
+	if err != nil || th < 0 || th > 1 {
+		return nil, fmt.Errorf("parameter threshold: want a number in [0, 1]")
 	}
-	return NewRRH(th), nil
+	o, err := p.Enum("order", RRHArrival.String(), RRHOrderNames...)
+	if err != nil {
+		return nil, err
+	}
+	return NewRRH(th, RRHOrder(slices.Index(RRHOrderNames, o))), nil
 }
 
 func newDorm(name string, p policy.Params) (*Dorm, error) {
@@ -167,8 +172,11 @@ func newDorm(name string, p policy.Params) (*Dorm, error) {
 	return &Dorm{Fair: f, Adjust: a}, nil
 }
 
+// oasisParams are the oasis plugin's parameters.
+var oasisParams = []string{"slot", "slots", "eta", "scale", "uw", "up", "lw", "lp", "lfloor", "ubound"}
+
 func newOASiS(p policy.Params) (*OASiS, error) {
-	if err := p.Check("oasis", "slot", "slots", "eta", "scale", "uw", "up", "lw", "lp", "lfloor"); err != nil {
+	if err := p.Check("oasis", oasisParams...); err != nil {
 		return nil, err
 	}
 	var cfg Config
@@ -185,6 +193,14 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 	if cfg.LFloor, err = p.Float("lfloor", DefaultLFloor); err != nil {
 		return nil, err
 	}
+	if cfg.LFloor <= 0 || cfg.LFloor > 1 {
+		return nil, fmt.Errorf("parameter lfloor=%v: want a number in (0, 1]", cfg.LFloor)
+	}
+	ub, err := p.Enum("ubound", UPerResource.String(), UReadingNames...)
+	if err != nil {
+		return nil, err
+	}
+	cfg.U = UReading(slices.Index(UReadingNames, ub))
 	scale, err := p.Float("scale", 1)
 	if err != nil {
 		return nil, err
@@ -204,6 +220,9 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 			return nil, fmt.Errorf("parameter scale: needs explicit bounds uw, up, lw, lp")
 		}
 	case 4:
+		if _, ok := p["ubound"]; ok {
+			return nil, fmt.Errorf("parameter ubound: applies to bounds learned online, not to given uw, up, lw, lp")
+		}
 		var b Bounds
 		if b.UW, err = parseVec("uw", p["uw"]); err != nil {
 			return nil, err

@@ -29,6 +29,9 @@ type Config struct {
 	// LFloor is the smallest L as a fraction of the largest U (0 means
 	// DefaultLFloor). See Bounds.floor.
 	LFloor float64
+	// U is how bounds learned online normalise U (UPerResource, the
+	// paper's, unless set); given Bounds are used as they are.
+	U UReading
 }
 
 // LabelSchedule is the job label that holds an admitted job's schedule
@@ -279,7 +282,7 @@ func (o *OASiS) Rebalance(c *framework.Cycle) *framework.Status {
 
 // learn widens the online bounds with a new job.
 func (o *OASiS) learn(j *cluster.Job) {
-	jb := jobBounds(j, &o.wp, &o.pp, o.cfg.Slot, o.cfg.Slots)
+	jb := jobBounds(j, &o.wp, &o.pp, o.cfg.Slot, o.cfg.Slots, o.cfg.U)
 	b := &o.bounds
 	for r := range b.UW {
 		b.UW[r] = math.Max(b.UW[r], jb.UW[r])

@@ -2,6 +2,7 @@ package oasis
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -276,64 +277,172 @@ func TestFIFO(t *testing.T) {
 	}
 }
 
-// TestRRH covers the rrh preset: admission, pausing, order and resuming.
+// TestRRH covers the rrh preset: admission, pausing, order and resuming,
+// in both start orders.
 func TestRRH(t *testing.T) {
 	keen := cluster.Sigmoid{G1: 10}                                 // no decay: always worth 5
 	modest := cluster.Sigmoid{G1: 1}                                // always worth 0.5
 	stale := cluster.Sigmoid{G1: 10, G2: 1.0 / 60, G3: 60}          // worth nothing an hour in
 	urgent := cluster.Sigmoid{G1: 10, G2: 1.0 / 3600, G3: 5 * 3600} // worth 7.3 if started now
+	later := cluster.Sigmoid{G1: 10, G2: 1.0 / 3600, G3: 7 * 3600}  // worth 2.7 done at 8 h, 0.07 at 12 h
+	both := []RRHOrder{RRHArrival, RRHValue}
+	// busy: both GPUs of wa taken by a job with 4 h left, an admitted job
+	// needing both waiting ahead (4 h of work), and a new arrival.
+	busy := func() *psWorld {
+		return newPSWorld(0).worker("wa", 2).ps("pa").running(sized("run", 0, 2, 1, keen), wk(0), wk(0), pk(1)).
+			pending(sized("ahead", 0, 2, 1, keen), sized("new", 0, 1, 1, later))
+	}
 	tests := []struct {
-		name   string
-		world  func() *psWorld
-		paused []string
-		want   []string
+		name    string
+		orders  []RRHOrder
+		world   func() *psWorld
+		decided []string // admitted before this cycle
+		paused  []string
+		want    []string
 	}{
-		{"rejects an arrival that gains too little",
+		{"rejects an arrival that gains too little", both,
 			func() *psWorld {
 				return newPSWorld(7200).worker("wa", 4).ps("pa").pending(sized("late", 0, 1, 1, stale))
 			},
-			nil,
+			nil, nil,
 			[]string{"reject late: rrh: gain 1.56e-155 - delay cost 0 below threshold"}},
-		{"pauses a job without future gain while an admitted job waits, and starts that job in its room",
+		{"rejects an arrival whose fixed size never fits", both,
+			func() *psWorld {
+				return newPSWorld(0).worker("wa", 2).ps("pa").pending(sized("huge", 0, 3, 1, keen))
+			},
+			nil, nil,
+			[]string{"reject huge: rrh: fixed size exceeds the empty cluster"}},
+		{"pauses a job without future gain while an admitted job waits, and starts that job in its room", both,
 			func() *psWorld {
 				return newPSWorld(7200).worker("wa", 2).ps("pa").
 					running(sized("old", 0, 2, 1, stale), wk(0), wk(0), pk(1)).pending(sized("new", 7200, 2, 1, keen))
 			},
-			nil,
+			nil, nil,
 			[]string{"preempt old: rrh: no future gain", "start new [W0 W0 P1]"}},
-		{"starts by utility per resource-second, skipping what does not fit",
+		{"arrival order: an arrival's completion is projected behind the admitted jobs ahead (done at 12 h: rejected)", []RRHOrder{RRHArrival},
+			busy, []string{"ahead"}, nil,
+			[]string{"reject new: rrh: gain 0.0677 - delay cost 0 below threshold"}},
+		{"value order: an arrival may start when the running jobs free room (done at 8 h: admitted)", []RRHOrder{RRHValue},
+			busy, []string{"ahead"}, nil,
+			nil},
+		{"arrival order: starts as they came, a job that does not fit holding those behind it", []RRHOrder{RRHArrival},
+			func() *psWorld {
+				return newPSWorld(0).worker("wa", 3).ps("pa").running(sized("run", 0, 2, 1, keen), wk(0), wk(0), pk(1)).
+					pending(sized("wide", 0, 2, 1, keen), sized("calm", 0, 1, 1, keen))
+			},
+			nil, nil,
+			nil},
+		{"value order: a job that fits starts past one that does not", []RRHOrder{RRHValue},
+			func() *psWorld {
+				return newPSWorld(0).worker("wa", 3).ps("pa").running(sized("run", 0, 2, 1, keen), wk(0), wk(0), pk(1)).
+					pending(sized("wide", 0, 2, 1, keen), sized("calm", 0, 1, 1, keen))
+			},
+			nil, nil,
+			[]string{"start calm [W0 P1]"}},
+		{"arrival order: starts in arrival order while they fit", []RRHOrder{RRHArrival},
+			func() *psWorld {
+				return newPSWorld(0).worker("wa", 3).ps("pa").pending(sized("wide", 0, 3, 1, keen),
+					sized("calm", 1, 1, 1, keen), sized("tiny", 2, 1, 1, modest), sized("rush", 3, 1, 1, urgent))
+			},
+			nil, nil,
+			// rush, projected behind wide, calm and tiny, ends too late
+			[]string{"start wide [W0 W0 W0 P1]", "reject rush: rrh: gain 0.478 - delay cost 0 below threshold"}},
+		{"value order: starts by utility per resource-second, skipping what does not fit", []RRHOrder{RRHValue},
 			func() *psWorld {
 				return newPSWorld(0).worker("wa", 3).ps("pa").pending(sized("wide", 0, 3, 1, keen),
 					sized("calm", 0, 1, 1, keen), sized("tiny", 0, 1, 1, modest), sized("rush", 0, 1, 1, urgent))
 			},
-			nil,
+			nil, nil,
 			[]string{"start rush [W0 P1]", "start calm [W0 P1]", "start tiny [W0 P1]"}},
-		{"a paused job waits while an admitted job waits",
+		{"a paused job waits while an admitted job waits", both,
 			func() *psWorld {
 				return newPSWorld(0).worker("wa", 2).ps("pa").pending(sized("p", 0, 1, 1, keen), sized("q", 0, 1, 1, keen))
 			},
-			[]string{"p"},
+			nil, []string{"p"},
 			[]string{"start q [W0 P1]"}},
-		{"a paused job resumes when no admitted job waits",
+		{"a paused job resumes when no admitted job waits", both,
 			func() *psWorld { return newPSWorld(0).worker("wa", 2).ps("pa").pending(sized("p", 0, 1, 1, keen)) },
-			[]string{"p"},
+			nil, []string{"p"},
 			[]string{"start p [W0 P1]"}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := NewRRH(0.1)
-			w := tc.world()
-			for _, id := range tc.paused {
-				r.decided[id], r.paused[id] = true, true
-			}
-			got := summary(NewPolicy(RRHProfile(r)).Schedule(w.s), false)
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("actions (-want +got):\n%s", d)
-			}
-			for _, id := range tc.paused {
-				if started := slices.Contains(got, "start "+id+" [W0 P1]"); started == r.paused[id] {
-					t.Errorf("%s: started %v, still paused %v", id, started, r.paused[id])
+		for _, order := range tc.orders {
+			t.Run(order.String()+"/"+tc.name, func(t *testing.T) {
+				r := NewRRH(0.1, order)
+				w := tc.world()
+				for _, id := range tc.decided {
+					r.decided[id] = true
 				}
+				for _, id := range tc.paused {
+					r.decided[id], r.paused[id] = true, true
+				}
+				got := summary(NewPolicy(RRHProfile(r)).Schedule(w.s), false)
+				if d := cmp.Diff(tc.want, got); d != "" {
+					t.Errorf("actions (-want +got):\n%s", d)
+				}
+				for _, id := range tc.paused {
+					if started := slices.Contains(got, "start "+id+" [W0 P1]"); started == r.paused[id] {
+						t.Errorf("%s: started %v, still paused %v", id, started, r.paused[id])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRRHWaitReasons: under arrival order a job behind one that does not
+// fit is told why it waits.
+func TestRRHWaitReasons(t *testing.T) {
+	keen := cluster.Sigmoid{G1: 10}
+	w := newPSWorld(0).worker("wa", 3).ps("pa").running(sized("run", 0, 2, 1, keen), wk(0), wk(0), pk(1)).
+		pending(sized("wide", 0, 2, 1, keen), sized("calm", 0, 1, 1, keen))
+	var got []string
+	for _, a := range NewPolicy(RRHProfile(NewRRH(0.1, RRHArrival))).Schedule(w.s) {
+		if wt, ok := a.(policy.Wait); ok && wt.Job == "calm" {
+			got = append(got, wt.Reason)
+		}
+	}
+	if d := cmp.Diff([]string{"rrh: behind an admitted job that does not fit (arrival order)"}, got); d != "" {
+		t.Errorf("calm's wait reason (-want +got):\n%s", d)
+	}
+}
+
+// TestFIFOStarts: the projection of start times behind the queue on
+// aggregate capacity.
+func TestFIFOStarts(t *testing.T) {
+	keen := cluster.Sigmoid{G1: 10}
+	gpus := func(n int64) resource.Vector { return resource.New(0, 0, n) }
+	job := func(id string, workers int) *cluster.JobState {
+		j := sized(id, 0, workers, 1, keen)
+		for g := range j.Groups {
+			j.Groups[g].Demand = resource.Vector{}
+		}
+		j.Groups[GWorker].Demand = gpus(1)
+		j.Work = 100
+		return cluster.NewJobState(j)
+	}
+	inf := math.Inf(1)
+	tests := []struct {
+		name  string
+		free  resource.Vector
+		rel   []release
+		queue []*cluster.JobState
+		want  []float64
+	}{
+		{"fits now", gpus(2), nil, []*cluster.JobState{job("a", 2)}, []float64{0}},
+		{"waits for the first release that makes room", gpus(1), []release{{50, gpus(1)}, {20, gpus(0)}},
+			[]*cluster.JobState{job("a", 2)}, []float64{50}},
+		{"no overtaking: the second waits for the first even if it fits now", gpus(1), []release{{50, gpus(3)}},
+			[]*cluster.JobState{job("a", 3), job("b", 1)}, []float64{50, 50}},
+		{"a job's own release frees room for the ones behind", gpus(2), nil,
+			[]*cluster.JobState{job("a", 2), job("b", 2)}, []float64{0, 100}},
+		{"a job that never fits holds every job behind it", gpus(2), nil,
+			[]*cluster.JobState{job("a", 3), job("b", 1)}, []float64{inf, inf}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, fifoStarts(0, tc.free, tc.rel, tc.queue)); d != "" {
+				t.Errorf("starts (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -547,9 +656,22 @@ func TestPluginEntries(t *testing.T) {
 			t.Errorf("%s: unknown argument accepted", e.Name)
 		}
 	}
-	for _, bad := range []policy.Params{{"threshold": "-1"}, {"threshold": "x"}} {
+	for _, bad := range []policy.Params{{"threshold": "-1"}, {"threshold": "x"}, {"threshold": "1.5"}, {"order": "density"}} {
 		if _, err := newRRH(RRHName, bad); err == nil {
 			t.Errorf("rrh %v: want an error", bad)
+		}
+	}
+	for _, tc := range []struct {
+		params policy.Params
+		want   RRHOrder
+	}{{policy.Params{}, RRHArrival}, {policy.Params{"order": "arrival"}, RRHArrival}, {policy.Params{"order": "value", "threshold": "0.3"}, RRHValue}} {
+		r, err := newRRH(RRHName, tc.params)
+		if err != nil {
+			t.Errorf("rrh %v: %v", tc.params, err)
+			continue
+		}
+		if r.Order != tc.want {
+			t.Errorf("rrh %v: order %v, want %v", tc.params, r.Order, tc.want)
 		}
 	}
 	for _, bad := range []policy.Params{{"fair": "2"}, {"adjust": "-1"}} {

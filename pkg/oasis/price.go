@@ -19,13 +19,20 @@ import (
 // different kinds can be summed, which the paper's L (a sum over kinds)
 // needs.
 //
-//   - U[r] is the largest per-unit-resource utility any job can reach: its
-//     utility at its shortest completion over the normalised amount of r it
-//     consumes in all (per worker times worker-slots, or per PS times
-//     PS-slots).
-//   - L is the smallest per-slot, per-unit-resource utility: a job's
-//     utility when it ends at the horizon, over the most resource-time it
-//     could hold (N replicas of every kind for every slot up to T).
+//   - U[r] is the largest per-unit-resource utility any job can reach
+//     (Eq. (23)-(24)): its utility at its shortest completion over the
+//     normalised amount of r one of its workers (or PSs) takes. Appendix A
+//     needs exactly this: when r is exhausted on a server in a slot its
+//     price is U[r], so any schedule with a replica there costs at least
+//     U[r] * w_i^r >= f_i(t_hat_i), the most the job can earn, and is
+//     rejected. (An earlier reading divided by the job's worker-slots as
+//     well, a per-resource-slot U that is too small by that factor for
+//     the property to hold; UPerResourceSlot keeps it as a labelled
+//     variant.)
+//   - L is the smallest per-slot, per-unit-resource utility (Eq.
+//     (25)-(26)): a job's utility when it ends at the horizon, over the
+//     most resource-time it could hold (N replicas of every kind for every
+//     slot up to T).
 //
 // A resource kind no job in the pool demands has U[r] = 0 and no price.
 type Bounds struct {
@@ -135,10 +142,45 @@ func Price(g, c, u, l, eta float64) float64 {
 	return base * math.Pow(2*eta*u/l, g/c)
 }
 
+// UReading is how U is normalised.
+type UReading uint8
+
+const (
+	// UPerResource is the paper's U: utility per unit of resource
+	// (Appendix A: U^r * w_i^r >= f_i(t_hat_i)). The default.
+	UPerResource UReading = iota
+	// UPerResourceSlot is the earlier reading: utility per unit of
+	// resource per worker-slot (U divided by the job's worker-slots, or
+	// PS-slots), kept as a labelled variant (parameter ubound=resource-slot).
+	UPerResourceSlot
+)
+
+// UReadingNames are the values of the oasis plugin's ubound parameter.
+var UReadingNames = []string{"resource", "resource-slot"}
+
+func (r UReading) String() string {
+	if int(r) < len(UReadingNames) {
+		return UReadingNames[r]
+	}
+	return fmt.Sprintf("UReading(%d)", r)
+}
+
 // ComputeBounds returns the true bounds of a job set on the given servers
 // over slots [0, T) of the given length: what the paper assumes OASiS
 // knows in advance.
 func ComputeBounds(jobs []*cluster.Job, nodes []cluster.Node, slot float64, T int) Bounds {
+	return ComputeBoundsAs(jobs, nodes, slot, T, UPerResource)
+}
+
+// ComputeBoundsAs is ComputeBounds with U normalised as reading says.
+func ComputeBoundsAs(jobs []*cluster.Job, nodes []cluster.Node, slot float64, T int, reading UReading) Bounds {
+	return ComputeBoundsFloor(jobs, nodes, slot, T, reading, DefaultLFloor)
+}
+
+// ComputeBoundsFloor is ComputeBoundsAs with L floored at f times the
+// largest U instead of DefaultLFloor; f = 0 leaves L as the jobs set it
+// (possibly 0, when a utility underflows).
+func ComputeBoundsFloor(jobs []*cluster.Job, nodes []cluster.Node, slot float64, T int, reading UReading, f float64) Bounds {
 	ns := make([]*cluster.NodeState, len(nodes))
 	for i := range nodes {
 		ns[i] = &cluster.NodeState{Node: nodes[i], Index: i}
@@ -150,7 +192,7 @@ func ComputeBounds(jobs []*cluster.Job, nodes []cluster.Node, slot float64, T in
 		if CheckJob(j) != nil {
 			continue
 		}
-		jb := jobBounds(j, &wp, &pp, slot, T)
+		jb := jobBounds(j, &wp, &pp, slot, T, reading)
 		for r := range b.UW {
 			b.UW[r] = math.Max(b.UW[r], jb.UW[r])
 			b.UP[r] = math.Max(b.UP[r], jb.UP[r])
@@ -158,8 +200,21 @@ func ComputeBounds(jobs []*cluster.Job, nodes []cluster.Node, slot float64, T in
 		b.LW = math.Min(b.LW, jb.LW)
 		b.LP = math.Min(b.LP, jb.LP)
 	}
-	return b.floor(DefaultLFloor)
+	return b.floor(f)
 }
+
+// MaxU is the largest U over both pools and every resource.
+func (b Bounds) MaxU() float64 {
+	mx := 0.0
+	for r := range b.UW {
+		mx = math.Max(mx, math.Max(b.UW[r], b.UP[r]))
+	}
+	return mx
+}
+
+// UOverL is the largest U over the smallest L: the spread of the price
+// functions (Theorem 4's ratio grows with its logarithm).
+func (b Bounds) UOverL() float64 { return b.MaxU() / math.Min(b.LW, b.LP) }
 
 // DefaultLFloor is the smallest L as a fraction of the largest U.
 const DefaultLFloor = 1e-12
@@ -169,11 +224,7 @@ const DefaultLFloor = 1e-12
 // price base 2 eta U / L infinite. L is floored at f (DefaultLFloor unless
 // the policy's lfloor parameter says otherwise) times the largest U.
 func (b Bounds) floor(f float64) Bounds {
-	mx := 0.0
-	for r := range b.UW {
-		mx = math.Max(mx, math.Max(b.UW[r], b.UP[r]))
-	}
-	lo := f * mx
+	lo := f * b.MaxU()
 	if math.IsInf(b.LW, 1) || b.LW < lo {
 		b.LW = lo
 	}
@@ -183,8 +234,8 @@ func (b Bounds) floor(f float64) Bounds {
 	return b
 }
 
-// jobBounds is one job's contribution to the bounds (Eq. (24)-(26)).
-func jobBounds(j *cluster.Job, wp, pp *Pool, slot float64, T int) Bounds {
+// jobBounds is one job's contribution to the bounds (Eq. (23)-(26)).
+func jobBounds(j *cluster.Job, wp, pp *Pool, slot float64, T int, reading UReading) Bounds {
 	p := j.PS
 	W := WorkerSlots(p, slot)
 	a := arrivalSlot(j.Submit, slot)
@@ -193,14 +244,18 @@ func jobBounds(j *cluster.Job, wp, pp *Pool, slot float64, T int) Bounds {
 	ps, _ := PSFor(p, p.Chunks)
 	psSlots := int(math.Ceil(float64(W) * float64(ps) / float64(p.Chunks)))
 	dw, dp := wp.norm(j.Groups[GWorker].Demand), pp.norm(j.Groups[GPS].Demand)
+	wn, pn := 1.0, 1.0 // per unit of resource
+	if reading == UPerResourceSlot {
+		wn, pn = float64(W), float64(psSlots)
+	}
 	var b Bounds
 	var sw, sp float64
 	for r := range dw {
 		if dw[r] > 0 {
-			b.UW[r] = umax / (dw[r] * float64(W))
+			b.UW[r] = umax / (dw[r] * wn)
 		}
 		if dp[r] > 0 {
-			b.UP[r] = umax / (dp[r] * float64(psSlots))
+			b.UP[r] = umax / (dp[r] * pn)
 		}
 		sw += dw[r]
 		sp += dp[r]

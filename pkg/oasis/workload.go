@@ -7,7 +7,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
-	"github.com/drover-sched/drover/pkg/workload"
+	"github.com/drover-sched/drover/pkg/rng"
 )
 
 // Setting is the synthetic scenario of the paper's Sec. V-A. The text lost
@@ -25,6 +25,11 @@ type Setting struct {
 	Insensitive, Sensitive float64
 	// Priority range of the sigmoid's g1.
 	PriorityLo, PriorityHi float64
+	// SensitiveG2 and CriticalG2 are the ranges of the sigmoid's decay g2
+	// of time-sensitive and time-critical jobs, per G2Unit seconds (0: per
+	// timespan, Slots*Slot). See DefaultSetting for why per timespan.
+	SensitiveG2, CriticalG2 [2]float64
+	G2Unit                  float64
 	// ChunksLo..ChunksHi is N (chunks, hence most concurrent workers) and
 	// EpochsLo..EpochsHi is E.
 	ChunksLo, ChunksHi int
@@ -36,10 +41,38 @@ type Setting struct {
 
 // DefaultSetting returns the experiments' scenario with n jobs on the
 // given pools over T slots of one hour.
+//
+// The decay g2 is drawn per timespan: 0.7-3.5 per timespan for
+// time-sensitive jobs, 3.5-7 for time-critical ones, so that every job
+// keeps at least 1/(1+e^7), about 0.1%, of its priority when it ends at
+// the horizon. The paper's L is that utility at the horizon (per unit of
+// resource-time); a decay steep on the scale of a job (the earlier
+// reading's 2-5 per slot, over a timespan of 100 slots) makes it as little
+// as 1e-200 of g1, so that a floor, not the jobs, sets L and U/L. The paper
+// varies U/L through the priority range (Fig. 6), which a floored L would
+// not let it do. EarlierUtility restores the earlier ranges.
 func DefaultSetting(jobs, workers, pss, slots int) Setting {
 	return Setting{Jobs: jobs, Slots: slots, Slot: 3600, WorkerServers: workers, PSServers: pss,
 		ArrivalSpan: 0.7, Insensitive: 0.2, Sensitive: 0.4, PriorityLo: 1, PriorityHi: 10,
+		SensitiveG2: [2]float64{0.7, 3.5}, CriticalG2: [2]float64{3.5, 7},
 		ChunksLo: 10, ChunksHi: 30, EpochsLo: 10, EpochsHi: 50, FixedLo: 1, FixedHi: 10}
+}
+
+// EarlierUtility returns the setting with the decay ranges of the earlier
+// reading: 0.1-0.5 per slot for time-sensitive jobs and 2-5 per slot for
+// time-critical ones, under which a time-critical job's utility at the
+// horizon underflows and L is set by its floor.
+func (st Setting) EarlierUtility() Setting {
+	st.SensitiveG2, st.CriticalG2, st.G2Unit = [2]float64{0.1, 0.5}, [2]float64{2, 5}, st.Slot
+	return st
+}
+
+// g2Unit is the time G2 ranges are per, in seconds.
+func (st Setting) g2Unit() float64 {
+	if st.G2Unit > 0 {
+		return st.G2Unit
+	}
+	return float64(st.Slots) * st.Slot
 }
 
 // Instance types. Worker servers follow EC2 C4 (c4.4xlarge, c4.8xlarge)
@@ -68,7 +101,7 @@ func vec(cores, memGiB float64, gpus int64, storGB, mbps float64) resource.Vecto
 // Nodes returns the worker and PS servers for a seed: instance types drawn
 // at random from the two families.
 func (st Setting) Nodes(seed uint64) []cluster.Node {
-	r := workload.NewRand(seed, "oasis-nodes")
+	r := rng.New(seed, "oasis-nodes")
 	var out []cluster.Node
 	add := func(n int, role string, types []cluster.InstanceType) {
 		for i := 0; i < n; i++ {
@@ -89,9 +122,9 @@ func uniInt(r *rand.Rand, lo, hi int) int      { return lo + r.IntN(hi-lo+1) }
 // Arrivals are a Poisson process over the first ArrivalSpan of the
 // timespan (the Google-trace arrival shape is not reproduced).
 func (st Setting) Generate(seed uint64) []*cluster.Job {
-	r := workload.NewRand(seed, "oasis-jobs")
+	r := rng.New(seed, "oasis-jobs")
 	span := st.ArrivalSpan * float64(st.Slots) * st.Slot
-	arr := workload.Poisson(r, st.Jobs, float64(st.Jobs)/span)
+	arr := rng.Poisson(r, st.Jobs, float64(st.Jobs)/span)
 	jobs := make([]*cluster.Job, st.Jobs)
 	for i := range jobs {
 		p := &cluster.PSParams{
@@ -110,7 +143,7 @@ func (st Setting) Generate(seed uint64) []*cluster.Job {
 		ws := WorkerSeconds(p)
 		// Utility: g3 is a target between 1.5 and 4 times the shortest
 		// completion (all N workers from the arrival slot), g1 the
-		// priority, g2 the decay per slot by class.
+		// priority, g2 the decay by class.
 		minSlots := math.Ceil(ws / st.Slot / float64(p.Chunks))
 		g3 := uni(r, 1.5, 4) * (minSlots + 1) * st.Slot
 		g1 := uni(r, st.PriorityLo, st.PriorityHi)
@@ -120,10 +153,10 @@ func (st Setting) Generate(seed uint64) []*cluster.Job {
 			p.Sensitivity = "insensitive"
 		case u < st.Insensitive+st.Sensitive:
 			p.Sensitivity = "sensitive"
-			g2 = uni(r, 0.1, 0.5) / st.Slot
+			g2 = uni(r, st.SensitiveG2[0], st.SensitiveG2[1]) / st.g2Unit()
 		default:
 			p.Sensitivity = "critical"
-			g2 = uni(r, 2, 5) / st.Slot
+			g2 = uni(r, st.CriticalG2[0], st.CriticalG2[1]) / st.g2Unit()
 		}
 		jobs[i] = &cluster.Job{
 			ID: fmt.Sprintf("ps-%04d", i), Class: cluster.ClassBE, Model: "ps", Submit: arr[i],

@@ -91,7 +91,7 @@ func TestEveryPresetKeepsTheInvariants(t *testing.T) {
 					}
 					var partial []string
 					cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
-						Observe: func(_ float64, kind string, js *cluster.JobState, _ string) {
+						Observe: func(_ float64, kind sim.Observed, js *cluster.JobState, _ string) {
 							if kind != "start" || e.Name == "tf-operator" {
 								return
 							}

@@ -33,10 +33,10 @@ func (s *Sim) apply(a policy.Action) error {
 		rt.st.LastStart = s.now
 		s.update(rt)
 		s.allocate(rt, a.Placement)
-		s.observe("start", rt.st, s.describe(a.Placement))
+		s.observe(ObsStart, rt.st, s.describe(a.Placement))
 	case policy.Preempt:
 		rt := s.byID[a.Job]
-		s.observe("preempt", rt.st, fmt.Sprintf("grace=%gs by=%s %s", a.Grace, a.By, a.Reason))
+		s.observe(ObsPreempt, rt.st, fmt.Sprintf("grace=%gs by=%s %s", a.Grace, a.By, a.Reason))
 		if a.Grace == 0 {
 			s.suspend(rt)
 			return nil
@@ -63,7 +63,7 @@ func (s *Sim) apply(a policy.Action) error {
 		st.PauseEnds = s.now + pause
 		s.allocate(rt, a.Placement)
 		s.push(event{t: st.PauseEnds, kind: evPauseEnd, job: rt, ver: rt.pver})
-		s.observe("migrate", st, from+" -> "+s.describe(a.Placement))
+		s.observe(ObsMigrate, st, from+" -> "+s.describe(a.Placement))
 	case policy.Resize:
 		rt := s.byID[a.Job]
 		s.release(rt)
@@ -78,7 +78,7 @@ func (s *Sim) apply(a policy.Action) error {
 		} else {
 			s.allocate(rt, a.Placement)
 		}
-		s.observe("resize", st, s.describe(a.Placement))
+		s.observe(ObsResize, st, s.describe(a.Placement))
 	case policy.Reject:
 		rt := s.byID[a.Job]
 		s.queue.Remove(rt.st)

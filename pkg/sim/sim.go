@@ -81,7 +81,7 @@ type Config struct {
 	OnProgress func(ended, total int)
 	// Observe, when set, is told about every applied action and job
 	// completion, for timelines and logs.
-	Observe func(t float64, kind string, js *cluster.JobState, detail string)
+	Observe func(t float64, kind Observed, js *cluster.JobState, detail string)
 	// IdleCycles is how many cycles in a row may change nothing, with no
 	// event left, before the run stops (default 1, or 1000 for a
 	// time-driven policy on a tick).
@@ -598,7 +598,7 @@ func (s *Sim) cycleOnce() bool {
 	return changed
 }
 
-func (s *Sim) observe(kind string, js *cluster.JobState, detail string) {
+func (s *Sim) observe(kind Observed, js *cluster.JobState, detail string) {
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(s.now, kind, js, detail)
 	}
@@ -657,7 +657,7 @@ func (s *Sim) complete(rt *jobRT) {
 	s.lastFinish = math.Max(s.lastFinish, s.now)
 	s.ended++
 	s.dirty = true
-	s.observe("complete", st, "")
+	s.observe(ObsComplete, st, "")
 }
 
 func (s *Sim) suspend(rt *jobRT) {
@@ -670,7 +670,7 @@ func (s *Sim) suspend(rt *jobRT) {
 	st.Enqueued = s.now
 	s.queue.PushFront(st)
 	s.dirty = true
-	s.observe("suspend", st, "")
+	s.observe(ObsSuspend, st, "")
 }
 
 func (s *Sim) reject(rt *jobRT, reason string) {
@@ -679,7 +679,7 @@ func (s *Sim) reject(rt *jobRT, reason string) {
 	rt.rec.Reason = reason
 	s.ended++
 	s.dirty = true
-	s.observe("reject", rt.st, reason)
+	s.observe(ObsReject, rt.st, reason)
 }
 
 // allocate puts a job's placement on its nodes and marks it running.

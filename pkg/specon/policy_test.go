@@ -408,7 +408,7 @@ func TestDefaultRoundRobin(t *testing.T) {
 		jobs = append(jobs, NewJob(fmt.Sprintf("j%d", i), m, float64(i*10), uint64(i)))
 	}
 	var where []string
-	cfg := sim.Config{Tick: 1, SampleEvery: 5, Check: true, Observe: func(_ float64, kind string, js *cluster.JobState, d string) {
+	cfg := sim.Config{Tick: 1, SampleEvery: 5, Check: true, Observe: func(_ float64, kind sim.Observed, js *cluster.JobState, d string) {
 		if kind == "start" {
 			where = append(where, js.Job.ID+"@"+d)
 		}

@@ -15,7 +15,7 @@ import (
 
 // OverviewPolicies are compared by the default experiment. Policy issues
 // append theirs here so that `drover sim` shows the whole picture.
-var OverviewPolicies = []string{"fifo", "k8s-default", "binpack", "drf", "fitgpp", "elastic"}
+var OverviewPolicies = []string{"fifo", "k8s-default", "binpack", "drf", "fitgpp", "elastic", "drover"}
 
 // Experiments returns the baseline experiments.
 func Experiments() []experiment.Experiment {

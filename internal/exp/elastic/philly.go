@@ -85,8 +85,8 @@ func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 	}
 	cols := append(append([]string{}, Columns...), "jct_p50_s", "jct_p95_s", "gpu_alloc_frac")
 	rep := &experiment.Report{Experiment: "elastic-philly", Seed: env.Seed, Results: rows, Columns: cols,
-		Notes: []string{fmt.Sprintf("Philly jobs %d-%d by submit time (%d jobs) on %d nodes x (%v); workers = GPUs (min g/2, max 2g), ceil(g/4) PS, TE jobs priority 1; scheduling every %d s",
-			po.Skip+1, po.Skip+len(jobs), len(jobs), PhillyNodes, PhillyNode, PhillyTick),
+		Notes: []string{fmt.Sprintf("Philly jobs %d-%d by submit time (%d jobs) on %d nodes x (%v); workers = GPUs (min g/2, max 2g), ceil(g/4) PS, TE jobs priority 1; scheduling every %d s; %s",
+			po.Skip+1, po.Skip+len(jobs), len(jobs), PhillyNodes, PhillyNode, PhillyTick, speedNote(speed)),
 			"Microsoft Philly cluster trace, Jeon et al., USENIX ATC 2019 (CC BY 4.0)"},
 		Jobs: jobTables(runs), Charts: []experiment.ChartFile{TotalWorkersChart("Workers running, elastic-philly", runs),
 			experiment.JCTCDF("JCT CDF, elastic-philly", toExpRuns(runs))}}

@@ -32,6 +32,15 @@ type Run struct {
 	Total []metrics.Point
 	// Extra are this package's metrics (see Recorder.Metrics).
 	Extra map[string]float64
+	// Starts is each job's first start: when, with how many workers, on
+	// how many nodes.
+	Starts map[string]Start
+}
+
+// Start is a job's first start as the Recorder saw it.
+type Start struct {
+	T              float64
+	Workers, Nodes int
 }
 
 // Recorder watches a run through sim.Config.Observe and derives the
@@ -69,22 +78,27 @@ type Recorder struct {
 	gang       int
 	partial    int
 	reduced    int
+	first      map[string]Start
 }
 
 // NewRecorder returns an empty recorder for a cluster of the given total
 // capacity.
 func NewRecorder(capacity resource.Vector) *Recorder {
-	return &Recorder{capacity: capacity, alloc: map[string]resource.Vector{}, workers: map[string][]metrics.Point{}, last: map[string]int{}}
+	return &Recorder{capacity: capacity, alloc: map[string]resource.Vector{}, workers: map[string][]metrics.Point{}, last: map[string]int{},
+		first: map[string]Start{}}
 }
 
 // Observe is the sim.Config.Observe hook.
-func (r *Recorder) Observe(t float64, kind string, js *cluster.JobState, _ string) {
+func (r *Recorder) Observe(t float64, kind sim.Observed, js *cluster.JobState, _ string) {
 	id := js.Job.ID
 	w := -1
 	switch kind {
 	case "start":
 		c := js.Counts()
 		r.starts++
+		if _, ok := r.first[id]; !ok {
+			r.first[id] = Start{T: t, Workers: c[0], Nodes: len(js.Placement.Nodes())}
+		}
 		if len(js.Placement.Nodes()) == 1 {
 			r.gang++
 		}
@@ -193,7 +207,7 @@ func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup,
 	for i, r := range eruns {
 		rec := r.Recorder.(*Recorder)
 		runs[i] = Run{Policy: r.Policy, Label: r.Label, Seed: r.Seed, Result: r.Result, Workers: rec.workers, Total: rec.total,
-			Extra: rec.Metrics(r.Result)}
+			Extra: rec.Metrics(r.Result), Starts: rec.first}
 	}
 	return rows, runs, nil
 }

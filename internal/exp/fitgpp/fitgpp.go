@@ -16,6 +16,8 @@ import (
 	"github.com/drover-sched/drover/pkg/experiment"
 	fg "github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/rng"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -23,7 +25,7 @@ import (
 // Experiments returns the FitGpp experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo/lrtp/rand/fitgpp (P=1 and P=inf), 8 seeds",
+		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo and lrtp/rand/fitgpp at P=1 and p=inf, plus fitgpp:preempt=false, 8 seeds",
 			Run: compare},
 		{Name: "fitgpp-lambda", Description: "FitGpp paper, Fig. 4: TE and BE slowdown against lambda", Run: lambdaSweep},
 		{Name: "fitgpp-p", Description: "FitGpp paper, Fig. 5: TE and BE slowdown against P, the cap on preemptions per job", Run: pSweep},
@@ -31,6 +33,8 @@ func Experiments() []experiment.Experiment {
 		{Name: "fitgpp-gp-scale", Description: "FitGpp paper, Fig. 7: p95 slowdown with grace periods scaled x1, x2, x4, x8", Run: gpScaleSweep},
 		{Name: "fitgpp-grace-model", Description: "ablation: the fitgpp setup (8 seeds) with grace periods x1 and x8, a victim making no progress during its grace period (the simulator's default, the paper's suspension processing) vs progressing through it (sim.Config.ProgressDuringGrace)",
 			Run: graceModel},
+		{Name: "fitgpp-te-demand", Description: "calibration of the TE demand: LRTP's preemption events per job (paper, Table 3: 0.096) against the TE demand scale (TE CPU, memory and GPU means and sds = scale x BE's), the fitgpp setup, 8 seeds",
+			Run: teDemandSweep},
 		{Name: "fitgpp-philly", Description: "FitGpp paper, Table 5, on the Philly trace: all 82,247 jobs, TE = ran <= 300 s, BE grace periods drawn as in the synthetic setup, 80 nodes of 8 GPUs",
 			Run: philly},
 	}
@@ -38,15 +42,18 @@ func Experiments() []experiment.Experiment {
 
 // Columns shown for the main comparison.
 var mainColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
+	"preemption_events_per_job", "preempting_te_per_job", "victims_per_preempting_te",
 	"preempted_frac", "preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac",
-	"reschedule_interval_p50_min", "reschedule_interval_p75_min", "reschedule_interval_p95_min", "reschedule_interval_p99_min",
-	"suspended_wait_p50_min", "suspended_wait_p95_min", "gpu_util"}
+	"suspended_wait_p50_min", "suspended_wait_p75_min", "suspended_wait_p95_min", "suspended_wait_p99_min",
+	"reschedule_interval_p50_min", "reschedule_interval_p95_min", "gpu_util"}
 
-// Policies of the main comparison: the paper's four, plus FitGpp without
-// a cap on preemptions (Table 4's "P infinite") and the ablation that
-// serves TE jobs first without preempting, which separates the gain of
-// the ordering from the gain (or cost) of preemption.
-var mainPolicies = []string{"fifo", "lrtp", "rand", "fitgpp", "fitgpp:p=inf", "fitgpp:preempt=false"}
+// Policies of the main comparison: the paper's four at its P = 1, the
+// three preemptive ones without a cap (p=inf: Table 4 counts jobs
+// preempted 2 and 3 times under every policy, so it is the uncapped run),
+// and the ablation that serves TE jobs first without preempting, which
+// separates the gain of the ordering from the gain (or cost) of
+// preemption.
+var mainPolicies = []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp:p=inf", "rand:p=inf", "fitgpp:p=inf", "fitgpp:preempt=false"}
 
 // scale returns the parameters and seed count for env: the paper's scale,
 // or a small one with env.Quick.
@@ -84,7 +91,8 @@ func runSetGrace(ctx context.Context, env *experiment.Env, label string, p Param
 			}
 			return jobs, fg.ValidateJobs(jobs)
 		},
-		Config: sim.Config{Tick: p.Tick, ProgressDuringGrace: progress},
+		Config:   sim.Config{Tick: p.Tick, ProgressDuringGrace: progress},
+		Recorder: func(uint64, []cluster.Node) experiment.Recorder { return &preemptRecorder{by: map[string]int{}} },
 	}
 	rows, runs, err := experiment.RunPolicies(ctx, env, label, setup, specs, seeds)
 	if err != nil {
@@ -110,18 +118,24 @@ func addRecordMetrics(rows []experiment.Row, runs []experiment.Run, seeds int) {
 }
 
 // RecordMetrics computes, from per-job records and the jobs' final states
-// (in the same order, as sim.Result has them), the fraction of jobs
-// preempted at least once and exactly once, twice and three times (of all
-// jobs, as the paper's Tables 3 and 4), and percentiles in minutes of
-//   - reschedule_interval: from the preemption (the Preempt action) to the
-//     restart, i.e. the victim's grace period plus its wait after
-//     suspension (the issue's "minutes from preemption to restart"; these
-//     policies give every victim exactly its GracePeriod);
-//   - suspended_wait: from the suspension to the restart alone
-//     (JobRecord.RescheduleDelays), the head-of-line part.
+// (in the same order, as sim.Result has them):
+//   - preemption_events_per_job: preemption events over all jobs, the
+//     statistic of the paper's Table 3 (for every policy it equals the sum
+//     over k of k x Table 4: LRTP 6.3 + 2 x 1.2 + 3 x 0.34 = 9.7%);
+//   - the fraction of jobs preempted at least once (preempted_frac,
+//     distinct jobs) and exactly once, twice and three times (of all jobs,
+//     as Table 4);
+//   - percentiles in minutes of suspended_wait, from the suspension to the
+//     restart (JobRecord.RescheduleDelays): the wait of a job "placed back
+//     on the top of the queue", which is "re-scheduled without much delay"
+//     (Sec. 3.1), the paper's Table 2 interval;
+//   - and of reschedule_interval, from the preemption (the Preempt action)
+//     to the restart: the victim's grace period plus suspended_wait (the
+//     first reading of Table 2, kept for comparison; these policies give
+//     every victim exactly its GracePeriod).
 func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[string]float64 {
 	m := map[string]float64{}
-	var any, once, twice, thrice float64
+	var any, once, twice, thrice, events float64
 	var intervals, waits []float64
 	for i := range recs {
 		switch recs[i].Preemptions {
@@ -136,6 +150,7 @@ func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[stri
 		if recs[i].Preemptions > 0 {
 			any++
 		}
+		events += float64(recs[i].Preemptions)
 		grace := 0.0
 		if i < len(final) && final[i].Job.ID == recs[i].ID {
 			grace = final[i].Job.GracePeriod
@@ -150,6 +165,7 @@ func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[stri
 		n = 1
 	}
 	m["preempted_frac"] = any / n
+	m["preemption_events_per_job"] = events / n
 	m["preempted_once_frac"] = once / n
 	m["preempted_twice_frac"] = twice / n
 	m["preempted_thrice_frac"] = thrice / n
@@ -157,6 +173,48 @@ func RecordMetrics(recs []metrics.JobRecord, final []*cluster.JobState) map[stri
 	for _, q := range []int{50, 75, 95, 99} {
 		m["reschedule_interval_p"+strconv.Itoa(q)+"_min"] = metrics.PercentileSorted(si, float64(q))
 		m["suspended_wait_p"+strconv.Itoa(q)+"_min"] = metrics.PercentileSorted(sw, float64(q))
+	}
+	return m
+}
+
+// preemptRecorder counts, from the simulator's preempt events ("by=<TE
+// job>" in the detail), how many TE jobs preempted and how many victims
+// each took:
+//   - preempting_te_per_job: TE jobs that preempted at least once, over
+//     all jobs (so that preemption_events_per_job = preempting_te_per_job
+//     x victims_per_preempting_te);
+//   - victims_per_preempting_te: preemption events per such TE job.
+type preemptRecorder struct{ by map[string]int }
+
+func (r *preemptRecorder) Observe(_ float64, kind sim.Observed, _ *cluster.JobState, detail string) {
+	if kind != "preempt" {
+		return
+	}
+	for _, f := range strings.Fields(detail) {
+		if id, ok := strings.CutPrefix(f, "by="); ok {
+			r.by[id]++
+			return
+		}
+	}
+}
+
+func (r *preemptRecorder) Metrics(res *sim.Result) map[string]float64 {
+	return PreemptorMetrics(r.by, len(res.Records))
+}
+
+// PreemptorMetrics turns victims counted per preempting TE job into the
+// preemptRecorder's metrics for a run of n jobs.
+func PreemptorMetrics(by map[string]int, n int) map[string]float64 {
+	events := 0
+	for _, v := range by {
+		events += v
+	}
+	m := map[string]float64{"preempting_te_per_job": 0, "victims_per_preempting_te": 0}
+	if n > 0 {
+		m["preempting_te_per_job"] = float64(len(by)) / float64(n)
+	}
+	if len(by) > 0 {
+		m["victims_per_preempting_te"] = float64(events) / float64(len(by))
 	}
 	return m
 }
@@ -174,6 +232,12 @@ func compare(ctx context.Context, env *experiment.Env) (*experiment.Report, erro
 	}
 	fifo := rows[0].Metrics
 	for _, r := range rows[1:] {
+		if t3, ok := PaperTable3[r.Policy]; ok && r.Params["preempt"] == "" {
+			notes = append(notes, fmt.Sprintf("%s%s: %.4f preemption events per job (paper, Table 3: %.4f), %.4f of jobs preempted at least once",
+				r.Policy, paramStr(r.Params), r.Metrics["preemption_events_per_job"], t3, r.Metrics["preempted_frac"]))
+		}
+	}
+	for _, r := range rows[1:] {
 		notes = append(notes, fmt.Sprintf("%s%s vs fifo: TE p95 slowdown %+.1f%%, BE p50 %+.1f%%, BE p95 %+.1f%%", r.Policy, paramStr(r.Params),
 			100*experiment.Change(fifo["te_slowdown_p95"], r.Metrics["te_slowdown_p95"]),
 			100*experiment.Change(fifo["be_slowdown_p50"], r.Metrics["be_slowdown_p50"]),
@@ -184,6 +248,11 @@ func compare(ctx context.Context, env *experiment.Env) (*experiment.Report, erro
 		Charts: []experiment.ChartFile{slowdownCDF("TE slowdown CDF (Fig. 3)", "slowdown-te-cdf.svg", cluster.ClassTE, runs, seeds, rows),
 			slowdownCDF("BE slowdown CDF (Fig. 3)", "slowdown-be-cdf.svg", cluster.ClassBE, runs, seeds, rows)}}, nil
 }
+
+// PaperTable3 is the paper's Table 3 as preemption events per job (the
+// sum over k of k x Table 4 agrees for every policy: LRTP 0.0972, RAND
+// 0.0982, FitGpp 0.0063).
+var PaperTable3 = map[string]float64{"lrtp": 0.096, "rand": 0.097, "fitgpp": 0.0063}
 
 func paramStr(p map[string]string) string {
 	if len(p) == 0 {
@@ -236,10 +305,10 @@ type series struct {
 // sweepColumns are the table columns of the sweeps; the one-policy sweeps
 // (lambda, P) add how many jobs were preempted twice, which P bounds.
 var sweepColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
-	"preempted_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"}
+	"preemption_events_per_job", "suspended_wait_p50_min", "suspended_wait_p95_min"}
 
 var oneSpecColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
-	"preempted_frac", "preempted_twice_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"}
+	"preemption_events_per_job", "preempted_frac", "preempted_twice_frac", "suspended_wait_p50_min", "suspended_wait_p95_min"}
 
 // sweep runs every point, tags rows with key=label, and charts the named
 // series against x. A series with a spec follows that spec's rows; one
@@ -367,6 +436,81 @@ func gpScaleSweep(ctx context.Context, env *experiment.Env) (*experiment.Report,
 	return sweep(ctx, env, "fitgpp-gp-scale", "gp_scale", "grace-period scale", pts, seeds, lines, notes, sweepColumns)
 }
 
+// TEDemandScales swept by fitgpp-te-demand: the TE demand distributions
+// are BE's with means and sds multiplied by the scale (ClassDist.ScaleDemand);
+// 1 is the first reading (TE demands equal to BE demands).
+var TEDemandScales = []float64{0.25, 0.5, 0.75, 0.78, 0.8, 1}
+
+// teDemandSpecs are the policies of the calibration: LRTP at the paper's
+// P = 1 (the target) and uncapped (Table 4's runs).
+var teDemandSpecs = []string{"lrtp", "lrtp:p=inf"}
+
+// teDemandSweep is the calibration behind DefaultParams' TE demand: the
+// paper's TE jobs are "small-scale experiments" whose demand distributions
+// it fitted separately from BE's (lost in the text copy), and the one
+// statistic it gives that pins their size without being FitGpp's result is
+// how often LRTP preempts (Table 3: 9.6 preemption events per 100 jobs).
+func teDemandSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 8)
+	var pts []sweepPoint
+	notes := sweepNotes(p, quick, seeds)
+	for _, f := range TEDemandScales {
+		q := p
+		q.TE = p.BE.ScaleDemand(f)
+		q.TE.Run = p.TE.Run
+		fs := strconv.FormatFloat(f, 'g', -1, 64)
+		pts = append(pts, sweepPoint{label: fs, x: f, p: q, specs: teDemandSpecs})
+		d, err := demandMeans(env.Seed, q)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, fmt.Sprintf("te_demand_scale %s: TE jobs of seed %d ask on average %.2f GPUs, %.1f cores, %.0f GiB (BE: %.2f, %.1f, %.0f)",
+			fs, env.Seed, d[0], d[1], d[2], d[3], d[4], d[5]))
+	}
+	var lines []series
+	for _, sp := range teDemandSpecs {
+		lines = append(lines, series{spec: sp, metric: "preemption_events_per_job"})
+	}
+	notes = append(notes, fmt.Sprintf("target (paper, Table 3, LRTP): 0.096 preemption events per job; default te_demand_scale %g", TEDemandScale))
+	rep, err := sweep(ctx, env, "fitgpp-te-demand", "te_demand_scale", "TE demand scale (x BE's means and sds)", pts, seeds, lines, notes,
+		[]string{"preemption_events_per_job", "preempted_frac", "te_slowdown_p95", "be_slowdown_p50", "be_slowdown_p95", "suspended_wait_p50_min"})
+	if err != nil {
+		return nil, err
+	}
+	rep.Charts[0].Line.YLabel = "preemption events per job"
+	return rep, nil
+}
+
+// demandMeans returns the mean GPU, CPU and memory (GiB) demand of the TE
+// and then the BE jobs of one seed's workload.
+func demandMeans(seed uint64, p Params) ([6]float64, error) {
+	var out [6]float64
+	jobs, err := Generate(seed, p)
+	if err != nil {
+		return out, err
+	}
+	var n [2]float64
+	for _, j := range jobs {
+		k := 0
+		if j.Class == cluster.ClassBE {
+			k = 1
+		}
+		d := j.RequestedDemand()
+		n[k]++
+		out[3*k] += float64(d[resource.GPU])
+		out[3*k+1] += float64(d[resource.CPU]) / 1000
+		out[3*k+2] += float64(d[resource.Memory]) / (1 << 30)
+	}
+	for k := range n {
+		for i := 0; i < 3; i++ {
+			if n[k] > 0 {
+				out[3*k+i] /= n[k]
+			}
+		}
+	}
+	return out, nil
+}
+
 // Grace models compared by fitgpp-grace-model, and the grace-period
 // scales they are compared at (x8 is where a victim's lost grace period
 // weighs most).
@@ -438,7 +582,7 @@ func graceModel(ctx context.Context, env *experiment.Env) (*experiment.Report, e
 	}
 	return &experiment.Report{Experiment: "fitgpp-grace-model", Seed: env.Seed, Seeds: seeds, Results: all, Notes: notes,
 		Columns: []string{"te_slowdown_p95", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99", "be_slowdown_mean",
-			"preempted_frac", "preemptions", "reschedule_interval_p50_min", "gpu_util"},
+			"preemption_events_per_job", "preempted_frac", "suspended_wait_p50_min", "suspended_wait_p95_min", "gpu_util"},
 		Charts: []experiment.ChartFile{{File: "fitgpp-grace-model.svg", Line: c}}}, nil
 }
 
@@ -511,7 +655,7 @@ func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 // drawn from gp (the trace has none; the paper sampled its synthetic
 // distribution too). TE jobs keep a zero grace period.
 func PhillyGrace(base []*cluster.Job, gp Dist, seed uint64) []*cluster.Job {
-	r := workload.NewRand(seed, "fitgpp-philly-grace")
+	r := rng.New(seed, "fitgpp-philly-grace")
 	out := make([]*cluster.Job, len(base))
 	for i, j := range base {
 		c := *j

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/experiment"
@@ -43,10 +45,13 @@ func byName(t *testing.T, name string) experiment.Experiment {
 // scale, under the simulator's default grace model (a victim makes no
 // progress during its grace period), where our model agrees with it:
 // FitGpp cuts the TE p95 slowdown by at least 90% against FIFO, the BE p50
-// slowdown rises by at most 25% (in our model it falls: see
+// slowdown rises by at most 25% (in our model it does not rise: see
 // docs/fitgpp.md), FitGpp's BE p50 and p95 are below LRTP's and RAND's,
-// and FitGpp preempts fewer jobs than both. (The paper's "far fewer" does
-// not hold against LRTP in our model.)
+// and FitGpp makes fewer preemption events per job than both (the paper's
+// Table 3; "far fewer" does not hold in our model). With the paper's
+// P = 1 for all three policies no job is preempted twice, so preemption
+// events per job equal the fraction of jobs preempted; the p=inf rows
+// preempt some jobs more than once.
 func TestComparisonQuick(t *testing.T) {
 	rep, err := byName(t, "fitgpp").Run(context.Background(), quickEnv(t))
 	if err != nil {
@@ -62,10 +67,15 @@ func TestComparisonQuick(t *testing.T) {
 		}
 		m[key] = r.Metrics
 	}
-	fifo, lrtp, rnd, fit := m["fifo"], m["lrtp"], m["rand"], m["fitgpp"]
-	if fifo == nil || lrtp == nil || rnd == nil || fit == nil || m["fitgpp:p=inf"] == nil || m["fitgpp:preempt=false"] == nil {
-		t.Fatalf("rows %v, want fifo, lrtp, rand, fitgpp, fitgpp:p=inf, fitgpp:preempt=false", m)
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, r.Policy+paramStr(r.Params))
 	}
+	want := []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp(p=inf)", "rand(p=inf)", "fitgpp(p=inf)", "fitgpp(preempt=false)"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("rows (-want +got):\n%s", d)
+	}
+	fifo, lrtp, rnd, fit := m["fifo"], m["lrtp"], m["rand"], m["fitgpp"]
 	if n := m["fitgpp:preempt=false"]["preemptions"]; n != 0 {
 		t.Errorf("fitgpp:preempt=false preempted %v times", n)
 	}
@@ -80,18 +90,28 @@ func TestComparisonQuick(t *testing.T) {
 			t.Errorf("%s: fitgpp %.3f, lrtp %.3f, rand %.3f; want fitgpp lowest", k, fit[k], lrtp[k], rnd[k])
 		}
 	}
-	if fit["preempted_frac"] >= lrtp["preempted_frac"] || fit["preempted_frac"] >= rnd["preempted_frac"] {
-		t.Errorf("preempted_frac: fitgpp %.3f, lrtp %.3f, rand %.3f; want fitgpp lowest", fit["preempted_frac"], lrtp["preempted_frac"], rnd["preempted_frac"])
+	const ev = "preemption_events_per_job"
+	if fit[ev] >= lrtp[ev] || fit[ev] >= rnd[ev] {
+		t.Errorf("%s: fitgpp %.3f, lrtp %.3f, rand %.3f; want fitgpp lowest", ev, fit[ev], lrtp[ev], rnd[ev])
 	}
-	// P = 1 means no job is preempted twice.
-	if fit["preempted_twice_frac"] != 0 || fit["preempted_thrice_frac"] != 0 {
-		t.Errorf("fitgpp p=1 preempted jobs twice (%v) or thrice (%v)", fit["preempted_twice_frac"], fit["preempted_thrice_frac"])
+	for _, sp := range []string{"lrtp", "rand", "fitgpp"} {
+		r := m[sp]
+		if r["preempted_twice_frac"] != 0 || r["preempted_thrice_frac"] != 0 {
+			t.Errorf("%s p=1 preempted jobs twice (%v) or thrice (%v)", sp, r["preempted_twice_frac"], r["preempted_thrice_frac"])
+		}
+		if r[ev] == 0 || r[ev] != r["preempted_frac"] {
+			t.Errorf("%s p=1: %v events per job, %v of jobs preempted; want equal and above 0", sp, r[ev], r["preempted_frac"])
+		}
+	}
+	if r := m["lrtp:p=inf"]; r[ev] <= r["preempted_frac"] {
+		t.Errorf("lrtp p=inf: %v events per job, %v of jobs preempted; want some jobs preempted more than once", r[ev], r["preempted_frac"])
 	}
 	if fifo["preemptions"] != 0 {
 		t.Errorf("fifo preempted %v jobs", fifo["preemptions"])
 	}
 	for _, k := range []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p99", "be_slowdown_p50", "be_slowdown_p95", "be_slowdown_p99",
-		"preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac", "reschedule_interval_p50_min", "reschedule_interval_p95_min"} {
+		"preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac", "suspended_wait_p50_min", "suspended_wait_p75_min",
+		"suspended_wait_p95_min", "suspended_wait_p99_min", "reschedule_interval_p50_min", "reschedule_interval_p95_min"} {
 		if _, ok := fit[k]; !ok {
 			t.Errorf("metric %s missing", k)
 		}
@@ -188,6 +208,7 @@ func TestSweepsQuick(t *testing.T) {
 		{"fitgpp-te-share", len(TEShares) * len(sweepPolicies)},
 		{"fitgpp-gp-scale", len(GPScales) * 4},
 		{"fitgpp-philly", 4},
+		{"fitgpp-te-demand", len(TEDemandScales) * len(teDemandSpecs)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := quickEnv(t)
@@ -285,30 +306,84 @@ func TestParamsValidate(t *testing.T) {
 	}
 }
 
-func TestRecordMetrics(t *testing.T) {
-	mk := func(id string, pre int, grace float64, delays ...float64) (metrics.JobRecord, *cluster.JobState) {
-		return metrics.JobRecord{ID: id, Preemptions: pre, RescheduleDelays: delays},
-			&cluster.JobState{Job: &cluster.Job{ID: id, GracePeriod: grace}}
-	}
+// recordsOf builds job records and final states: each job with its
+// preemption count, grace period and waits after suspension (seconds).
+type recSpec struct {
+	id     string
+	pre    int
+	grace  float64
+	delays []float64
+}
+
+func recordsOf(specs ...recSpec) ([]metrics.JobRecord, []*cluster.JobState) {
 	var recs []metrics.JobRecord
 	var final []*cluster.JobState
-	for _, x := range []struct {
-		id     string
-		pre    int
-		grace  float64
-		delays []float64
-	}{{"a", 0, 0, nil}, {"b", 1, 60, []float64{60}}, {"c", 2, 120, []float64{0, 120}}, {"d", 3, 0, []float64{60, 60, 180}}} {
-		r, f := mk(x.id, x.pre, x.grace, x.delays...)
-		recs, final = append(recs, r), append(final, f)
+	for _, x := range specs {
+		recs = append(recs, metrics.JobRecord{ID: x.id, Preemptions: x.pre, RescheduleDelays: x.delays})
+		final = append(final, &cluster.JobState{Job: &cluster.Job{ID: x.id, GracePeriod: x.grace}})
 	}
-	m := RecordMetrics(recs, final)
-	want := map[string]float64{"preempted_frac": 0.75, "preempted_once_frac": 0.25, "preempted_twice_frac": 0.25, "preempted_thrice_frac": 0.25,
-		// intervals (delay + grace) in minutes: 2, 2, 4, 1, 1, 3 -> sorted 1 1 2 2 3 4
-		"reschedule_interval_p50_min": 2, "suspended_wait_p50_min": 1}
-	for k, v := range want {
-		if m[k] != v {
-			t.Errorf("%s = %v, want %v", k, m[k], v)
-		}
+	return recs, final
+}
+
+func TestRecordMetrics(t *testing.T) {
+	keys := []string{"preemption_events_per_job", "preempted_frac", "preempted_once_frac", "preempted_twice_frac", "preempted_thrice_frac",
+		"suspended_wait_p50_min", "reschedule_interval_p50_min"}
+	for _, tc := range []struct {
+		name string
+		jobs []recSpec
+		want map[string]float64
+	}{
+		{
+			name: "events per job count every preemption, preempted_frac distinct jobs",
+			jobs: []recSpec{{"a", 0, 0, nil}, {"b", 1, 60, []float64{60}}, {"c", 2, 120, []float64{0, 120}}, {"d", 3, 0, []float64{60, 60, 180}}},
+			// 6 events over 4 jobs; waits 1 0 2 1 1 3 min -> 1 1 1 0 2 3
+			// sorted 0 1 1 1 2 3; intervals (wait + grace) 2 2 4 1 1 3.
+			want: map[string]float64{"preemption_events_per_job": 1.5, "preempted_frac": 0.75, "preempted_once_frac": 0.25,
+				"preempted_twice_frac": 0.25, "preempted_thrice_frac": 0.25, "suspended_wait_p50_min": 1, "reschedule_interval_p50_min": 2},
+		},
+		{
+			name: "at P = 1 events per job equal the fraction preempted",
+			jobs: []recSpec{{"a", 1, 300, []float64{30}}, {"b", 0, 0, nil}, {"c", 0, 0, nil}, {"d", 1, 0, []float64{90}}},
+			want: map[string]float64{"preemption_events_per_job": 0.5, "preempted_frac": 0.5, "preempted_once_frac": 0.5,
+				"suspended_wait_p50_min": 1, "reschedule_interval_p50_min": 3.5},
+		},
+		{
+			name: "a job preempted four times counts four events",
+			jobs: []recSpec{{"a", 4, 0, []float64{0, 0, 0, 0}}, {"b", 0, 0, nil}},
+			want: map[string]float64{"preemption_events_per_job": 2, "preempted_frac": 0.5},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := RecordMetrics(recordsOf(tc.jobs...))
+			got := map[string]float64{}
+			for _, k := range keys {
+				if m[k] != 0 {
+					got[k] = m[k]
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("metrics (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestScaleDemand(t *testing.T) {
+	be := DefaultParams().BE
+	got := be.ScaleDemand(0.5)
+	want := ClassDist{Run: be.Run, CPU: Dist{4, 3, 1, 32}, MemGiB: Dist{32, 24, 4, 256}, GPU: Dist{1.5, 1.25, 1, 8}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ScaleDemand(0.5) (-want +got):\n%s", d)
+	}
+	// The default TE demand is BE's at TEDemandScale, with TE run times.
+	p := DefaultParams()
+	te := p.BE.ScaleDemand(TEDemandScale)
+	te.Run = p.TE.Run
+	if d := cmp.Diff(te, p.TE); d != "" {
+		t.Errorf("default TE distributions (-want +got):\n%s", d)
+	}
+	if p.TE.Run == p.BE.Run {
+		t.Error("TE and BE run times are the same distribution")
 	}
 }
 
@@ -329,13 +404,13 @@ func TestUnknownClassIsAnError(t *testing.T) {
 
 // TestInvariantsUnderCheck runs each policy over a small synthetic
 // workload with the simulator's invariant checks on: no action refused,
-// every job completes, TE jobs are never preempted, and fitgpp with P = 1
-// preempts no job twice.
+// every job completes, TE jobs are never preempted, and with P = 1 (the
+// default of all three) no job is preempted twice.
 func TestInvariantsUnderCheck(t *testing.T) {
 	p := DefaultParams()
 	p.Nodes, p.Jobs = 6, 300
 	env := quickEnv(t)
-	for _, spec := range []string{"fifo", "lrtp", "rand", "fitgpp", "fitgpp:lambda=4;p=inf"} {
+	for _, spec := range []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp:p=inf", "rand:p=inf", "fitgpp:lambda=4;p=inf"} {
 		jobs, err := Generate(3, p)
 		if err != nil {
 			t.Fatal(err)
@@ -363,13 +438,36 @@ func TestInvariantsUnderCheck(t *testing.T) {
 			if r.Class == cluster.ClassTE && r.Preemptions > 0 {
 				t.Errorf("%s: TE job %s preempted", spec, r.ID)
 			}
-			if spec == "fitgpp" && r.Preemptions > 1 {
-				t.Errorf("fitgpp p=1: %s preempted %d times", r.ID, r.Preemptions)
+			if !strings.Contains(spec, "p=inf") && r.Preemptions > 1 {
+				t.Errorf("%s (p=1): %s preempted %d times", spec, r.ID, r.Preemptions)
 			}
 			pre += r.Preemptions
 		}
 		if spec != "fifo" && pre == 0 {
 			t.Errorf("%s: no preemptions; the scenario does not exercise preemption", spec)
 		}
+	}
+}
+
+func TestPreemptRecorder(t *testing.T) {
+	r := &preemptRecorder{by: map[string]int{}}
+	for _, ev := range []struct{ kind, detail string }{
+		{"preempt", "grace=60s by=te-1 lrtp victim for TE job te-1"},
+		{"preempt", "grace=0s by=te-1 lrtp victim for TE job te-1"},
+		{"preempt", "grace=30s by=te-2 lrtp victim for TE job te-2"},
+		{"start", "by=te-3"},
+		{"suspend", ""},
+	} {
+		r.Observe(0, sim.Observed(ev.kind), nil, ev.detail)
+	}
+	if d := cmp.Diff(map[string]int{"te-1": 2, "te-2": 1}, r.by); d != "" {
+		t.Errorf("victims per TE job (-want +got):\n%s", d)
+	}
+	want := map[string]float64{"preempting_te_per_job": 0.2, "victims_per_preempting_te": 1.5}
+	if d := cmp.Diff(want, PreemptorMetrics(r.by, 10)); d != "" {
+		t.Errorf("metrics (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]float64{"preempting_te_per_job": 0, "victims_per_preempting_te": 0}, PreemptorMetrics(nil, 0)); d != "" {
+		t.Errorf("no preemptions (-want +got):\n%s", d)
 	}
 }

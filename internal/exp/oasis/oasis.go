@@ -22,26 +22,62 @@ import (
 // Experiments returns the OASiS experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "oasis", Description: "OASiS vs FIFO, DRF, RRH, Dorm: total utility as the job count grows from ample to scarce resources (paper Fig. 4)", Run: sweep},
-		{Name: "oasis-deadline", Description: "OASiS and baselines: actual minus target completion time of time-sensitive and time-critical jobs (paper Fig. 5)", Run: deadline},
-		{Name: "oasis-ratio", Description: "OASiS performance ratio (exact offline optimum / OASiS) for 10 jobs over cluster sizes and priority ranges (paper Fig. 6)", Run: ratio},
-		{Name: "oasis-estimate", Description: "OASiS with its price bounds U and L given as 50%..150% of their true values (paper Fig. 7)", Run: estimate},
+		{Name: "oasis", Description: "OASiS vs FIFO, DRF, RRH, Dorm: total utility as the job count grows from ample to scarce resources (paper Fig. 4), under the paper's reading and the earlier one", Run: sweep},
+		{Name: "oasis-deadline", Description: "OASiS and baselines: actual minus target completion time of time-sensitive and time-critical jobs (paper Fig. 5), under both readings", Run: deadline},
+		{Name: "oasis-ratio", Description: "OASiS performance ratio (exact offline optimum / OASiS) for 10 jobs over cluster sizes and priority ranges (paper Fig. 6), under both readings", Run: ratio},
+		{Name: "oasis-estimate", Description: "OASiS with its price bounds U and L given as 50%..150% of their true values (paper Fig. 7), under both readings", Run: estimate},
+		{Name: "oasis-lfloor", Description: "OASiS with L floored at 1e-12..1e-2 of the largest U, at the scarcest job count, under both readings", Run: lfloor},
+		{Name: "oasis-rrh", Description: "RRH's start order (arrival, the paper's; value, backfilling) and admission threshold (0, 0.1, 0.3) at the scarcest job count, under both readings", Run: rrhSweep},
 	}
 }
 
 // Compared maps the paper's scheme names to registered policies. fifo and
 // drf name package baseline's general policies, so the parameter-server
-// versions are ps-fifo and ps-drf.
+// versions are ps-fifo and ps-drf. RRH's policy depends on the reading
+// (Reading.RRH).
 var Compared = []struct{ Label, Policy string }{
 	{"OASiS", "oasis"}, {"FIFO", "ps-fifo"}, {"DRF", "ps-drf"}, {"RRH", "rrh"}, {"Dorm", "dorm"},
 }
 
-// diagnostic is an extra row of the oasis sweep, not one of the paper's
-// schemes: OASiS with its L floored at 1e-4 of the largest U instead of
-// 1e-12. The paper's L (a job's utility at the horizon) vanishes for
-// time-critical sigmoids, which makes prices nearly flat until a server is
-// almost full; this row shows what a larger L changes (docs/oasis.md).
-var diagnostic = struct{ Label, Suffix string }{"OASiS-L1e-4", ";lfloor=1e-4"}
+// variant is an extra row of the paper reading's sweep, not one of the
+// paper's schemes: RRH starting jobs by value density and skipping those
+// that do not fit, the stronger variant the earlier reading used.
+var variant = struct{ Label, Policy string }{"RRH-value", "rrh:order=value"}
+
+// Reading is one interpretation of the paper where its text allows (or
+// lost) more than one. The experiments run both, so that the doc can put
+// the earlier reading's figures beside the paper's.
+type Reading struct {
+	Name string
+	// U is how the price bound U is normalised (oasis.UReading).
+	U oasis.UReading
+	// Earlier uses the earlier utility ranges (oasis.Setting.EarlierUtility).
+	Earlier bool
+	// RRH is the registry spec of the RRH scheme.
+	RRH string
+}
+
+// Readings: the paper's (U per unit of resource, decay per timespan so
+// that L is the jobs' own, RRH in arrival order) and the earlier one (U
+// per unit of resource-slot, decay per slot with L at its floor, RRH by
+// value density with skipping).
+var Readings = []Reading{
+	{Name: "paper", U: oasis.UPerResource, RRH: "rrh"},
+	{Name: "earlier", U: oasis.UPerResourceSlot, Earlier: true, RRH: "rrh:order=value"},
+}
+
+// setting applies the reading's utility ranges to st.
+func (rd Reading) setting(st oasis.Setting) oasis.Setting {
+	if rd.Earlier {
+		return st.EarlierUtility()
+	}
+	return st
+}
+
+// bounds are the true price bounds of a seed's workload under the reading.
+func (rd Reading) bounds(st oasis.Setting, seed uint64) oasis.Bounds {
+	return oasis.ComputeBoundsAs(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots, rd.U)
+}
 
 // scale is the cluster and timespan of the utility experiments.
 type scale struct {
@@ -141,35 +177,43 @@ func sd(xs []float64) float64 {
 	return math.Sqrt(s / float64(len(xs)-1))
 }
 
-// compare runs the five schemes over seeds of a setting and returns one
-// row per scheme (metrics averaged over seeds).
-func compare(ctx context.Context, env *experiment.Env, st oasis.Setting, seeds int, params map[string]string, diag bool) ([]experiment.Row, error) {
-	schemes := Compared
-	if diag {
-		schemes = append(slices.Clone(Compared), struct{ Label, Policy string }{diagnostic.Label, "oasis"})
+// compare runs the five schemes (and, under the paper reading with
+// variant set, the RRH-value row) over seeds of a setting under a reading
+// and returns one row per scheme (metrics averaged over seeds). OASiS rows
+// also get u_over_l, the spread of its price functions.
+func compare(ctx context.Context, env *experiment.Env, rd Reading, st oasis.Setting, seeds int, params map[string]string, withVariant bool) ([]experiment.Row, error) {
+	st = rd.setting(st)
+	schemes := slices.Clone(Compared)
+	for i := range schemes {
+		if schemes[i].Label == "RRH" {
+			schemes[i].Policy = rd.RRH
+		}
+	}
+	if withVariant && rd.RRH != variant.Policy {
+		schemes = append(schemes, variant)
 	}
 	ms := make([][]map[string]float64, len(schemes))
 	for k := 0; k < seeds; k++ {
 		seed := env.Seed + uint64(k)
-		b := oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots)
+		b := rd.bounds(st, seed)
 		for i, c := range schemes {
-			ps := spec(c.Policy, st, b, 1)
-			if c.Label == diagnostic.Label {
-				ps += diagnostic.Suffix
-			}
-			res, jobs, err := run(ctx, env, st, seed, ps)
+			res, jobs, err := run(ctx, env, st, seed, spec(c.Policy, st, b, 1))
 			if err != nil {
 				return nil, err
 			}
-			ms[i] = append(ms[i], measure(res, jobs))
+			m := measure(res, jobs)
+			if c.Policy == "oasis" {
+				m["u_over_l"] = b.UOverL()
+			}
+			ms[i] = append(ms[i], m)
 			if env.Progress != nil {
-				env.Progress(fmt.Sprintf("%d jobs", st.Jobs), k*len(schemes)+i+1, seeds*len(schemes))
+				env.Progress(fmt.Sprintf("%s, %d jobs", rd.Name, st.Jobs), k*len(schemes)+i+1, seeds*len(schemes))
 			}
 		}
 	}
 	var rows []experiment.Row
 	for i, c := range schemes {
-		p := map[string]string{"policy_name": c.Policy}
+		p := map[string]string{"policy_name": c.Policy, "reading": rd.Name}
 		for k, v := range params {
 			p[k] = v
 		}
@@ -184,7 +228,10 @@ func settingNote(st oasis.Setting) string {
 		100*(1-st.Insensitive-st.Sensitive), st.PriorityLo, st.PriorityHi)
 }
 
-const mapping = "rows use the paper's names; registered policies: OASiS=oasis, FIFO=ps-fifo, DRF=ps-drf, RRH=rrh, Dorm=dorm (see params.policy_name)"
+const (
+	mapping      = "rows use the paper's names; registered policies: OASiS=oasis, FIFO=ps-fifo, DRF=ps-drf, RRH=rrh, Dorm=dorm (see params.policy_name)"
+	readingsNote = "reading=paper: U per unit of resource (Appendix A), g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan so that L is the jobs' own, RRH in arrival order (rrh); reading=earlier: U per unit of resource-slot (oasis:ubound=resource-slot), g2 0.1-0.5 and 2-5 per slot with L at its 1e-12 floor, RRH by value density skipping what does not fit (rrh:order=value)"
+)
 
 func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 	sc := fullScale(env)
@@ -192,30 +239,36 @@ func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	var st oasis.Setting
 	for _, n := range sc.jobs {
 		st = oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots)
-		r, err := compare(ctx, env, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, true)
-		if err != nil {
-			return nil, err
+		for _, rd := range Readings {
+			r, err := compare(ctx, env, rd, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, true)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, r...)
 		}
-		rows = append(rows, r...)
 	}
 	return &experiment.Report{Experiment: "oasis", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
-		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "deadline_miss_mean_s", "gpu_util", "resizes"},
-		Notes: []string{settingNote(st), mapping, "utility_total sums sigmoid utilities of jobs finished within the timespan",
-			"OASiS-L1e-4 is a diagnostic, not a paper scheme: OASiS with L floored at 1e-4 of the largest U (default 1e-12)"}}, nil
+		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "deadline_miss_mean_s", "gpu_util", "u_over_l"},
+		Notes: []string{settingNote(st), mapping, readingsNote, "utility_total sums sigmoid utilities of jobs finished within the timespan",
+			"RRH-value is a labelled variant, not the paper's RRH: rrh:order=value under the paper reading's workload"}}, nil
 }
 
 func deadline(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 	sc := fullScale(env)
 	n := sc.jobs[len(sc.jobs)/2]
 	st := oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots)
-	rows, err := compare(ctx, env, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, false)
-	if err != nil {
-		return nil, err
+	var rows []experiment.Row
+	for _, rd := range Readings {
+		r, err := compare(ctx, env, rd, st, sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, false)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
 	}
 	return &experiment.Report{Experiment: "oasis-deadline", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
 		Columns: []string{"deadline_miss_mean_s", "deadline_miss_sensitive_mean_s", "deadline_miss_sensitive_sd_s",
 			"deadline_miss_critical_mean_s", "deadline_miss_critical_sd_s", "completed", "utility_total"},
-		Notes: []string{settingNote(st), mapping, "deadline_miss = completion time minus the sigmoid's target g3, over finished time-sensitive and time-critical jobs"}}, nil
+		Notes: []string{settingNote(st), mapping, readingsNote, "deadline_miss = completion time minus the sigmoid's target g3, over finished time-sensitive and time-critical jobs"}}, nil
 }
 
 func ratio(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
@@ -227,62 +280,56 @@ func ratio(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	}
 	var rows []experiment.Row
 	var st oasis.Setting
-	for _, srv := range servers {
-		for _, hi := range ranges {
-			st = oasis.RatioSetting(srv, hi)
-			var ms []map[string]float64
-			for k := 0; k < seeds; k++ {
-				seed := env.Seed + uint64(k)
-				jobs, nodes := st.Generate(seed), st.Nodes(seed)
-				b := oasis.ComputeBounds(jobs, nodes, st.Slot, st.Slots)
-				pol, err := oasis.New(oasis.Config{Slot: st.Slot, Slots: st.Slots, Eta: 1, Bounds: &b})
-				if err != nil {
-					return nil, err
+	for _, rd := range Readings {
+		for _, srv := range servers {
+			for _, hi := range ranges {
+				st = rd.setting(oasis.RatioSetting(srv, hi))
+				var ms []map[string]float64
+				for k := 0; k < seeds; k++ {
+					seed := env.Seed + uint64(k)
+					jobs, nodes := st.Generate(seed), st.Nodes(seed)
+					b := oasis.ComputeBoundsAs(jobs, nodes, st.Slot, st.Slots, rd.U)
+					pol, err := oasis.New(oasis.Config{Slot: st.Slot, Slots: st.Slots, Eta: 1, Bounds: &b})
+					if err != nil {
+						return nil, err
+					}
+					s, err := sim.New(sim.Config{Seed: seed, Tick: st.Slot, Horizon: st.Slot * float64(st.Slots)}, nodes, jobs, oasis.NewPolicy(oasis.OASiSProfile(pol)))
+					if err != nil {
+						return nil, err
+					}
+					res, err := s.Run(ctx)
+					if err != nil {
+						return nil, err
+					}
+					off := &oasis.Offline{Slot: st.Slot, Slots: st.Slots, Incumbent: pol.PlannedUtility}
+					opt, err := off.Solve(jobs, nodes)
+					if err != nil {
+						return nil, fmt.Errorf("oasis-ratio %s servers=%d g1<=%g seed %d: %w", rd.Name, srv, hi, seed, err)
+					}
+					m := measure(res, jobs)
+					m["utility_opt"] = opt
+					m["utility_oasis_planned"] = pol.PlannedUtility
+					m["performance_ratio"] = opt / pol.PlannedUtility
+					m["offline_states"] = float64(off.States)
+					m["u_over_l"] = b.UOverL()
+					ms = append(ms, m)
 				}
-				s, err := sim.New(sim.Config{Seed: seed, Tick: st.Slot, Horizon: st.Slot * float64(st.Slots)}, nodes, jobs, oasis.NewPolicy(oasis.OASiSProfile(pol)))
-				if err != nil {
-					return nil, err
+				row := experiment.Row{Policy: "OASiS", Params: map[string]string{"reading": rd.Name, "servers": strconv.Itoa(srv), "g1_max": strconv.FormatFloat(hi, 'g', -1, 64)},
+					Metrics: experiment.MeanMetrics(ms)}
+				worst := 0.0
+				for _, m := range ms {
+					worst = math.Max(worst, m["performance_ratio"])
 				}
-				res, err := s.Run(ctx)
-				if err != nil {
-					return nil, err
-				}
-				off := &oasis.Offline{Slot: st.Slot, Slots: st.Slots, Incumbent: pol.PlannedUtility}
-				opt, err := off.Solve(jobs, nodes)
-				if err != nil {
-					return nil, fmt.Errorf("oasis-ratio servers=%d g1<=%g seed %d: %w", srv, hi, seed, err)
-				}
-				m := measure(res, jobs)
-				m["utility_opt"] = opt
-				m["utility_oasis_planned"] = pol.PlannedUtility
-				m["performance_ratio"] = opt / pol.PlannedUtility
-				m["offline_states"] = float64(off.States)
-				m["u_over_l"] = maxU(b) / math.Min(b.LW, b.LP)
-				ms = append(ms, m)
+				row.Metrics["performance_ratio_max"] = worst
+				rows = append(rows, row)
 			}
-			row := experiment.Row{Policy: "OASiS", Params: map[string]string{"servers": strconv.Itoa(srv), "g1_max": strconv.FormatFloat(hi, 'g', -1, 64)},
-				Metrics: experiment.MeanMetrics(ms)}
-			worst := 0.0
-			for _, m := range ms {
-				worst = math.Max(worst, m["performance_ratio"])
-			}
-			row.Metrics["performance_ratio_max"] = worst
-			rows = append(rows, row)
 		}
 	}
 	return &experiment.Report{Experiment: "oasis-ratio", Seed: env.Seed, Seeds: seeds, Results: rows,
 		Columns: []string{"performance_ratio", "performance_ratio_max", "utility_opt", "utility_oasis_planned", "admitted", "u_over_l", "offline_states"},
 		Notes: []string{fmt.Sprintf("10 jobs per instance, N 1-3, E %d-%d, %d slots of %g s, arrivals over the first %.0f%%; servers split 2:1 workers:PS; g1 in [1, g1_max]; classes as in oasis",
-			st.EpochsLo, st.EpochsHi, st.Slots, st.Slot, 100*st.ArrivalSpan),
+			st.EpochsLo, st.EpochsHi, st.Slots, st.Slot, 100*st.ArrivalSpan), readingsNote,
 			"performance_ratio = exact offline optimum / OASiS, both with utility at the end of the completion slot (the simulated utility_total is at the actual finish, slightly higher); mean over seeds, performance_ratio_max the worst seed"}}, nil
-}
-
-func maxU(b oasis.Bounds) float64 {
-	m := 0.0
-	for r := range b.UW {
-		m = math.Max(m, math.Max(b.UW[r], b.UP[r]))
-	}
-	return m
 }
 
 func estimate(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
@@ -294,24 +341,102 @@ func estimate(ctx context.Context, env *experiment.Env) (*experiment.Report, err
 	}
 	var rows []experiment.Row
 	var st oasis.Setting
-	for _, n := range counts {
-		st = oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots)
-		for _, e := range ests {
-			var ms []map[string]float64
-			for k := 0; k < sc.seeds; k++ {
-				seed := env.Seed + uint64(k)
-				b := oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots)
-				res, jobs, err := run(ctx, env, st, seed, spec("oasis", st, b, e))
-				if err != nil {
-					return nil, err
+	for _, rd := range Readings {
+		for _, n := range counts {
+			st = rd.setting(oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots))
+			for _, e := range ests {
+				var ms []map[string]float64
+				for k := 0; k < sc.seeds; k++ {
+					seed := env.Seed + uint64(k)
+					res, jobs, err := run(ctx, env, st, seed, spec("oasis", st, rd.bounds(st, seed), e))
+					if err != nil {
+						return nil, err
+					}
+					ms = append(ms, measure(res, jobs))
 				}
-				ms = append(ms, measure(res, jobs))
+				rows = append(rows, experiment.Row{Policy: "OASiS", Params: map[string]string{"reading": rd.Name, "jobs": strconv.Itoa(n), "estimate": strconv.FormatFloat(e, 'g', -1, 64)},
+					Metrics: experiment.MeanMetrics(ms)})
 			}
-			rows = append(rows, experiment.Row{Policy: "OASiS", Params: map[string]string{"jobs": strconv.Itoa(n), "estimate": strconv.FormatFloat(e, 'g', -1, 64)},
-				Metrics: experiment.MeanMetrics(ms)})
 		}
 	}
 	return &experiment.Report{Experiment: "oasis-estimate", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
-		Columns: []string{"utility_total", "admitted", "rejected", "deadline_miss_mean_s"},
-		Notes:   []string{settingNote(st), "estimate = the factor applied to both U (every resource, both pools) and L"}}, nil
+		Columns: []string{"utility_total", "admitted", "rejected", "low_value_completed", "deadline_miss_mean_s"},
+		Notes:   []string{settingNote(st), readingsNote, "estimate = the factor applied to both U (every resource, both pools) and L"}}, nil
+}
+
+// Floors are the oasis-lfloor sweep's values of the oasis plugin's
+// lfloor parameter.
+var Floors = []float64{1e-12, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2}
+
+// lfloor runs OASiS at the scarcest job count with L floored at each of
+// Floors times the largest U. l_floored is the share of seeds in which the
+// floor, not the jobs, set L; u_over_l is the spread of the prices used.
+func lfloor(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	sc := fullScale(env)
+	n := sc.jobs[len(sc.jobs)-1]
+	var rows []experiment.Row
+	var st oasis.Setting
+	for _, rd := range Readings {
+		st = rd.setting(oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots))
+		for _, f := range Floors {
+			var ms []map[string]float64
+			for k := 0; k < sc.seeds; k++ {
+				seed := env.Seed + uint64(k)
+				jobs, nodes := st.Generate(seed), st.Nodes(seed)
+				raw := oasis.ComputeBoundsFloor(jobs, nodes, st.Slot, st.Slots, rd.U, 0)
+				used := oasis.ComputeBoundsFloor(jobs, nodes, st.Slot, st.Slots, rd.U, f)
+				fs := strconv.FormatFloat(f, 'g', -1, 64)
+				res, jobs, err := run(ctx, env, st, seed, spec("oasis", st, rd.bounds(st, seed), 1)+";lfloor="+fs)
+				if err != nil {
+					return nil, err
+				}
+				m := measure(res, jobs)
+				m["u_over_l"] = used.UOverL()
+				m["l_floored"] = 0
+				if math.Min(raw.LW, raw.LP) < f*raw.MaxU() {
+					m["l_floored"] = 1
+				}
+				// log10 of the jobs' own U/L (L may underflow to 0)
+				m["log10_u_over_l_jobs"] = math.Log10(raw.MaxU()) - math.Log10(math.Max(math.Min(raw.LW, raw.LP), math.SmallestNonzeroFloat64))
+				ms = append(ms, m)
+			}
+			rows = append(rows, experiment.Row{Policy: "OASiS", Params: map[string]string{"reading": rd.Name, "jobs": strconv.Itoa(n),
+				"lfloor": strconv.FormatFloat(f, 'g', -1, 64)}, Metrics: experiment.MeanMetrics(ms)})
+		}
+	}
+	return &experiment.Report{Experiment: "oasis-lfloor", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
+		Columns: []string{"utility_total", "admitted", "rejected", "low_value_completed", "l_floored", "u_over_l", "log10_u_over_l_jobs"},
+		Notes: []string{settingNote(st), readingsNote,
+			"lfloor: L = max(the jobs' L, lfloor * largest U) (oasis:lfloor=...); l_floored: share of seeds where the floor set L; u_over_l: largest U over the L used; log10_u_over_l_jobs: log10 of largest U over the jobs' own L"}}, nil
+}
+
+// rrhSweep runs RRH at the scarcest job count in both start orders and
+// at three admission thresholds, under both readings' workloads.
+func rrhSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	sc := fullScale(env)
+	n := sc.jobs[len(sc.jobs)-1]
+	var rows []experiment.Row
+	var st oasis.Setting
+	for _, rd := range Readings {
+		st = rd.setting(oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots))
+		for _, order := range oasis.RRHOrderNames {
+			for _, th := range []string{"0", "0.1", "0.3"} {
+				p := "rrh:order=" + order + ";threshold=" + th
+				var ms []map[string]float64
+				for k := 0; k < sc.seeds; k++ {
+					res, jobs, err := run(ctx, env, st, env.Seed+uint64(k), p)
+					if err != nil {
+						return nil, err
+					}
+					ms = append(ms, measure(res, jobs))
+				}
+				rows = append(rows, experiment.Row{Policy: "RRH", Params: map[string]string{"reading": rd.Name, "jobs": strconv.Itoa(n),
+					"order": order, "threshold": th, "policy_name": p}, Metrics: experiment.MeanMetrics(ms)})
+			}
+		}
+	}
+	return &experiment.Report{Experiment: "oasis-rrh", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
+		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "preemptions", "queue_delay_mean_s"},
+		Notes: []string{settingNote(st), readingsNote,
+			"order=arrival (the paper's reading, the default): admitted jobs start in arrival order, a job that does not fit holding those behind it; order=value: by expected utility per resource-second, skipping jobs that do not fit; threshold: admission needs gain - delay cost > threshold * g1"}}, nil
 }

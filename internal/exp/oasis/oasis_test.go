@@ -2,6 +2,8 @@ package oasis
 
 import (
 	"context"
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/drover-sched/drover/pkg/experiment"
@@ -18,40 +20,58 @@ func quickEnv(t *testing.T) *experiment.Env {
 	return &experiment.Env{Seed: 1, Policies: reg, Quick: true}
 }
 
-func row(t *testing.T, rep *experiment.Report, policy, key, val string) map[string]float64 {
+func row(t *testing.T, rep *experiment.Report, policy string, kv ...string) map[string]float64 {
 	t.Helper()
 	for _, r := range rep.Results {
-		if r.Policy == policy && r.Params[key] == val {
+		ok := r.Policy == policy
+		for i := 0; i+1 < len(kv); i += 2 {
+			ok = ok && r.Params[kv[i]] == kv[i+1]
+		}
+		if ok {
 			return r.Metrics
 		}
 	}
-	t.Fatalf("%s: no row %s %s=%s", rep.Experiment, policy, key, val)
+	t.Fatalf("%s: no row %s %v", rep.Experiment, policy, kv)
 	return nil
 }
 
-// TestSweepQuick: with ample resources OASiS admits and finishes every
-// job; at the scarcest point it beats the fixed-size FIFO and the
-// utility-blind DRF (the model does not show it beating RRH there; see
-// docs/oasis.md).
+// TestSweepQuick: under both readings, with ample resources OASiS admits
+// and finishes every job, and at the scarcest point it beats the
+// fixed-size FIFO and the utility-blind DRF (the model does not show it
+// beating RRH's value-order variant there; see docs/oasis.md). The paper
+// reading's L is the jobs' own (U/L well below the floor's 1e12); the
+// earlier reading's is its floor.
 func TestSweepQuick(t *testing.T) {
 	rep, err := sweep(context.Background(), quickEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 3*(len(Compared)+1) {
-		t.Fatalf("%d rows, want %d", len(rep.Results), 3*(len(Compared)+1))
+	if want := 3 * (2*len(Compared) + 1); len(rep.Results) != want {
+		t.Fatalf("%d rows, want %d", len(rep.Results), want)
 	}
-	ample := row(t, rep, "OASiS", "jobs", "20")
-	if ample["rejected"] != 0 || ample["completed"] != ample["jobs"] {
-		t.Errorf("ample: OASiS rejected %v, completed %v of %v", ample["rejected"], ample["completed"], ample["jobs"])
-	}
-	o := row(t, rep, "OASiS", "jobs", "120")["utility_total"]
-	for _, b := range []string{"FIFO", "DRF"} {
-		if u := row(t, rep, b, "jobs", "120")["utility_total"]; !(o > u) {
-			t.Errorf("scarce: OASiS utility %v not above %s %v", o, b, u)
+	for _, rd := range Readings {
+		ample := row(t, rep, "OASiS", "jobs", "20", "reading", rd.Name)
+		if ample["rejected"] != 0 || ample["completed"] != ample["jobs"] {
+			t.Errorf("%s, ample: OASiS rejected %v, completed %v of %v", rd.Name, ample["rejected"], ample["completed"], ample["jobs"])
+		}
+		o := row(t, rep, "OASiS", "jobs", "120", "reading", rd.Name)["utility_total"]
+		for _, b := range []string{"FIFO", "DRF"} {
+			if u := row(t, rep, b, "jobs", "120", "reading", rd.Name)["utility_total"]; !(o > u) {
+				t.Errorf("%s, scarce: OASiS utility %v not above %s %v", rd.Name, o, b, u)
+			}
 		}
 	}
+	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "paper")["u_over_l"]; !(ul > 1 && ul < 1e11) {
+		t.Errorf("paper reading: U/L %v, want the jobs' own, well below the floor's 1e12", ul)
+	}
+	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "earlier")["u_over_l"]; math.Abs(ul/1e12-1) > 1e-9 {
+		t.Errorf("earlier reading: U/L %v, want the floor's 1e12", ul)
+	}
 	for _, r := range rep.Results {
+		want := map[string]string{"paper": "rrh", "earlier": "rrh:order=value"}[r.Params["reading"]]
+		if r.Policy == "RRH" && r.Params["policy_name"] != want {
+			t.Errorf("%s reading: RRH runs %s, want %s", r.Params["reading"], r.Params["policy_name"], want)
+		}
 		for _, k := range []string{"utility_total", "admitted", "rejected", "deadline_miss_mean_s"} {
 			if _, ok := r.Metrics[k]; !ok {
 				t.Errorf("%s: missing key %s", r.Policy, k)
@@ -61,11 +81,14 @@ func TestSweepQuick(t *testing.T) {
 }
 
 // TestRatioQuick: the offline optimum is never below OASiS, and the ratio
-// stays within the bound of 2.
+// stays within the bound of 2, under both readings.
 func TestRatioQuick(t *testing.T) {
 	rep, err := ratio(context.Background(), quickEnv(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(rep.Results) != 2*len(Readings) {
+		t.Errorf("%d rows, want %d", len(rep.Results), 2*len(Readings))
 	}
 	for _, r := range rep.Results {
 		pr := r.Metrics["performance_ratio"]
@@ -75,21 +98,67 @@ func TestRatioQuick(t *testing.T) {
 	}
 }
 
-// TestEstimateAndDeadlineQuick smoke-tests the other two experiments.
+// TestEstimateAndDeadlineQuick smoke-tests the Fig. 5 and Fig. 7
+// experiments.
 func TestEstimateAndDeadlineQuick(t *testing.T) {
 	env := quickEnv(t)
 	rep, err := estimate(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 6 {
-		t.Errorf("estimate: %d rows, want 6", len(rep.Results))
+	if len(rep.Results) != 6*len(Readings) {
+		t.Errorf("estimate: %d rows, want %d", len(rep.Results), 6*len(Readings))
 	}
 	rep, err = deadline(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != len(Compared) {
+	if len(rep.Results) != len(Compared)*len(Readings) {
 		t.Errorf("deadline: %d rows", len(rep.Results))
+	}
+}
+
+// TestLFloorQuick: the floor sets L at every floor under the earlier
+// reading and only above the jobs' own L under the paper's; a floor of
+// 1e-2 prices every job out (its initial price is above the per-unit
+// utility of every job, against Appendix A's first property).
+func TestLFloorQuick(t *testing.T) {
+	rep, err := lfloor(context.Background(), quickEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(Floors)*len(Readings) {
+		t.Fatalf("%d rows, want %d", len(rep.Results), len(Floors)*len(Readings))
+	}
+	for _, r := range rep.Results {
+		f, _ := strconv.ParseFloat(r.Params["lfloor"], 64)
+		floored := r.Params["reading"] == "earlier" || f >= 1e-6
+		if got := r.Metrics["l_floored"] == 1; got != floored {
+			t.Errorf("%v: l_floored %v, want %v", r.Params, r.Metrics["l_floored"], floored)
+		}
+	}
+	for _, rd := range Readings {
+		if m := row(t, rep, "OASiS", "reading", rd.Name, "lfloor", "0.01"); m["admitted"] != 0 {
+			t.Errorf("%s, lfloor 1e-2: %v admitted, want none", rd.Name, m["admitted"])
+		}
+	}
+}
+
+// TestRRHQuick: at the scarcest point the value order (backfilling) earns
+// more than the paper's arrival order, under both readings.
+func TestRRHQuick(t *testing.T) {
+	rep, err := rrhSweep(context.Background(), quickEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2*3*len(Readings) {
+		t.Fatalf("%d rows", len(rep.Results))
+	}
+	for _, rd := range Readings {
+		a := row(t, rep, "RRH", "reading", rd.Name, "order", "arrival", "threshold", "0.1")["utility_total"]
+		v := row(t, rep, "RRH", "reading", rd.Name, "order", "value", "threshold", "0.1")["utility_total"]
+		if !(v > a) {
+			t.Errorf("%s: value order %v not above arrival order %v", rd.Name, v, a)
+		}
 	}
 }

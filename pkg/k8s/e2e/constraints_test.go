@@ -131,9 +131,11 @@ func TestNodeConstraints(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if tj := tc.get("shared-2"); tj.Status.Phase != v1alpha1.PhasePending || tj.Status.ReplicasReady != "0/1" || tj.Status.QueuePosition == nil {
-		t.Errorf("shared-2: phase %s replicas %q queue %v reason %q", tj.Status.Phase, tj.Status.ReplicasReady, tj.Status.QueuePosition, tj.Status.Reason)
-	}
+	tc.eventually("shared-2 waiting with its replicas and queue position", 30*time.Second, func() (bool, string) {
+		tj := tc.get("shared-2")
+		return tj.Status.Phase == v1alpha1.PhasePending && tj.Status.ReplicaSummary == "0/1" && tj.Status.QueuePosition != nil,
+			fmt.Sprintf("phase %s replicas %q queue %v reason %q", tj.Status.Phase, tj.Status.ReplicaSummary, tj.Status.QueuePosition, tj.Status.Reason)
+	})
 	tc.eventually("lost reported Unschedulable", 10*time.Second, func() (bool, string) {
 		tj := tc.get("lost")
 		return strings.HasPrefix(tj.Status.Reason, "Unschedulable:") && strings.Contains(tj.Status.Reason, "didn't match Pod's node affinity/selector") &&
