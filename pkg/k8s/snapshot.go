@@ -843,6 +843,9 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		}
 		count[why]++
 	}
+	if nodes == 0 {
+		return "" // no node yet (a scheduler starting before its nodes registered): nothing to judge
+	}
 	for _, t := range o.Catalog {
 		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, grp.Constraint) {
 			return ""

@@ -218,14 +218,14 @@ func TestEveryPresetHonoursNodeConstraints(t *testing.T) {
 				}
 				used := map[string]bool{}
 				cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
-					Observe: func(_ float64, k string, js *cluster.JobState, detail string) {
+					Observe: func(_ float64, k sim.Observed, js *cluster.JobState, detail string) {
 						switch k {
-						case "reject":
+						case sim.ObsReject:
 							if kind[js.Job.ID] == "nowhere" && !strings.Contains(detail, "didn't match Pod's node affinity/selector") {
 								bad = append(bad, fmt.Sprintf("%s rejected without naming the selector: %s", js.Job.ID, detail))
 							}
 							return
-						case "start", "migrate", "resize":
+						case sim.ObsStart, sim.ObsMigrate, sim.ObsResize:
 						default:
 							return
 						}

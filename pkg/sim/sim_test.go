@@ -271,8 +271,8 @@ func TestTaintedPoolScenario(t *testing.T) {
 	}
 	for _, spread := range []placement.Strategy{placement.Spread, placement.Pack, placement.FirstFit} {
 		starts := map[string][]int{}
-		r := run(t, Config{Tick: 10, Observe: func(_ float64, kind string, js *cluster.JobState, _ string) {
-			if kind == "start" {
+		r := run(t, Config{Tick: 10, Observe: func(_ float64, kind Observed, js *cluster.JobState, _ string) {
+			if kind == ObsStart {
 				starts[js.Job.ID] = js.Placement.Nodes()
 			}
 		}}, ns, jobs, baseline.NewFIFO(spread))
