@@ -148,24 +148,33 @@ func compare(ctx context.Context, env *experiment.Env, st oasis.Setting, seeds i
 	if diag {
 		schemes = append(slices.Clone(Compared), struct{ Label, Policy string }{diagnostic.Label, "oasis"})
 	}
-	ms := make([][]map[string]float64, len(schemes))
-	for k := 0; k < seeds; k++ {
+	label := fmt.Sprintf("%d jobs", st.Jobs)
+	bounds, err := experiment.Parallel(ctx, env, label+" bounds", seeds, func(_ context.Context, k int, _ func(int, int)) (oasis.Bounds, error) {
 		seed := env.Seed + uint64(k)
-		b := oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots)
-		for i, c := range schemes {
-			ps := spec(c.Policy, st, b, 1)
-			if c.Label == diagnostic.Label {
-				ps += diagnostic.Suffix
-			}
-			res, jobs, err := run(ctx, env, st, seed, ps)
-			if err != nil {
-				return nil, err
-			}
-			ms[i] = append(ms[i], measure(res, jobs))
-			if env.Progress != nil {
-				env.Progress(fmt.Sprintf("%d jobs", st.Jobs), k*len(schemes)+i+1, seeds*len(schemes))
-			}
+		return oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Seeds outer, schemes inner, as the metrics are averaged below.
+	runs, err := experiment.Parallel(ctx, env, label, seeds*len(schemes), func(ctx context.Context, t int, _ func(int, int)) (map[string]float64, error) {
+		k, c := t/len(schemes), schemes[t%len(schemes)]
+		ps := spec(c.Policy, st, bounds[k], 1)
+		if c.Label == diagnostic.Label {
+			ps += diagnostic.Suffix
 		}
+		res, jobs, err := run(ctx, env, st, env.Seed+uint64(k), ps)
+		if err != nil {
+			return nil, err
+		}
+		return measure(res, jobs), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ms := make([][]map[string]float64, len(schemes))
+	for t, m := range runs {
+		ms[t%len(schemes)] = append(ms[t%len(schemes)], m)
 	}
 	var rows []experiment.Row
 	for i, c := range schemes {
@@ -227,39 +236,47 @@ func ratio(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	}
 	var rows []experiment.Row
 	var st oasis.Setting
-	for _, srv := range servers {
-		for _, hi := range ranges {
+	// Every (servers, range, seed) instance at once: servers outer, seeds
+	// inner, as the rows below take them.
+	per := len(ranges) * seeds
+	all, err := experiment.Parallel(ctx, env, "oasis-ratio", len(servers)*per, func(ctx context.Context, t int, _ func(int, int)) (map[string]float64, error) {
+		srv, hi, seed := servers[t/per], ranges[t%per/seeds], env.Seed+uint64(t%seeds)
+		st := oasis.RatioSetting(srv, hi)
+		jobs, nodes := st.Generate(seed), st.Nodes(seed)
+		b := oasis.ComputeBounds(jobs, nodes, st.Slot, st.Slots)
+		pol, err := oasis.New(oasis.Config{Slot: st.Slot, Slots: st.Slots, Eta: 1, Bounds: &b})
+		if err != nil {
+			return nil, err
+		}
+		s, err := sim.New(sim.Config{Seed: seed, Tick: st.Slot, Horizon: st.Slot * float64(st.Slots)}, nodes, jobs, oasis.NewPolicy(oasis.OASiSProfile(pol)))
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.Run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		off := &oasis.Offline{Slot: st.Slot, Slots: st.Slots, Incumbent: pol.PlannedUtility}
+		opt, err := off.Solve(jobs, nodes)
+		if err != nil {
+			return nil, fmt.Errorf("oasis-ratio servers=%d g1<=%g seed %d: %w", srv, hi, seed, err)
+		}
+		m := measure(res, jobs)
+		m["utility_opt"] = opt
+		m["utility_oasis_planned"] = pol.PlannedUtility
+		m["performance_ratio"] = opt / pol.PlannedUtility
+		m["offline_states"] = float64(off.States)
+		m["u_over_l"] = maxU(b) / math.Min(b.LW, b.LP)
+		return m, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for si, srv := range servers {
+		for ri, hi := range ranges {
 			st = oasis.RatioSetting(srv, hi)
-			var ms []map[string]float64
-			for k := 0; k < seeds; k++ {
-				seed := env.Seed + uint64(k)
-				jobs, nodes := st.Generate(seed), st.Nodes(seed)
-				b := oasis.ComputeBounds(jobs, nodes, st.Slot, st.Slots)
-				pol, err := oasis.New(oasis.Config{Slot: st.Slot, Slots: st.Slots, Eta: 1, Bounds: &b})
-				if err != nil {
-					return nil, err
-				}
-				s, err := sim.New(sim.Config{Seed: seed, Tick: st.Slot, Horizon: st.Slot * float64(st.Slots)}, nodes, jobs, oasis.NewPolicy(oasis.OASiSProfile(pol)))
-				if err != nil {
-					return nil, err
-				}
-				res, err := s.Run(ctx)
-				if err != nil {
-					return nil, err
-				}
-				off := &oasis.Offline{Slot: st.Slot, Slots: st.Slots, Incumbent: pol.PlannedUtility}
-				opt, err := off.Solve(jobs, nodes)
-				if err != nil {
-					return nil, fmt.Errorf("oasis-ratio servers=%d g1<=%g seed %d: %w", srv, hi, seed, err)
-				}
-				m := measure(res, jobs)
-				m["utility_opt"] = opt
-				m["utility_oasis_planned"] = pol.PlannedUtility
-				m["performance_ratio"] = opt / pol.PlannedUtility
-				m["offline_states"] = float64(off.States)
-				m["u_over_l"] = maxU(b) / math.Min(b.LW, b.LP)
-				ms = append(ms, m)
-			}
+			i := si*per + ri*seeds
+			ms := all[i : i+seeds]
 			row := experiment.Row{Policy: "OASiS", Params: map[string]string{"servers": strconv.Itoa(srv), "g1_max": strconv.FormatFloat(hi, 'g', -1, 64)},
 				Metrics: experiment.MeanMetrics(ms)}
 			worst := 0.0
@@ -294,21 +311,27 @@ func estimate(ctx context.Context, env *experiment.Env) (*experiment.Report, err
 	}
 	var rows []experiment.Row
 	var st oasis.Setting
-	for _, n := range counts {
+	// Every (count, estimate, seed) run at once, in the order of the rows.
+	per := len(ests) * sc.seeds
+	all, err := experiment.Parallel(ctx, env, "oasis-estimate", len(counts)*per, func(ctx context.Context, t int, _ func(int, int)) (map[string]float64, error) {
+		st := oasis.DefaultSetting(counts[t/per], sc.workers, sc.pss, sc.slots)
+		e, seed := ests[t%per/sc.seeds], env.Seed+uint64(t%sc.seeds)
+		b := oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots)
+		res, jobs, err := run(ctx, env, st, seed, spec("oasis", st, b, e))
+		if err != nil {
+			return nil, err
+		}
+		return measure(res, jobs), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for ni, n := range counts {
 		st = oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots)
-		for _, e := range ests {
-			var ms []map[string]float64
-			for k := 0; k < sc.seeds; k++ {
-				seed := env.Seed + uint64(k)
-				b := oasis.ComputeBounds(st.Generate(seed), st.Nodes(seed), st.Slot, st.Slots)
-				res, jobs, err := run(ctx, env, st, seed, spec("oasis", st, b, e))
-				if err != nil {
-					return nil, err
-				}
-				ms = append(ms, measure(res, jobs))
-			}
+		for ei, e := range ests {
+			i := ni*per + ei*sc.seeds
 			rows = append(rows, experiment.Row{Policy: "OASiS", Params: map[string]string{"jobs": strconv.Itoa(n), "estimate": strconv.FormatFloat(e, 'g', -1, 64)},
-				Metrics: experiment.MeanMetrics(ms)})
+				Metrics: experiment.MeanMetrics(all[i : i+sc.seeds])})
 		}
 	}
 	return &experiment.Report{Experiment: "oasis-estimate", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
