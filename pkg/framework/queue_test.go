@@ -35,7 +35,7 @@ func (countSizes) Requeue(*framework.Cycle, *cluster.JobState) framework.Events 
 
 type always struct{ id string }
 
-func (always) Name() string { return "always" }
+func (always) Name() string                                                  { return "always" }
 func (a always) Admit(*framework.Cycle, *cluster.JobState) *framework.Status { return nil }
 func (a always) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
 	if js.Job.ID == a.id {
