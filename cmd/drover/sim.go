@@ -38,6 +38,7 @@ type simFlags struct {
 	philly     string
 	quick      bool
 	check      bool
+	workers    int
 }
 
 func newSimCmd() *cobra.Command {
@@ -75,6 +76,7 @@ Policy parameters follow a colon, separated by semicolons:
 	fl.StringVar(&f.philly, "philly", "", "Philly trace file (default: the embedded copy)")
 	fl.BoolVar(&f.quick, "quick", false, "reduced scale (smoke runs)")
 	fl.BoolVar(&f.check, "check", false, "verify simulator invariants after every event (slow) for --trace")
+	fl.IntVar(&f.workers, "workers", 0, "simulations run at once (default: GOMAXPROCS); the output does not depend on it")
 	return cmd
 }
 
@@ -94,7 +96,10 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if f.list {
 		return list(stdout, exps, pols)
 	}
-	env := &experiment.Env{Seed: f.seed, Seeds: f.seeds, Policies: pols, PhillyPath: f.philly, Quick: f.quick}
+	if f.workers < 0 {
+		return fmt.Errorf("--workers %d: want >= 0 (0: GOMAXPROCS)", f.workers)
+	}
+	env := &experiment.Env{Seed: f.seed, Seeds: f.seeds, Policies: pols, PhillyPath: f.philly, Quick: f.quick, Workers: f.workers}
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		env.Progress = newProgressBar(os.Stderr).update
 	}

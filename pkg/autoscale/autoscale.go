@@ -109,6 +109,10 @@ var (
 // Name implements framework.Plugin.
 func (*Predictive) Name() string { return PredictiveName }
 
+// Requeue implements framework.Requeuer: the forecast reads the pending
+// queue itself, not the jobs tried.
+func (*Predictive) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // TimeDriven implements framework.TimeDriven: the forecast runs on a
 // clock, so a profile that lists the plugin is scheduled on every tick.
 func (*Predictive) TimeDriven() bool { return true }

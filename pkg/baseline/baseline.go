@@ -36,7 +36,10 @@ const (
 // priorities keep queue order.
 type Priority struct{}
 
-var _ framework.QueueSort = Priority{}
+var (
+	_ framework.QueueSort = Priority{}
+	_ framework.Requeuer  = Priority{}
+)
 
 // Name implements framework.Plugin.
 func (Priority) Name() string { return PriorityName }
@@ -46,12 +49,19 @@ func (Priority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(b.Job.Priority, a.Job.Priority)
 }
 
+// Requeue implements framework.Requeuer: the order is the job's priority,
+// ties in queue order.
+func (Priority) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // HeadOfLine is strict FIFO admission: once a job in this cycle could not
 // be started, it and every job behind it wait (head-of-line blocking, the
 // behaviour FitGpp and the other papers compare against).
 type HeadOfLine struct{}
 
-var _ framework.Admit = HeadOfLine{}
+var (
+	_ framework.Admit    = HeadOfLine{}
+	_ framework.Requeuer = HeadOfLine{}
+)
 
 // Name implements framework.Plugin.
 func (HeadOfLine) Name() string { return HeadOfLineName }
@@ -64,6 +74,13 @@ func (HeadOfLine) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Stat
 	return nil
 }
 
+// Requeue implements framework.Requeuer: head-of-line blocking needs every
+// job that fails to be tried (it reads Cycle.Failed), so nothing is set
+// aside (a blocked queue costs one job per cycle anyway).
+func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.RequeueAlways
+}
+
 // DRF orders pending jobs by the dominant share their tenant would have
 // with the job started, lowest first (Ghodsi et al.); ties go to the job
 // that has waited longer. It is also a Reserve plugin: each start adds to
@@ -74,6 +91,7 @@ type DRF struct{}
 var (
 	_ framework.QueueSort = DRF{}
 	_ framework.Reserve   = DRF{}
+	_ framework.Requeuer  = DRF{}
 )
 
 type drfState struct {
@@ -119,6 +137,11 @@ func (d DRF) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placeme
 	st.use[t] = st.use[t].Add(js.Job.RequestedDemand())
 	c.Resort()
 }
+
+// Requeue implements framework.Requeuer: the order is a total one (share,
+// then queue position), changed only by starts, which Reserve follows with
+// Resort; a job that fails changes no share.
+func (DRF) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 func tenant(js *cluster.JobState) string {
 	if js.Job.Tenant != "" {

@@ -105,6 +105,10 @@ var _ framework.QueueSort = Order{}
 // Name implements framework.Plugin.
 func (Order) Name() string { return OrderName }
 
+// Requeue implements framework.Requeuer: the order is the class and the
+// elastic weight, ties in queue order.
+func (Order) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Compare implements framework.QueueSort.
 func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	if ta, tb := isTE(a), isTE(b); ta != tb {
@@ -137,6 +141,13 @@ var _ framework.Preempt = Shrink{}
 
 // Name implements framework.Plugin.
 func (Shrink) Name() string { return ShrinkName }
+
+// Requeue implements framework.Requeuer: a shrink may succeed once the
+// running jobs change, the capacity does (the weights), or more room is
+// free (less to shrink).
+func (Shrink) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventRunning | framework.EventNodes | framework.EventRoom
+}
 
 // Preempt implements framework.Preempt.
 func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
@@ -224,6 +235,16 @@ var (
 // Name implements framework.Plugin.
 func (*Converged) Name() string { return ConvergedName }
 
+// Requeue implements framework.Requeuer: a TE job's victims are the
+// converged jobs, which SpeCon's labels name at any cycle, so it is tried
+// every cycle; other jobs it declines.
+func (*Converged) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if isTE(js) {
+		return framework.RequeueAlways
+	}
+	return 0
+}
+
 // UsesSoon implements framework.SoonUser.
 func (*Converged) UsesSoon() bool { return true }
 
@@ -280,6 +301,10 @@ var _ framework.Rebalance = ScaleUp{}
 
 // Name implements framework.Plugin.
 func (ScaleUp) Name() string { return ScaleUpName }
+
+// Requeue implements framework.Requeuer: scale-up acts on running jobs
+// after the queue, and reads the pending queue itself.
+func (ScaleUp) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Rebalance implements framework.Rebalance.
 func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
@@ -341,6 +366,10 @@ var _ framework.Admit = (*Payoff)(nil)
 
 // Name implements framework.Plugin.
 func (*Payoff) Name() string { return PayoffName }
+
+// Requeue implements framework.Requeuer: each job is decided once, the
+// first time it is admitted, before it can fail.
+func (*Payoff) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // shareTime is the job's demand as a share of the cluster, summed over
 // kinds, times its work.

@@ -32,6 +32,10 @@ var _ framework.QueueSort = FCFS{}
 // Name implements framework.Plugin.
 func (FCFS) Name() string { return FCFSName }
 
+// Requeue implements framework.Requeuer: the order is the enqueue time,
+// ties in queue order.
+func (FCFS) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Compare implements framework.QueueSort.
 func (FCFS) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(a.Enqueued, b.Enqueued)
@@ -51,6 +55,19 @@ var _ framework.Place = DragonPlace{}
 
 // Name implements framework.Plugin.
 func (DragonPlace) Name() string { return DragonPlaceName }
+
+// Requeue implements framework.Requeuer. For a job of one group
+// ScheduleJob places, node after node, as many replicas as the room holds,
+// so less room never places more; with parameter servers the fill is a
+// heuristic whose outcome could in principle grow as room shrinks (the
+// first node and the servers' nodes change), so such a job is tried every
+// cycle.
+func (DragonPlace) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if len(js.Job.Groups) == 1 {
+		return 0
+	}
+	return framework.RequeueAlways
+}
 
 // Place implements framework.Place.
 func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
@@ -177,14 +194,26 @@ var (
 // dragonCycle is phase 1's state in one cycle: the starving head, if any,
 // and whether scale-down failed for it. DragonScaleUp reads hp.
 type dragonCycle struct {
-	hp     *cluster.JobState
-	failed bool
+	hp, head *cluster.JobState
+	failed   bool
 }
 
 var dragonKey = framework.NewKey[*dragonCycle]("dragon-scale-down")
 
 // Name implements framework.Plugin.
 func (*DragonScaleDown) Name() string { return DragonScaleDownName }
+
+// Requeue implements framework.Requeuer. The head of the queue (earliest
+// enqueued) is tried every cycle: it becomes the starving job with time,
+// and the cycle's state (which DragonScaleUp reads) is made when it is
+// admitted. Another job can only become the head when a job leaves the
+// queue.
+func (d *DragonScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+	if d.state(c).head == js {
+		return framework.RequeueAlways
+	}
+	return framework.EventPending
+}
 
 // TimeDriven implements framework.TimeDriven: starvation is a matter of
 // time.
@@ -199,7 +228,7 @@ func (d *DragonScaleDown) state(c *framework.Cycle) *dragonCycle {
 				head = js
 			}
 		}
-		st := &dragonCycle{}
+		st := &dragonCycle{head: head}
 		if head != nil && s.Now-head.Enqueued >= d.StarveAfter {
 			st.hp = head
 		}
@@ -289,6 +318,11 @@ var (
 
 // Name implements framework.Plugin.
 func (*DragonScaleUp) Name() string { return DragonScaleUpName }
+
+// Requeue implements framework.Requeuer: scale-up acts on running jobs,
+// after the queue, and its clock reads the starts and the starving head
+// (never set aside, see DragonScaleDown.Requeue).
+func (*DragonScaleUp) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // TimeDriven implements framework.TimeDriven: the clock decides.
 func (*DragonScaleUp) TimeDriven() bool { return true }

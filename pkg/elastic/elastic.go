@@ -96,6 +96,10 @@ var _ framework.QueueSort = Weighted{}
 // Name implements framework.Plugin.
 func (Weighted) Name() string { return WeightedName }
 
+// Requeue implements framework.Requeuer: the order is the jobs' weights
+// (fixed for a cluster of a given capacity), ties in queue order.
+func (Weighted) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Compare implements framework.QueueSort.
 func (Weighted) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	e := elasticState(c)
@@ -171,6 +175,9 @@ var _ framework.Size = Workers{}
 // Name implements framework.Plugin.
 func (Workers) Name() string { return WorkersName }
 
+// Requeue implements framework.Requeuer: the sizes are the job's spec.
+func (Workers) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Size implements framework.Size.
 func (w Workers) Size(c *framework.Cycle, js *cluster.JobState) [][]int {
 	j := js.Job
@@ -213,8 +220,15 @@ var (
 // Name implements framework.Plugin.
 func (OnePerCycle) Name() string { return OnePerCycleName }
 
+// Requeue implements framework.Requeuer: it reads the starts only.
+func (OnePerCycle) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // TimeDriven implements framework.TimeDriven.
 func (OnePerCycle) TimeDriven() bool { return true }
+
+// Clockless implements framework.Clockless: the next pass matters, not
+// the time.
+func (OnePerCycle) Clockless() bool { return true }
 
 // Admit implements framework.Admit: Blocked once a job started this cycle.
 func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
@@ -243,6 +257,18 @@ var (
 
 // Name implements framework.Plugin.
 func (ScaleDown) Name() string { return ScaleDownName }
+
+// Requeue implements framework.Requeuer. The high-priority job is tried
+// every cycle (its failure blocks the queue). Another job, which
+// scale-down declines, can only become it when a heavier job leaves the
+// queue, the running jobs change (a job it must outrank) or the capacity
+// does (the weights).
+func (ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+	if elasticState(c).highJob(c.Snap) == js {
+		return framework.RequeueAlways
+	}
+	return framework.EventPending | framework.EventRunning | framework.EventNodes
+}
 
 // Admit implements framework.Admit.
 func (ScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
@@ -329,8 +355,16 @@ var (
 // Name implements framework.Plugin.
 func (ScaleUp) Name() string { return ScaleUpName }
 
+// Requeue implements framework.Requeuer: scale-up acts on running jobs
+// after the queue and reads only this cycle's starts.
+func (ScaleUp) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // TimeDriven implements framework.TimeDriven.
 func (ScaleUp) TimeDriven() bool { return true }
+
+// Clockless implements framework.Clockless: the next pass matters, not
+// the time.
+func (ScaleUp) Clockless() bool { return true }
 
 // Rebalance implements framework.Rebalance.
 func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {

@@ -25,6 +25,10 @@ var _ framework.QueueSort = PodPriority{}
 // Name implements framework.Plugin.
 func (PodPriority) Name() string { return PodPriorityName }
 
+// Requeue implements framework.Requeuer: the order is fixed by the jobs'
+// specs.
+func (PodPriority) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Compare implements framework.QueueSort.
 func (PodPriority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int { return podCompare(a, b) }
 
@@ -55,6 +59,11 @@ var (
 
 // Name implements framework.Plugin.
 func (PodByPod) Name() string { return PodByPodName }
+
+// Requeue implements framework.Requeuer: a job fails only when no pod of
+// it fits anywhere, which less room does not change, and then it placed
+// nothing (placement's cursor did not move).
+func (PodByPod) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Place implements framework.Place.
 func (PodByPod) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {

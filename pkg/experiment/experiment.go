@@ -29,8 +29,12 @@ type Env struct {
 	// Quick asks for a reduced scale (tests and smoke runs); experiments
 	// say in their notes what they shrank.
 	Quick bool
-	// Progress, when set, receives progress of long runs.
+	// Progress, when set, receives progress of long runs. Calls are
+	// serialised (see Parallel).
 	Progress func(label string, done, total int)
+	// Workers is how many simulations run at once (see Parallel); 0 means
+	// GOMAXPROCS. The output does not depend on it.
+	Workers int
 }
 
 // SeedCount returns Seeds if set, else def.

@@ -52,58 +52,62 @@ type Run struct {
 }
 
 // RunPolicies runs every policy spec on every seed and returns one row per
-// policy with metrics averaged over seeds, plus all individual runs.
+// policy with metrics averaged over seeds, plus all individual runs (in
+// spec order, seeds consecutive). The runs go through Parallel, so they
+// use every core and the result does not depend on how many do.
 func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs []string, seeds int) ([]Row, []Run, error) {
+	type result struct {
+		run     Run
+		metrics map[string]float64
+	}
+	res, err := Parallel(ctx, env, label, len(specs)*seeds, func(ctx context.Context, i int, report func(done, total int)) (result, error) {
+		spec, seed := specs[i/seeds], env.Seed+uint64(i%seeds)
+		p, err := env.Policies.New(spec)
+		if err != nil {
+			return result{}, err
+		}
+		jobs, err := setup.Jobs(seed)
+		if err != nil {
+			return result{}, err
+		}
+		cfg := setup.Config
+		cfg.Seed = seed
+		nodes := setup.Nodes(seed)
+		var rec Recorder
+		if setup.Recorder != nil {
+			rec = setup.Recorder(seed, nodes)
+			cfg.Observe = rec.Observe
+		}
+		cfg.OnProgress = report
+		s, err := sim.New(cfg, nodes, jobs, p)
+		if err != nil {
+			return result{}, fmt.Errorf("%s: %w", spec, err)
+		}
+		res, err := s.Run(ctx)
+		if err != nil {
+			return result{}, fmt.Errorf("%s seed %d: %w", spec, seed, err)
+		}
+		m := res.Metrics()
+		if rec != nil {
+			for k, v := range rec.Metrics(res) {
+				m[k] = v
+			}
+		}
+		return result{run: Run{Policy: p.Name(), Label: specLabel(spec, setup.Params), Seed: seed, Result: res, Recorder: rec}, metrics: m}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	var rows []Row
-	var runs []Run
-	total := len(specs) * seeds
-	done := 0
-	for _, spec := range specs {
+	runs := make([]Run, len(res))
+	for si, spec := range specs {
 		var ms []map[string]float64
 		name := spec
-		for k := 0; k < seeds; k++ {
-			seed := env.Seed + uint64(k)
-			p, err := env.Policies.New(spec)
-			if err != nil {
-				return nil, nil, err
-			}
-			name = p.Name()
-			jobs, err := setup.Jobs(seed)
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg := setup.Config
-			cfg.Seed = seed
-			nodes := setup.Nodes(seed)
-			var rec Recorder
-			if setup.Recorder != nil {
-				rec = setup.Recorder(seed, nodes)
-				cfg.Observe = rec.Observe
-			}
-			if env.Progress != nil && seeds*len(specs) == 1 || env.Progress != nil && len(jobs) > 20000 {
-				lbl := fmt.Sprintf("%s %s seed %d", label, name, seed)
-				cfg.OnProgress = func(d, t int) { env.Progress(lbl, d, t) }
-			}
-			s, err := sim.New(cfg, nodes, jobs, p)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", spec, err)
-			}
-			res, err := s.Run(ctx)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s seed %d: %w", spec, seed, err)
-			}
-			m := res.Metrics()
-			if rec != nil {
-				for k, v := range rec.Metrics(res) {
-					m[k] = v
-				}
-			}
-			ms = append(ms, m)
-			runs = append(runs, Run{Policy: name, Label: specLabel(spec, setup.Params), Seed: seed, Result: res, Recorder: rec})
-			done++
-			if env.Progress != nil && cfg.OnProgress == nil {
-				env.Progress(label, done, total)
-			}
+		for k := range seeds {
+			r := res[si*seeds+k]
+			runs[si*seeds+k] = r.run
+			ms = append(ms, r.metrics)
+			name = r.run.Policy
 		}
 		row := Row{Policy: name, Metrics: MeanMetrics(ms)}
 		if spec != name {

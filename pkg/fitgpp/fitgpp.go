@@ -112,6 +112,10 @@ var _ framework.QueueSort = TEFirst{}
 // Name implements framework.Plugin.
 func (TEFirst) Name() string { return TEFirstName }
 
+// Requeue implements framework.Requeuer: the order is the class, ties in
+// queue order.
+func (TEFirst) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Compare implements framework.QueueSort.
 func (TEFirst) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	rank := func(js *cluster.JobState) int {
@@ -133,6 +137,9 @@ var _ framework.Admit = Class{}
 // Name implements framework.Plugin.
 func (Class) Name() string { return ClassName }
 
+// Requeue implements framework.Requeuer: the class is the job's spec.
+func (Class) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Admit implements framework.Admit.
 func (Class) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
 	if c := js.Job.Class; c == cluster.ClassTE || c == cluster.ClassBE {
@@ -151,6 +158,16 @@ var _ framework.Admit = BEHeadOfLine{}
 
 // Name implements framework.Plugin.
 func (BEHeadOfLine) Name() string { return BEHeadOfLineName }
+
+// Requeue implements framework.Requeuer: a BE job that fails must be seen
+// (Cycle.Failed) to block the BE jobs behind it, so BE jobs are tried
+// every cycle; TE jobs it ignores.
+func (BEHeadOfLine) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.Class == cluster.ClassBE {
+		return framework.RequeueAlways
+	}
+	return 0
+}
 
 // Admit implements framework.Admit.
 func (BEHeadOfLine) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
@@ -235,6 +252,16 @@ func NewPreemptor(rule Victims, lambda float64, p int) (*Preemptor, error) {
 
 // Name implements framework.Plugin.
 func (p *Preemptor) Name() string { return p.Rule.String() }
+
+// Requeue implements framework.Requeuer: a TE job's chances change with
+// every running BE job, grace period and random draw, so it is tried every
+// cycle; other jobs it declines.
+func (p *Preemptor) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.Class == cluster.ClassTE {
+		return framework.RequeueAlways
+	}
+	return 0
+}
 
 // UsesSoon implements framework.SoonUser.
 func (p *Preemptor) UsesSoon() bool { return true }

@@ -25,6 +25,9 @@ type Cycle struct {
 	resort  bool
 	trying  []int
 	on      *placement.Ledger
+	// committed: a Preempt plugin committed while the current job was
+	// tried; merge: the jobs set aside are to be merged back (queue.go).
+	committed, merge bool
 }
 
 // Ledger returns the ledger the Runtime is placing on right now (Now, or

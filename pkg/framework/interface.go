@@ -275,3 +275,78 @@ type Provision interface {
 type TimeDriven interface {
 	TimeDriven() bool
 }
+
+// Events are the cluster changes after which the Runtime's scheduling
+// queue tries again a job it has set aside (see Requeuer).
+type Events uint8
+
+// Events a Requeuer may ask for. Room is watched for every job set aside;
+// the others only when some plugin asks.
+const (
+	// EventRoom: some node has more room, in some resource, than the job
+	// had when it failed: a job finished, was suspended at the end of its
+	// grace period, shrank or moved away; a placeholder went; a node was
+	// added or became ready; room held for a nominated job was not kept;
+	// or, within the cycle, a Preempt plugin gave room back.
+	EventRoom Events = 1 << iota
+	// EventNodes: a node was added, became ready or went away.
+	EventNodes
+	// EventRunning: the running jobs changed: one started, ended, changed
+	// phase or replica counts.
+	EventRunning
+	// EventPending: a pending job left the queue (it started or was
+	// rejected) or the queue is otherwise not what it was.
+	EventPending
+	// RequeueAlways keeps the job in every cycle: the plugin may decide
+	// differently for it at any time (a clock, a random draw), or must see
+	// every attempt (it reads Cycle.Failed).
+	RequeueAlways Events = 1 << 7
+)
+
+// Requeuer is kube-scheduler's QueueingHint for drover's Runtime. A job
+// that was tried and could not start (no size fitted and no Preempt plugin
+// made or nominated room) is, on a cluster that has not changed, going to
+// fail again, and on a long queue retrying every such job on every cycle
+// is most of the work. When every plugin of a profile implements
+// Requeuer, the Runtime asks each of them, for each job that failed in the
+// cycle, which events could change its answer for that job, and sets the
+// job aside until one of them (or EventRoom) happens: it is not sorted,
+// admitted, sized, placed or offered to Preempt plugins, is not in
+// Cycle.Failed, and keeps its wait reason. A profile with a plugin that
+// does not implement Requeuer tries every pending job every cycle.
+//
+// Requeue is called after the job's Wait is recorded, on every plugin of
+// the profile, whether or not the plugin took part in the attempt. It
+// must return:
+//   - RequeueAlways when skipping the job until an event could change what
+//     the plugin decides or records, for this job or any other: an Admit
+//     plugin that reads Cycle.Failed, a plugin that draws from Cycle.Rand
+//     or keeps state for jobs it turned away, a Filter, Score or Place
+//     whose answer depends on time or on anything but the room on the
+//     nodes (the node-role rule and the built-in strategies do not);
+//   - the Events, beyond EventRoom, after which the plugin's answer for js
+//     may change (a Preempt plugin that declines js now may choose it
+//     later once the running jobs change);
+//   - 0 when the plugin's behaviour does not depend on whether js is tried.
+//
+// A QueueSort plugin that returns anything but RequeueAlways also promises
+// that its order is the current Compare with ties in queue order: a job
+// set aside that has to come back within a cycle (a Preempt plugin gave
+// room back) is merged into the jobs not yet tried in that order.
+type Requeuer interface {
+	Plugin
+	Requeue(c *Cycle, js *cluster.JobState) Events
+}
+
+// Clockless is implemented by TimeDriven plugins that need cycles without
+// events only to take their next step after a change (a controller's next
+// pass: one start per pass, a scale-up after a start), not because time
+// passes: given the cluster of a cycle that recorded nothing (no action
+// but waits), they record nothing again, whatever Now, Cycle and the
+// random source say. When every TimeDriven plugin of a profile is
+// Clockless, the Runtime answers such a cycle on an unchanged cluster at
+// once, with no action (plugins that are not TimeDriven do not act on the
+// clock or on a new random draw alone, by TimeDriven's contract).
+type Clockless interface {
+	Clockless() bool
+}

@@ -255,7 +255,10 @@ func explain(why map[string]int, nodes int) string {
 // most-allocated (pack) or first-fit.
 type Strategy struct{ S placement.Strategy }
 
-var _ StrategyScore = Strategy{}
+var (
+	_ StrategyScore = Strategy{}
+	_ Requeuer      = Strategy{}
+)
 
 // Name implements Plugin.
 func (s Strategy) Name() string {
@@ -270,6 +273,10 @@ func (s Strategy) Name() string {
 
 // Strategy implements StrategyScore.
 func (s Strategy) Strategy() placement.Strategy { return s.S }
+
+// Requeue implements Requeuer: a score depends on the room on the nodes
+// only.
+func (Strategy) Requeue(*Cycle, *cluster.JobState) Events { return 0 }
 
 // Score implements Score: the strategy's score of the node after placing
 // one replica of group g (or the whole gang being tried, g < 0).
@@ -289,7 +296,10 @@ func (s Strategy) Score(c *Cycle, js *cluster.JobState, g int, node int) float64
 // rule whether or not a profile lists this plugin.
 type NodeRole struct{}
 
-var _ Filter = NodeRole{}
+var (
+	_ Filter   = NodeRole{}
+	_ Requeuer = NodeRole{}
+)
 
 // Name implements Plugin.
 func (NodeRole) Name() string { return "node-role" }
@@ -303,6 +313,10 @@ func (NodeRole) Filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeSta
 }
 
 func (NodeRole) roleOnly() {}
+
+// Requeue implements Requeuer: roles are fixed; a node added or made ready
+// brings room (EventRoom).
+func (NodeRole) Requeue(*Cycle, *cluster.JobState) Events { return 0 }
 
 // NodeAffinity is the built-in Score plugin for preferred node affinity
 // (kube-scheduler's NodeAffinity score): the summed weights of the

@@ -70,6 +70,12 @@ type Runtime struct {
 	cands []*cluster.JobState
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
+	// q is the scheduling queue (queue.go): nil unless every plugin is a
+	// Requeuer; plugins are the profile's, asked for QueueingHints.
+	q       *schedQueue
+	plugins []Plugin
+	// still answers unchanged idle cycles of Clockless profiles (queue.go).
+	still *stillness
 }
 
 var (
@@ -119,7 +125,29 @@ func New(p Profile) (*Runtime, error) {
 			r.fast = false
 		}
 	}
+	r.plugins = r.Plugins()
+	r.still = newStillness(r)
+	r.q = newSchedQueue()
+	for _, pl := range r.plugins {
+		if _, ok := pl.(Requeuer); !ok {
+			r.q = nil
+		}
+	}
 	return r, nil
+}
+
+// Queueing reports whether the runtime sets aside jobs that failed until an
+// event could make them fit (see Requeuer): true when every plugin of the
+// profile is a Requeuer.
+func (r *Runtime) Queueing() bool { return r.q != nil }
+
+// WithoutQueue turns the scheduling queue off (every pending job is tried
+// every cycle) and the answer of unchanged idle cycles (see Clockless).
+// The decisions are the same either way (tests compare the two); only the
+// work differs.
+func (r *Runtime) WithoutQueue() *Runtime {
+	r.q, r.still = nil, nil
+	return r
 }
 
 // Profile returns the profile the runtime runs.
@@ -186,6 +214,9 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	if s.Pending.Len() == 0 && len(p.Rebalance) == 0 && len(p.Provision) == 0 {
 		return nil
 	}
+	if r.still != nil && r.still.still(s) {
+		return nil
+	}
 	r.now.Reset(s, true)
 	if p.Future {
 		r.soon.Reset(s, true)
@@ -197,6 +228,9 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	}
 	r.st.reset(&r.now, &r.soon, p.Future)
 	c := &Cycle{Snap: s, St: &r.st, rt: r}
+	if r.q != nil {
+		r.q.begin(c, r)
+	}
 
 	if s.Pending.Len() > 0 {
 		r.queue(c)
@@ -207,6 +241,12 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	for _, pl := range p.Provision {
 		pl.Provision(c)
 	}
+	if r.q != nil {
+		r.q.finish(c)
+	}
+	if r.still != nil {
+		r.still.record(s, r.st.acts)
+	}
 	return r.st.acts
 }
 
@@ -216,6 +256,10 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 func (r *Runtime) queue(c *Cycle) {
 	p := &r.p
 	s := c.Snap
+	if r.q != nil {
+		r.walk(c) // with the scheduling queue (queue.go)
+		return
+	}
 	if p.QueueSort == nil {
 		n := 0
 		for js := range s.Pending.All() {
@@ -269,11 +313,18 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 		}
 		return true
 	}
-	pl, st := r.sizeAndPlace(c, &r.now, js)
+	pl, st := r.attempt(c, js)
 	if st.IsSuccess() {
 		r.started(c, js, pl)
 	} else if !r.preempt(c, js, st) {
 		c.failed = append(c.failed, js)
+		if r.q != nil {
+			r.q.failed(c, js, r.plugins, lastWait(c.St.acts, js.Job.ID))
+		}
+	}
+	if c.committed {
+		c.committed = false
+		c.merge = r.q != nil && r.q.committed(c)
 	}
 	return true
 }
@@ -289,6 +340,9 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 		c.St.Record(js, policy.Start{Job: js.Job.ID, Placement: pl})
 	}
 	c.started = append(c.started, js)
+	if r.q != nil && len(r.p.Reserve) > 0 {
+		r.q.started(c, r.p.QueueSort, js)
+	}
 	for _, rp := range r.p.Reserve {
 		rp.Reserve(c, js, pl)
 	}
@@ -305,6 +359,7 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 		switch st.Code() {
 		case Success:
 			c.St.Commit()
+			c.committed = true
 			if c.St.Op(js) == OpStart {
 				r.started(c, js, lastStart(c.St.acts, js.Job.ID))
 				return true
@@ -317,6 +372,7 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 			return false
 		case Wait:
 			c.St.Commit()
+			c.committed = true
 			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
 			return true
 		default:
@@ -328,6 +384,16 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 	}
 	c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason.Reason()})
 	return false
+}
+
+// lastWait returns the reason of the last Wait recorded for job id.
+func lastWait(acts []policy.Action, id string) string {
+	for i := len(acts) - 1; i >= 0; i-- {
+		if a, ok := acts[i].(policy.Wait); ok && a.Job == id {
+			return a.Reason
+		}
+	}
+	return ""
 }
 
 func lastStart(acts []policy.Action, id string) cluster.Placement {
@@ -342,12 +408,20 @@ func lastStart(acts []policy.Action, id string) cluster.Placement {
 // sizeAndPlace tries the Size plugin's counts in order on ledger l and
 // returns the first placement that fits (taken from l).
 func (r *Runtime) sizeAndPlace(c *Cycle, l *placement.Ledger, js *cluster.JobState) (cluster.Placement, *Status) {
-	var sizes [][]int
+	return r.placeSizes(c, l, js, r.sizes(c, js))
+}
+
+// sizes returns the replica counts to try for js, largest first.
+func (r *Runtime) sizes(c *Cycle, js *cluster.JobState) [][]int {
 	if r.p.Size != nil {
-		sizes = r.p.Size.Size(c, js)
-	} else {
-		sizes = [][]int{js.Job.RequestedCounts()}
+		return r.p.Size.Size(c, js)
 	}
+	return [][]int{js.Job.RequestedCounts()}
+}
+
+// placeSizes tries sizes in order on ledger l and returns the first
+// placement that fits (taken from l).
+func (r *Runtime) placeSizes(c *Cycle, l *placement.Ledger, js *cluster.JobState, sizes [][]int) (cluster.Placement, *Status) {
 	var last *Status
 	for _, counts := range sizes {
 		pl, st := r.place(c, l, js, counts)

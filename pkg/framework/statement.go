@@ -40,6 +40,9 @@ type Statement struct {
 	ops       map[*cluster.JobState]Op
 	undo      []opUndo
 	marks     []stMark
+	// labeled lists the jobs SetLabel was recorded for (the scheduling
+	// queue brings a parked job back when its labels change).
+	labeled []*cluster.JobState
 }
 
 type opUndo struct {
@@ -59,6 +62,7 @@ func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 		st.ops = map[*cluster.JobState]Op{}
 	}
 	st.undo, st.marks = st.undo[:0], st.marks[:0]
+	st.labeled = st.labeled[:0]
 }
 
 // Now is the ledger of what is free now.
@@ -154,6 +158,10 @@ func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
 		st.mark(js, OpMigrate)
 	case policy.Reject:
 		st.mark(js, OpReject)
+	case policy.SetLabel:
+		if js != nil {
+			st.labeled = append(st.labeled, js)
+		}
 	}
 	st.acts = append(st.acts, a)
 }

@@ -57,6 +57,11 @@ var rrKey = framework.NewKey[*rrWorkers]("specon/round-robin")
 // Name implements framework.Plugin.
 func (*RoundRobin) Name() string { return RoundRobinName }
 
+// Requeue implements framework.Requeuer: the filter is the nodes' roles;
+// the score, which moves with the slot, is asked only of nodes where the
+// job fits, so it never makes a job fail (one node only).
+func (*RoundRobin) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // Filter implements framework.Filter: n must be eligible for every group
 // of the job, whichever group is being placed.
 func (*RoundRobin) Filter(_ *framework.Cycle, js *cluster.JobState, _ int, n *cluster.NodeState) *framework.Status {

@@ -56,6 +56,10 @@ func NewSpeculator(p Params) *Speculator {
 // Name implements framework.Plugin.
 func (*Speculator) Name() string { return SpeConName }
 
+// Requeue implements framework.Requeuer: SpeCon acts on running jobs,
+// after the queue.
+func (*Speculator) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
 // TimeDriven implements framework.TimeDriven: the monitor categorises on a
 // clock, whether or not anything else happened.
 func (*Speculator) TimeDriven() bool { return true }

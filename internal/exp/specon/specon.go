@@ -302,11 +302,20 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 	base := make([]*Run, seeds)
 	var baseMs []map[string]float64
 	boundMs := make([][]map[string]float64, len(Bounds))
+	// Every run (default, then each variant, seeds consecutive) at once;
+	// the metrics below are computed from them in this order.
+	specs := []string{"default"}
+	for _, v := range vs {
+		specs = append(specs, v.spec)
+	}
+	all, err := experiment.Parallel(ctx, env, sc.name, len(specs)*seeds, func(ctx context.Context, i int, _ func(int, int)) (*Run, error) {
+		return RunOne(ctx, env, sc, specs[i/seeds], env.Seed+uint64(i%seeds))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	for k := range seeds {
-		r, err := RunOne(ctx, env, sc, "default", env.Seed+uint64(k))
-		if err != nil {
-			return nil, nil, err
-		}
+		r := all[k]
 		base[k] = r
 		m := r.Result.Metrics()
 		m["rebalances"] = 0
@@ -345,15 +354,12 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 			rows = append(rows, experiment.Row{Policy: "bound-" + b.String(), Metrics: m})
 		}
 	}
-	for _, v := range vs {
+	for vi, v := range vs {
 		var ms []map[string]float64
 		better := 0
 		lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(-1), math.Inf(-1)}
 		for k := range seeds {
-			r, err := RunOne(ctx, env, sc, v.spec, env.Seed+uint64(k))
-			if err != nil {
-				return nil, nil, err
-			}
+			r := all[(vi+1)*seeds+k]
 			if k == 0 {
 				first = append(first, r)
 			}
@@ -372,9 +378,6 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 				lo[i], hi[i] = math.Min(lo[i], x), math.Max(hi[i], x)
 			}
 			ms = append(ms, m)
-			if env.Progress != nil {
-				env.Progress(sc.name+" "+v.spec, k+1, seeds)
-			}
 		}
 		mean := experiment.MeanMetrics(ms)
 		change(mean)
@@ -546,12 +549,14 @@ func Calibrate(ctx context.Context, env *experiment.Env, sc scenario, target flo
 	f := func(scale float64) (float64, error) {
 		s := sc
 		s.scale = scale
+		runs, err := experiment.Parallel(ctx, env, sc.name+" calibration", seeds, func(ctx context.Context, k int, _ func(int, int)) (*Run, error) {
+			return RunOne(ctx, env, s, "default", env.Seed+uint64(k))
+		})
+		if err != nil {
+			return 0, err
+		}
 		sum := 0.0
-		for k := range seeds {
-			r, err := RunOne(ctx, env, s, "default", env.Seed+uint64(k))
-			if err != nil {
-				return 0, err
-			}
+		for _, r := range runs {
 			sum += r.Result.Metrics()["jct_mean_s"]
 		}
 		return sum/float64(seeds) - target, nil

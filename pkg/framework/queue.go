@@ -1,0 +1,963 @@
+package framework
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// schedQueue is the Runtime's scheduling queue, kube-scheduler's
+// unschedulable pods with QueueingHints: the pending jobs set aside
+// ("parked") after they failed, and what it takes to tell when an event
+// they wait for has happened. The Runtime has one only when every plugin
+// of its profile is a Requeuer (see there for what parking means to a
+// plugin).
+//
+// Why parking changes no decision. Placement is monotone in the room on
+// the nodes: a job that does not fit in some room does not fit in less,
+// node by node and resource by resource. A job is parked with the room it
+// saw, folded into water, the per-node minimum over the parked jobs.
+// Within a cycle the Now ledger only shrinks as jobs start, except when a
+// Preempt plugin commits (evictions, shrinks); each cycle starts from the
+// executor's free room, which exceeds water only after an event of
+// EventRoom. While the room stays within water a parked job would fail
+// again, and Requeuer's contract makes sure no plugin could tell that it
+// was not tried. When a Preempt plugin gives room back within a cycle,
+// the parked jobs the cycle has not passed yet are merged back into it,
+// in queue-sort order.
+//
+// Classes. On the fast path (placement.Place alone decides) an attempt is
+// a function of the room, the sizes tried and the groups' demands and
+// names; jobs alike in these form a class (kube-scheduler's equivalence
+// classes). Once a job of a class failed in a cycle, the others would
+// fail too until room comes back, so they are not placed again. When room
+// comes back, a parked class is tried on the new room first (a dry run);
+// if it fits, its members are "awake": they stay parked, and only the
+// first of them in queue-sort order is a candidate; when it starts, the
+// next one is; when one fails, the rest would too. A long queue of
+// similar jobs thus costs a few attempts per cycle, not one per job.
+type schedQueue struct {
+	parked map[*cluster.Job]*parkedJob
+	// water is, per node, the least room (per resource) any parked job
+	// saw when it failed; meaningful while parked is not empty.
+	water []resource.Vector
+	// need is the union of the parked jobs' events; roomJobs counts the
+	// parked jobs a plugin asked EventRoom for, and classless those
+	// without a class: both come back whenever room does.
+	need      Events
+	roomJobs  int
+	classless int
+	classes   map[string]*jobClass
+	// cycle counts the Runtime's cycles; epoch also counts the commits of
+	// Preempt plugins that gave room back (a class's failure holds within
+	// an epoch).
+	cycle, epoch uint64
+	// fast: the profile places with placement.Place alone (classes);
+	// sampled: placement.Place samples nodes on this cluster (a failed
+	// attempt may move its cursor).
+	fast, sampled bool
+	placeOpts     placement.Options
+	scratch       placement.Ledger
+
+	// The cluster as the previous cycle saw it, kept while a parked job
+	// asks for the event.
+	ready    []bool                     // EventNodes: ready and not gone, per node
+	running  map[*cluster.Job]runningFP // EventRunning
+	runStamp uint64
+	lastRun  int
+	pending  map[*cluster.Job]uint64 // EventPending: the cycle each was last seen
+	penStamp uint64
+	lastPend int
+	// queue is the executor's queue of the previous cycle: while it is the
+	// same object (the simulator's), jobs leave it only by this Runtime's
+	// starts and rejections (departed: the previous cycle had some), and
+	// when it holds only parked jobs a cycle need not walk it.
+	queue    cluster.PendingQueue
+	departed bool
+
+	// Within a cycle. sorted: the profile has a QueueSort; mergeable: it
+	// also has Preempt plugins, the only way room comes back mid-cycle.
+	// skipped are the parked jobs met in the walk that may have to be
+	// merged back, pos the queue position of the jobs that may be
+	// compared, awake the classes woken this cycle.
+	sorted, mergeable bool
+	skipped           []*cluster.JobState
+	pos               map[*cluster.JobState]int
+	awake             []*jobClass
+	merged            bool
+	// cur is the class of the job being tried (nil: none, or unsafe to
+	// park: a job with several replicas on a sampled cluster).
+	cur    *jobClass
+	unsafe bool
+	key    []byte
+}
+
+// parkedJob is a parked job: the events it waits for, its wait reason,
+// its class, the parts of its own state that, changed, bring it back, and
+// within a cycle whether it is a candidate (a class's representative) or
+// was passed by the cycle.
+type parkedJob struct {
+	events      Events
+	reason      string
+	class       *jobClass
+	enqueued    float64
+	preemptions int
+	labels      int
+	passed      bool
+	inCands     bool
+}
+
+// jobClass is a class of jobs whose attempts are the same.
+type jobClass struct {
+	job   *cluster.Job // a member, for dry runs
+	sizes [][]int
+	// jobs lists the parked members (and some that were since unparked:
+	// parked[j].class tells); parked counts them.
+	jobs   []*cluster.Job
+	parked int
+	// failed: the class failed in epoch failEpoch with status failSt, and
+	// in cycle failCycle.
+	failEpoch, failCycle uint64
+	failSt               *Status
+	// awakeCycle: the class was woken in that cycle; members are the
+	// parked members met in its walk, in queue order, sorted (by
+	// QueueSort, ties in queue order) from next on when ordered.
+	awakeCycle uint64
+	members    []member
+	next       int
+	ordered    bool
+	scans      int
+}
+
+type member struct {
+	js  *cluster.JobState
+	p   *parkedJob
+	pos int
+}
+
+type runningFP struct {
+	phase    cluster.Phase
+	replicas int
+	seen     uint64
+}
+
+func newSchedQueue() *schedQueue {
+	return &schedQueue{parked: map[*cluster.Job]*parkedJob{}, classes: map[string]*jobClass{}}
+}
+
+// begin starts a cycle on the fresh Now ledger: it brings back the parked
+// jobs whose events happened since the previous cycle, and wakes the
+// classes that fit in the room there is now.
+func (q *schedQueue) begin(c *Cycle, r *Runtime) {
+	q.cycle++
+	q.epoch++
+	s := c.Snap
+	q.sorted = r.p.QueueSort != nil
+	q.mergeable = q.sorted && len(r.p.Preempt) > 0
+	q.fast = r.fast && r.p.Place == nil
+	q.placeOpts = r.opts
+	q.sampled = q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
+	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
+	clear(q.pos)
+	if len(q.parked) == 0 {
+		q.forget()
+		return
+	}
+	happened := Events(0)
+	if q.roomAbove(c.St.Now(), len(s.Nodes)) {
+		happened |= EventRoom
+	}
+	if q.need&EventNodes != 0 && q.nodesChanged(s) {
+		happened |= EventNodes
+	}
+	if q.need&EventRunning != 0 && q.runningChanged(s) {
+		happened |= EventRunning
+	}
+	if q.need&EventPending != 0 && q.pendingChanged(s, false) {
+		happened |= EventPending
+	}
+	if happened&EventRoom != 0 && q.classless == len(q.parked) {
+		q.unparkAll()
+		return
+	}
+	if happened != 0 {
+		// Jobs a plugin waits on an event for (or, for room, classless
+		// ones and those a plugin asked room for) come back; classes are
+		// tried on the new room.
+		wake := happened &^ EventRoom
+		if happened&EventRoom != 0 && (q.roomJobs > 0 || q.classless > 0) || wake&q.need != 0 {
+			for j, p := range q.parked {
+				if p.events&wake != 0 || happened&EventRoom != 0 && (p.class == nil || p.events&EventRoom != 0) {
+					q.unpark(j, p)
+				}
+			}
+		}
+		if happened&EventRoom != 0 {
+			q.wakeClasses(c, r)
+		}
+		q.need = 0
+		for _, p := range q.parked {
+			q.need |= p.events
+		}
+	}
+	if len(q.parked) == 0 {
+		q.forget()
+		return
+	}
+	if len(q.parked) > 2*s.Pending.Len()+64 {
+		q.sweep(s) // jobs that left the queue while parked
+	}
+}
+
+// wakeClasses tries each parked class on the room there is now (on a
+// scratch ledger: a dry run must not move placement's cursor); the classes
+// that fit are awake this cycle. Every parked job is then known to fail
+// in the room there is now, or is in an awake class, so water becomes that
+// room.
+func (q *schedQueue) wakeClasses(c *Cycle, r *Runtime) {
+	s := c.Snap
+	q.scratch.Reset(s, true)
+	for k, cl := range q.classes {
+		if cl.parked == 0 {
+			delete(q.classes, k)
+			continue
+		}
+		if q.fits(&q.scratch, cl) {
+			cl.awakeCycle = q.cycle
+			cl.members, cl.next, cl.ordered, cl.scans = cl.members[:0], 0, false, 0
+			q.awake = append(q.awake, cl)
+		}
+	}
+	l := c.St.Now()
+	q.water = q.water[:0]
+	for i := range s.Nodes {
+		q.water = append(q.water, l.Free(i))
+	}
+}
+
+// fits reports whether class cl fits on l at one of its sizes (l is left
+// as it was).
+func (q *schedQueue) fits(l *placement.Ledger, cl *jobClass) bool {
+	for _, counts := range cl.sizes {
+		l.Fork()
+		_, err := placement.Place(l, cl.job, counts, q.placeOpts)
+		l.Revert()
+		if err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// roomAbove reports whether some of the first n nodes has more room on l,
+// in some resource, than water.
+func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
+	for i := range n {
+		f := l.Free(i)
+		if i >= len(q.water) {
+			if !f.IsZero() {
+				return true
+			}
+			continue
+		}
+		w := &q.water[i]
+		for k := range f {
+			if f[k] > w[k] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
+	delete(q.parked, j)
+	if p.class != nil {
+		p.class.parked--
+	} else {
+		q.classless--
+	}
+	if p.events&EventRoom != 0 {
+		q.roomJobs--
+	}
+}
+
+func (q *schedQueue) unparkAll() {
+	clear(q.parked)
+	clear(q.classes)
+	q.forget()
+}
+
+// forget drops the water and the event tracking (nothing is parked).
+func (q *schedQueue) forget() {
+	q.need, q.roomJobs, q.classless = 0, 0, 0
+	q.water = q.water[:0]
+	q.ready = q.ready[:0]
+	q.running, q.pending = nil, nil
+}
+
+// sweep drops the parked jobs that left the queue (a job deleted while
+// pending, on Kubernetes).
+func (q *schedQueue) sweep(s *cluster.Snapshot) {
+	keep := make(map[*cluster.Job]bool, len(q.parked))
+	for js := range s.Pending.All() {
+		if _, ok := q.parked[js.Job]; ok {
+			keep[js.Job] = true
+		}
+	}
+	for j, p := range q.parked {
+		if !keep[j] {
+			q.unpark(j, p)
+		}
+	}
+}
+
+// skip is asked for each job of the walk, at queue position pos: whether
+// it is not a candidate this cycle because it is parked. A parked job
+// comes back when its own state changed (a new spec is a new *Job, never
+// parked). A member of an awake class is a candidate on the lazy path
+// until its class fails; on the sorted path it is collected for its class
+// (see reps). A parked job skipped keeps its reason: a Wait is recorded
+// only when the executor shows another.
+func (q *schedQueue) skip(c *Cycle, js *cluster.JobState, pos int) bool {
+	if len(q.parked) == 0 || q.merged {
+		return false
+	}
+	p, ok := q.parked[js.Job]
+	if !ok {
+		if q.sorted && (q.mergeable || len(q.awake) > 0) {
+			q.setPos(js, pos)
+		}
+		return false
+	}
+	if p.enqueued != js.Enqueued || p.preemptions != js.Preemptions || p.labels != len(js.Labels) {
+		q.unpark(js.Job, p)
+		if q.sorted && (q.mergeable || len(q.awake) > 0) {
+			q.setPos(js, pos)
+		}
+		return false
+	}
+	p.passed, p.inCands = false, false
+	if cl := p.class; cl != nil && cl.awakeCycle == q.cycle && cl.failEpoch != q.epoch {
+		if !q.sorted {
+			return false
+		}
+		q.setPos(js, pos)
+		cl.members = append(cl.members, member{js: js, p: p, pos: pos})
+		q.skipped = append(q.skipped, js)
+		return true
+	}
+	if js.Reason != p.reason {
+		c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: p.reason})
+	}
+	if q.mergeable {
+		q.setPos(js, pos)
+		q.skipped = append(q.skipped, js)
+	}
+	return true
+}
+
+func (q *schedQueue) setPos(js *cluster.JobState, pos int) {
+	if q.pos == nil {
+		q.pos = map[*cluster.JobState]int{}
+	}
+	q.pos[js] = pos
+}
+
+// failed is told that js was tried in this cycle and could not start, and
+// that its Wait with reason was recorded. It parks js unless a plugin
+// asks for it every cycle.
+func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, reason string) {
+	cl := q.cur
+	if q.unsafe {
+		return
+	}
+	ev := Events(0)
+	for _, pl := range plugins {
+		ev |= pl.(Requeuer).Requeue(c, js)
+		if ev&RequeueAlways != 0 {
+			return
+		}
+	}
+	s := c.Snap
+	fresh := len(q.parked) == 0
+	if fresh {
+		q.forget()
+	}
+	// Fold the room js saw into water. A node added since the first job
+	// was parked had nothing for that job.
+	l := c.St.Now()
+	for i := len(q.water); i < len(s.Nodes); i++ {
+		if fresh {
+			q.water = append(q.water, l.Free(i))
+		} else {
+			q.water = append(q.water, resource.Vector{})
+		}
+	}
+	for i := range s.Nodes {
+		q.water[i] = q.water[i].Min(l.Free(i))
+	}
+	if old, ok := q.parked[js.Job]; ok {
+		q.unpark(js.Job, old)
+	}
+	added := ev &^ q.need
+	q.need |= ev
+	q.parked[js.Job] = &parkedJob{events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
+		labels: len(js.Labels), passed: true}
+	if cl != nil {
+		cl.parked++
+		if len(cl.jobs) > 2*cl.parked+16 {
+			live := cl.jobs[:0]
+			for _, j := range cl.jobs {
+				if p := q.parked[j]; p != nil && p.class == cl {
+					live = append(live, j)
+				}
+			}
+			cl.jobs = live
+		}
+		cl.jobs = append(cl.jobs, js.Job)
+	} else {
+		q.classless++
+	}
+	if ev&EventRoom != 0 {
+		q.roomJobs++
+	}
+	// Track a newly needed event from the cluster as this cycle found it.
+	if added&EventNodes != 0 {
+		q.nodesChanged(s)
+	}
+	if added&EventRunning != 0 {
+		q.running = nil
+		q.runningChanged(s)
+	}
+	if added&EventPending != 0 {
+		q.pending = nil
+		q.pendingChanged(s, true)
+	}
+}
+
+// tried is told that js, a candidate, was tried: a parked job (a class's
+// representative, or a member on the lazy path) that started is
+// unparked. It returns the awake class whose next member is now to be a
+// candidate, if any.
+func (q *schedQueue) tried(c *Cycle, js *cluster.JobState) *jobClass {
+	p, ok := q.parked[js.Job]
+	if !ok || p.passed {
+		return nil // not parked, or parked again by failed
+	}
+	q.unpark(js.Job, p)
+	if cl := p.class; cl != nil && q.sorted && c.St.Op(js) == OpStart && cl.awakeCycle == q.cycle && cl.failEpoch != q.epoch {
+		return cl
+	}
+	return nil
+}
+
+// rep returns the first member of awake class cl, in queue-sort order,
+// that is still parked and not a candidate yet, or nil. It scans the
+// members not yet taken for the least; the second time in a row without
+// a Resort in between (see unorder) it sorts them once and moves along.
+func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState {
+	live := func(m member) bool {
+		return q.parked[m.js.Job] == m.p && !m.p.inCands && !m.p.passed
+	}
+	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
+	if !cl.ordered && cl.scans >= 2 {
+		slices.SortFunc(cl.members[cl.next:], order)
+		cl.ordered = true
+	}
+	if !cl.ordered {
+		cl.scans++
+		best := -1
+		for i := cl.next; i < len(cl.members); i++ {
+			if m := cl.members[i]; live(m) && (best < 0 || order(m, cl.members[best]) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		cl.members[cl.next], cl.members[best] = cl.members[best], cl.members[cl.next]
+		cl.next++
+		return cl.members[cl.next-1].js
+	}
+	for ; cl.next < len(cl.members); cl.next++ {
+		if m := cl.members[cl.next]; live(m) {
+			return m.js
+		}
+	}
+	return nil
+}
+
+// unorder is told that the queue-sort order changed (a Resort): the
+// awake classes' members are to be sorted again.
+func (q *schedQueue) unorder() {
+	for _, cl := range q.awake {
+		cl.ordered, cl.scans = false, 0
+	}
+}
+
+// insert puts rep into sorted candidates cands (queue-sort order, ties in
+// queue order) and marks it a candidate.
+func (q *schedQueue) insert(c *Cycle, qs QueueSort, cands []*cluster.JobState, rep *cluster.JobState) []*cluster.JobState {
+	q.parked[rep.Job].inCands = true
+	i, _ := slices.BinarySearchFunc(cands, rep, func(a, b *cluster.JobState) int {
+		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
+	})
+	return slices.Insert(cands, i, rep)
+}
+
+// reps makes the first member of every awake class (that has not failed)
+// a candidate in rest, the sorted candidates not yet tried.
+func (q *schedQueue) reps(c *Cycle, qs QueueSort, rest []*cluster.JobState) []*cluster.JobState {
+	for _, cl := range q.awake {
+		if cl.failEpoch == q.epoch {
+			continue
+		}
+		if js := q.rep(c, qs, cl); js != nil {
+			rest = q.insert(c, qs, rest, js)
+		}
+	}
+	return rest
+}
+
+// less orders two jobs as the sorted path does: by QueueSort, ties in
+// queue order.
+func (q *schedQueue) less(c *Cycle, qs QueueSort, a, b *cluster.JobState) bool {
+	return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b])) < 0
+}
+
+// started is told, before the Reserve plugins, that js starts. On the
+// sorted path of a profile with Preempt and Reserve plugins (a Reserve
+// plugin may call Resort, which reorders the rest by a changed Compare),
+// the parked jobs skipped that sort before js are passed: the cycle would
+// have tried them already. Without a Resort, mergeSkipped's own
+// comparison with the job tried last finds them.
+func (q *schedQueue) started(c *Cycle, qs QueueSort, js *cluster.JobState) {
+	if !q.mergeable || q.merged || len(q.skipped) == 0 {
+		return
+	}
+	q.pass(c, qs, js)
+}
+
+func (q *schedQueue) pass(c *Cycle, qs QueueSort, js *cluster.JobState) {
+	for _, sj := range q.skipped {
+		if p := q.parked[sj.Job]; p != nil && !p.passed && !p.inCands && q.less(c, qs, sj, js) {
+			p.passed = true
+		}
+	}
+}
+
+// committed is told that a Preempt plugin committed while a job was tried
+// (it may have given room back): every class may fit again. It reports
+// whether the parked jobs must come back in this cycle, because the Now
+// ledger has room above water; the walk then merges the ones it has not
+// passed (sorted path) or stops skipping (lazy path).
+func (q *schedQueue) committed(c *Cycle) bool {
+	q.epoch++
+	if q.merged || len(q.parked) == 0 || !q.roomAbove(c.St.Now(), len(c.Snap.Nodes)) {
+		return false
+	}
+	q.merged = true
+	return true
+}
+
+// mergeSkipped returns rest (the candidates not yet tried, after js) with
+// the parked jobs met in the walk that the cycle has not passed merged
+// in, in queue-sort order with ties in queue order; they are unparked.
+func (q *schedQueue) mergeSkipped(c *Cycle, qs QueueSort, js *cluster.JobState, rest []*cluster.JobState) []*cluster.JobState {
+	q.pass(c, qs, js)
+	n := len(rest)
+	for _, sj := range q.skipped {
+		if p := q.parked[sj.Job]; p != nil && !p.passed && !p.inCands {
+			q.unpark(sj.Job, p)
+			rest = append(rest, sj)
+		}
+	}
+	if len(rest) > n {
+		slices.SortFunc(rest, func(a, b *cluster.JobState) int {
+			return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
+		})
+	}
+	return rest
+}
+
+// finish closes the cycle: jobs a plugin started, rejected or labelled
+// (a Rebalance plugin may start a pending job) are no longer parked.
+func (q *schedQueue) finish(c *Cycle) {
+	q.queue, q.departed = c.Snap.Pending, false
+	for js, op := range c.St.ops {
+		if op == OpStart || op == OpReject {
+			q.departed = true
+			if p, ok := q.parked[js.Job]; ok {
+				q.unpark(js.Job, p)
+			}
+		}
+	}
+	for _, js := range c.St.labeled {
+		if p, ok := q.parked[js.Job]; ok {
+			q.unpark(js.Job, p)
+		}
+	}
+}
+
+// idle reports whether the walk can be skipped: nothing woke, and the
+// queue is the previous cycle's object holding only parked jobs (parked
+// jobs leave it only by this Runtime's actions, which finish follows; on
+// Kubernetes the queue is rebuilt every cycle and is walked).
+func (q *schedQueue) idle(s *cluster.Snapshot) bool {
+	return len(q.awake) == 0 && len(q.parked) > 0 && s.Pending == q.queue && len(q.parked) == s.Pending.Len()
+}
+
+// end closes the walk. An awake class that did not fail in this cycle was
+// not tried to the end (the walk stopped, or all its members met
+// started): its members still parked are tried on the room left, and
+// unparked if they fit.
+func (q *schedQueue) end(c *Cycle) {
+	for _, cl := range q.awake {
+		if cl.failCycle == q.cycle {
+			// The members met but not tried would have failed as the
+			// class did: they get its reason.
+			for _, m := range cl.members {
+				if p := q.parked[m.js.Job]; p == m.p && !p.inCands && m.js.Reason != cl.failSt.Reason() {
+					p.reason = cl.failSt.Reason()
+					c.St.Record(m.js, policy.Wait{Job: m.js.Job.ID, Reason: p.reason})
+				}
+			}
+			continue
+		}
+		if cl.parked == 0 {
+			continue
+		}
+		if !q.sampled {
+			if !q.fits(c.St.Now(), cl) {
+				l := c.St.Now()
+				for i := range c.Snap.Nodes {
+					q.water[i] = q.water[i].Min(l.Free(i))
+				}
+				continue
+			}
+		}
+		for _, j := range cl.jobs {
+			if p := q.parked[j]; p != nil && p.class == cl {
+				q.unpark(j, p)
+			}
+		}
+		cl.jobs = cl.jobs[:0]
+	}
+}
+
+// walk is Runtime.queue with the scheduling queue: parked jobs are
+// skipped, awake classes are represented by their first member.
+func (r *Runtime) walk(c *Cycle) {
+	p, s, q := &r.p, c.Snap, r.q
+	if q.idle(s) {
+		return
+	}
+	defer q.end(c)
+	if p.QueueSort == nil {
+		n := 0
+		for js := range s.Pending.All() {
+			if p.Window > 0 && n >= p.Window {
+				return
+			}
+			n++
+			if q.skip(c, js, n) {
+				continue
+			}
+			if !r.try(c, js) {
+				return
+			}
+			q.tried(c, js)
+		}
+		return
+	}
+	qs := p.QueueSort
+	cands := r.cands[:0]
+	n := 0
+	for js := range s.Pending.All() {
+		if p.Window > 0 && n >= p.Window {
+			break
+		}
+		n++
+		if q.skip(c, js, n) {
+			continue
+		}
+		cands = append(cands, js)
+	}
+	sortJobs := func(js []*cluster.JobState) {
+		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return qs.Compare(c, a, b) })
+	}
+	sortJobs(cands)
+	cands = q.reps(c, qs, cands)
+	for i := 0; i < len(cands); i++ {
+		if !r.try(c, cands[i]) {
+			break
+		}
+		cl := q.tried(c, cands[i])
+		if c.merge {
+			// A Preempt plugin gave room back: the parked jobs this cycle
+			// has not passed are tried after all.
+			c.merge = false
+			cands = append(cands[:i+1], q.mergeSkipped(c, qs, cands[i], cands[i+1:])...)
+			cl = nil
+		}
+		if c.resort {
+			c.resort = false
+			sortJobs(cands[i+1:])
+			if len(q.awake) > 0 {
+				q.unorder()
+				// The order changed: each awake class's first member may
+				// be another one.
+				cands = append(cands[:i+1], q.reps(c, qs, cands[i+1:])...)
+				cl = nil
+			}
+		}
+		if cl != nil {
+			if js := q.rep(c, qs, cl); js != nil {
+				cands = append(cands[:i+1], q.insert(c, qs, cands[i+1:], js)...)
+			}
+		}
+	}
+	r.cands = cands
+}
+
+// attempt is sizeAndPlace on the Now ledger for the job the cycle tries,
+// skipping the placement of a job whose class already failed in this
+// epoch (it gets the status of the class's failure).
+func (r *Runtime) attempt(c *Cycle, js *cluster.JobState) (cluster.Placement, *Status) {
+	q := r.q
+	if q == nil {
+		return r.sizeAndPlace(c, &r.now, js)
+	}
+	q.cur, q.unsafe = nil, false
+	sizes := r.sizes(c, js)
+	if !q.fast {
+		return r.placeSizes(c, &r.now, js, sizes)
+	}
+	// placement.Place samples feasible nodes on large clusters from a
+	// cursor that each replica placed moves on: a job with several
+	// replicas that fails there may have moved it, so it is neither
+	// skipped nor parked.
+	if q.sampled {
+		for _, counts := range sizes {
+			n := 0
+			for _, k := range counts {
+				n += k
+			}
+			if n > 1 {
+				q.unsafe = true
+				return r.placeSizes(c, &r.now, js, sizes)
+			}
+		}
+	}
+	k := q.key[:0]
+	for _, g := range js.Job.Groups {
+		for _, v := range g.Demand {
+			k = binary.AppendVarint(k, v)
+		}
+		k = binary.AppendUvarint(k, uint64(len(g.Name)))
+		k = append(k, g.Name...)
+	}
+	for _, counts := range sizes {
+		k = binary.AppendUvarint(k, uint64(len(counts)))
+		for _, n := range counts {
+			k = binary.AppendVarint(k, int64(n))
+		}
+	}
+	q.key = k
+	cl, ok := q.classes[string(k)]
+	if !ok {
+		cl = &jobClass{job: js.Job, sizes: sizes}
+		q.classes[string(k)] = cl
+	}
+	q.cur = cl
+	if cl.failEpoch == q.epoch {
+		return nil, cl.failSt
+	}
+	pl, st := r.placeSizes(c, &r.now, js, sizes)
+	if !st.IsSuccess() {
+		cl.failEpoch, cl.failCycle, cl.failSt = q.epoch, q.cycle, st
+	}
+	return pl, st
+}
+
+// nodesChanged compares the nodes' readiness with the previous call's.
+func (q *schedQueue) nodesChanged(s *cluster.Snapshot) bool {
+	changed := len(q.ready) != len(s.Nodes)
+	q.ready = slices.Grow(q.ready[:0], len(s.Nodes))[:len(s.Nodes)]
+	for i, n := range s.Nodes {
+		r := n.Ready && !n.Gone
+		if q.ready[i] != r {
+			changed = true
+		}
+		q.ready[i] = r
+	}
+	return changed
+}
+
+// runningChanged compares the running jobs (phase and replicas) with the
+// previous call's: a job new, changed, or gone.
+func (q *schedQueue) runningChanged(s *cluster.Snapshot) bool {
+	first := q.running == nil
+	if first {
+		q.running = make(map[*cluster.Job]runningFP, len(s.Running))
+	}
+	changed, still := false, 0
+	for _, js := range s.Running {
+		fp := runningFP{phase: js.Phase, replicas: len(js.Placement), seen: q.cycle}
+		if old, ok := q.running[js.Job]; ok && old.seen == q.runStamp {
+			still++
+			if old.phase != fp.phase || old.replicas != fp.replicas {
+				changed = true
+			}
+		} else {
+			changed = true
+		}
+		q.running[js.Job] = fp
+	}
+	if still < q.lastRun {
+		changed = true
+	}
+	q.runStamp, q.lastRun = q.cycle, len(s.Running)
+	if len(q.running) > 2*len(s.Running)+64 {
+		for j, fp := range q.running {
+			if fp.seen != q.cycle {
+				delete(q.running, j)
+			}
+		}
+	}
+	return changed && !first
+}
+
+// pendingChanged reports whether a job pending at the previous call is no
+// longer.
+func (q *schedQueue) pendingChanged(s *cluster.Snapshot, establish bool) bool {
+	if s.Pending == q.queue {
+		// The simulator's queue: only this Runtime's starts and
+		// rejections take jobs out of it.
+		return !establish && q.departed
+	}
+	first := q.pending == nil
+	if first {
+		if !establish {
+			return true // not tracked: assume it changed
+		}
+		q.pending = make(map[*cluster.Job]uint64, s.Pending.Len())
+	}
+	still := 0
+	for js := range s.Pending.All() {
+		if seen, ok := q.pending[js.Job]; ok && seen == q.penStamp {
+			still++
+		}
+		q.pending[js.Job] = q.cycle
+	}
+	changed := still < q.lastPend
+	q.penStamp, q.lastPend = q.cycle, s.Pending.Len()
+	if len(q.pending) > 2*s.Pending.Len()+64 {
+		for j, seen := range q.pending {
+			if seen != q.cycle {
+				delete(q.pending, j)
+			}
+		}
+	}
+	return changed && !first
+}
+
+// stillness answers at once a cycle of a time-driven profile whose
+// TimeDriven plugins are all Clockless, when the previous cycle recorded
+// nothing but waits and the cluster has not changed since (see
+// Clockless): the same snapshot apart from Now, Cycle and Seed.
+type stillness struct {
+	// valid: the previous cycle recorded nothing but waits, and what
+	// follows is the cluster it saw.
+	valid   bool
+	queue   cluster.PendingQueue
+	pending int
+	nodes   []nodeFP
+	running []runFP
+	places  []cluster.Placeholder
+}
+
+type nodeFP struct {
+	ready, gone                               bool
+	alloc, usage, releasing, placeholder, cap resource.Vector
+	jobs                                      int
+}
+
+type runFP struct {
+	js                  *cluster.JobState
+	job                 *cluster.Job
+	phase               cluster.Phase
+	replicas, evals, lb int
+}
+
+// newStillness returns the check for profiles it applies to, else nil.
+func newStillness(r *Runtime) *stillness {
+	if !r.timeDriven {
+		return nil
+	}
+	for _, pl := range r.Plugins() {
+		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() {
+			if cl, ok := pl.(Clockless); !ok || !cl.Clockless() {
+				return nil
+			}
+		}
+	}
+	return &stillness{}
+}
+
+// still reports whether s is the cluster the previous, idle cycle saw.
+func (w *stillness) still(s *cluster.Snapshot) bool {
+	if !w.valid || s.Pending != w.queue || s.Pending.Len() != w.pending || len(s.Nodes) != len(w.nodes) ||
+		len(s.Running) != len(w.running) || !slices.Equal(s.Placeholders, w.places) {
+		return false
+	}
+	for i, n := range s.Nodes {
+		if w.nodes[i] != nodeOf(n) {
+			return false
+		}
+	}
+	for i, js := range s.Running {
+		if w.running[i] != runOf(js) {
+			return false
+		}
+	}
+	return true
+}
+
+func nodeOf(n *cluster.NodeState) nodeFP {
+	return nodeFP{ready: n.Ready, gone: n.Gone, alloc: n.Allocated, usage: n.Usage, releasing: n.Releasing,
+		placeholder: n.Placeholder, cap: n.Capacity, jobs: len(n.Jobs)}
+}
+
+func runOf(js *cluster.JobState) runFP {
+	return runFP{js: js, job: js.Job, phase: js.Phase, replicas: len(js.Placement), evals: len(js.Evals), lb: len(js.Labels)}
+}
+
+// record notes the cycle just run on s with actions acts.
+func (w *stillness) record(s *cluster.Snapshot, acts []policy.Action) {
+	for _, a := range acts {
+		if _, ok := a.(policy.Wait); !ok {
+			w.valid = false
+			return
+		}
+	}
+	if w.valid && w.still(s) {
+		return // the same cluster again
+	}
+	w.valid, w.queue, w.pending = true, s.Pending, s.Pending.Len()
+	w.nodes = w.nodes[:0]
+	for _, n := range s.Nodes {
+		w.nodes = append(w.nodes, nodeOf(n))
+	}
+	w.running = w.running[:0]
+	for _, js := range s.Running {
+		w.running = append(w.running, runOf(js))
+	}
+	w.places = append(w.places[:0], s.Placeholders...)
+}

@@ -1,0 +1,161 @@
+package framework_test
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// Requeuing test plugins: a queue order by ID and a Size plugin that counts
+// the attempts per job, both parking-safe; always asks for a job every
+// cycle.
+type idOrder struct{}
+
+func (idOrder) Name() string { return "id-order" }
+func (idOrder) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
+	return cmp.Compare(a.Job.ID, b.Job.ID)
+}
+func (idOrder) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+type countSizes struct{ n map[string]int }
+
+func (countSizes) Name() string { return "count-sizes" }
+func (k countSizes) Size(_ *framework.Cycle, js *cluster.JobState) [][]int {
+	k.n[js.Job.ID]++
+	return [][]int{js.Job.RequestedCounts()}
+}
+func (countSizes) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+type always struct{ id string }
+
+func (always) Name() string                                                  { return "always" }
+func (a always) Admit(*framework.Cycle, *cluster.JobState) *framework.Status { return nil }
+func (a always) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.ID == a.id {
+		return framework.RequeueAlways
+	}
+	return 0
+}
+
+var (
+	_ framework.Requeuer = idOrder{}
+	_ framework.Requeuer = countSizes{}
+	_ framework.Requeuer = always{}
+)
+
+// apply starts the jobs of a cycle's Start actions in the world (their
+// GPUs allocated on the nodes), as an executor would.
+func apply(w *world, acts []string, jobs map[string]*cluster.Job) {
+	for _, a := range acts {
+		var id string
+		var n []int
+		if _, err := fmtSscan(a, &id, &n); err != nil {
+			continue
+		}
+		var js *cluster.JobState
+		for p := range w.s.Pending.All() {
+			if p.Job.ID == id {
+				js = p
+			}
+		}
+		w.s.Pending.(*cluster.Queue).Remove(js)
+		for _, i := range n {
+			d := jobs[id].Groups[0].Demand
+			w.s.Nodes[i].Allocated = w.s.Nodes[i].Allocated.Add(d)
+		}
+	}
+}
+
+// TestQueueSetsAsideUntilRoom: jobs that did not fit are not tried again
+// while no room is freed; a class of alike jobs costs one attempt; freed
+// room wakes the class and its first job in queue order starts; a job a
+// plugin wants every cycle is tried every cycle.
+func TestQueueSetsAsideUntilRoom(t *testing.T) {
+	sizes := countSizes{n: map[string]int{}}
+	rt, err := framework.New(framework.Profile{Name: "q", QueueSort: idOrder{}, Size: sizes,
+		Admit: []framework.Admit{always{id: "z"}}, Score: pack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rt.Queueing() {
+		t.Fatal("every plugin is a Requeuer, yet no queue")
+	}
+	jobs := map[string]*cluster.Job{}
+	for _, id := range []string{"a", "b", "c", "d", "z"} {
+		jobs[id] = job(id, 4, 1)
+	}
+	w := newWorld().node("n0", 2).node("n1", 2).pending(jobs["a"], jobs["b"], jobs["c"], jobs["d"], jobs["z"])
+	cycle := func() []string {
+		w.s.Cycle++
+		out := summary(rt.Schedule(w.s))
+		apply(w, out, jobs)
+		return out
+	}
+	// Cycle 1: all fail; a's failure makes b, c, d (its class) fail
+	// without an attempt; z is asked for every cycle.
+	cycle()
+	if d := gocmp.Diff(map[string]int{"a": 1, "b": 1, "c": 1, "d": 1, "z": 1}, sizes.n); d != "" {
+		t.Errorf("cycle 1 sizes (-want +got):\n%s", d)
+	}
+	// Cycles 2, 3: nothing freed; only z is tried.
+	cycle()
+	cycle()
+	if d := gocmp.Diff(map[string]int{"a": 1, "b": 1, "c": 1, "d": 1, "z": 3}, sizes.n); d != "" {
+		t.Errorf("cycles 2-3 sizes (-want +got):\n%s", d)
+	}
+	// Room on n1 (8 GPUs): the class wakes; a and b (first by ID) start
+	// there, c fails, and d, alike, is not tried (it gets the class's
+	// reason).
+	w.s.Nodes[1].Allocated = resource.Vector{}
+	got := cycle()
+	if d := gocmp.Diff([]string{"start a [1]", "start b [1]", "wait c", "wait z", "wait d"}, got); d != "" {
+		t.Errorf("after room on n1 (-want +got):\n%s", d)
+	}
+	if d := gocmp.Diff(map[string]int{"a": 2, "b": 2, "c": 2, "d": 1, "z": 4}, sizes.n); d != "" {
+		t.Errorf("after room, sizes (-want +got):\n%s", d)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// TestQueueNeedsEveryPlugin: a profile with a plugin that is not a
+// Requeuer tries every job every cycle.
+func TestQueueNeedsEveryPlugin(t *testing.T) {
+	rt, err := framework.New(framework.Profile{Name: "q", QueueSort: byID{}, Score: pack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.Queueing() {
+		t.Error("by-id-desc is not a Requeuer, yet the profile sets jobs aside")
+	}
+}
+
+// fmtSscan parses "start ID [n ...]".
+func fmtSscan(s string, id *string, nodes *[]int) (int, error) {
+	var rest string
+	k, err := fmt.Sscanf(s, "start %s %s", id, &rest)
+	if err != nil {
+		return k, err
+	}
+	i := strings.Index(s, "[")
+	for _, f := range strings.Fields(strings.Trim(s[i:], "[]")) {
+		var n int
+		fmt.Sscan(f, &n)
+		*nodes = append(*nodes, n)
+	}
+	return k, nil
+}

@@ -1,0 +1,128 @@
+package plugins_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/sim"
+	"github.com/drover-sched/drover/pkg/workload"
+)
+
+// longQueueWorld is randomWorld's jobs, three times as many, on two or
+// three nodes: a queue that stays long, so that jobs are set aside, woken
+// by room in classes, and merged back after preemptions.
+func longQueueWorld(seed uint64) ([]cluster.Node, []*cluster.Job) {
+	nodes, jobs := randomWorld(seed)
+	r := rand.New(rand.NewPCG(seed, 0xbeef))
+	nodes = nodes[:2+r.IntN(2)]
+	var more []*cluster.Job
+	for k := range 3 {
+		_, js := randomWorld(seed*7 + uint64(k))
+		for _, j := range js {
+			c := *j
+			c.ID = fmt.Sprintf("%s-%d", j.ID, k)
+			c.Submit = j.Submit / 3
+			more = append(more, &c)
+		}
+	}
+	return nodes, append(jobs, more...)
+}
+
+// run replays jobs on nodes under preset name, with or without the
+// Runtime's scheduling queue, and returns everything observable: each
+// action applied, in order, with its time and detail, and the metrics and
+// per-job records.
+func runQueued(t *testing.T, name string, queue bool, nodes []cluster.Node, jobs []*cluster.Job, seed uint64) (string, []string) {
+	t.Helper()
+	reg, err := plugins.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := reg.New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := p.(*framework.Runtime)
+	if rt != nil && !queue {
+		rt.WithoutQueue()
+	}
+	var log []string
+	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
+		Observe: func(now float64, kind string, js *cluster.JobState, detail string) {
+			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
+		}}
+	s, err := sim.New(cfg, nodes, jobs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(res.Metrics(), res.Records), log
+}
+
+// TestQueueChangesNoDecision is the scheduling queue's contract: a job set
+// aside until an event could make it fit, an awake class tried by its
+// first member, an unchanged idle cycle answered at once, change how often
+// the Runtime asks, never who starts when. Every preset replays long
+// random queues and a slice of the Philly trace with and without the
+// queue, and every action, metric and record must be the same.
+func TestQueueChangesNoDecision(t *testing.T) {
+	reg, err := plugins.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := 4
+	if testing.Short() {
+		seeds = 1
+	}
+	po := workload.DefaultPhillyOptions()
+	po.Limit = 400
+	if testing.Short() {
+		po.Limit = 150
+	}
+	philly, err := workload.LoadPhilly("", po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range reg.Entries() {
+		t.Run(e.Name, func(t *testing.T) {
+			type world struct {
+				name  string
+				nodes []cluster.Node
+				jobs  []*cluster.Job
+			}
+			var worlds []world
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				n, j := randomWorld(seed)
+				worlds = append(worlds, world{fmt.Sprintf("random seed %d", seed), n, j})
+				n, j = longQueueWorld(seed)
+				worlds = append(worlds, world{fmt.Sprintf("long queue seed %d", seed), n, j})
+			}
+			var pn []cluster.Node
+			for i := range 4 {
+				pn = append(pn, cluster.Node{Name: fmt.Sprintf("p%d", i), Capacity: workload.PhillyNode(po)})
+			}
+			worlds = append(worlds, world{"philly", pn, philly})
+			for i, w := range worlds {
+				seed := uint64(i + 1)
+				m0, log0 := runQueued(t, e.Name, false, w.nodes, w.jobs, seed)
+				m1, log1 := runQueued(t, e.Name, true, w.nodes, w.jobs, seed)
+				if d := cmp.Diff(log0, log1); d != "" {
+					t.Errorf("%s: actions differ with the queue (-without +with):\n%s", w.name, d)
+				}
+				if m0 != m1 {
+					t.Errorf("%s: metrics or records differ with the queue", w.name)
+				}
+			}
+		})
+	}
+}
