@@ -55,7 +55,7 @@ func runQueued(t *testing.T, name string, queue bool, nodes []cluster.Node, jobs
 	}
 	var log []string
 	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
-		Observe: func(now float64, kind string, js *cluster.JobState, detail string) {
+		Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
 			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
 		}}
 	s, err := sim.New(cfg, nodes, jobs, p)
