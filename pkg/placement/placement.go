@@ -7,6 +7,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -29,6 +30,37 @@ type Ledger struct {
 	// roled marks nodes with a Role, so the hot loop need not load each
 	// NodeState (a cache miss per node) to learn that most have none.
 	roled []bool
+
+	// cache is set on clusters above feasibleCacheMin nodes, where scans
+	// keep each node's score for a few recent demands in slots.
+	cache    bool
+	slots    [scoreSlots]scoreSlot
+	slotTick uint64
+}
+
+// scoreSlots is how many demands the score cache remembers: a gang's
+// one-node demand and its per-replica demand alternate, and a cycle's jobs
+// tend to share a few shapes.
+const scoreSlots = 4
+
+// feasibleCacheMin is the cluster size above which scans use the score
+// cache: above 100 nodes a replica scans up to half the cluster, so most
+// of the nodes it scores were scored for an earlier replica of the same
+// shape and have not changed since. Smaller clusters (every simulator
+// experiment but autoscale) scan as before.
+const feasibleCacheMin = 100
+
+// scoreSlot remembers, for one demand and strategy, each node's score, or
+// -Inf where the demand does not fit, or NaN where it is not known yet. A
+// change to a node's free resources forgets the node in every slot, so an
+// entry is always what scoring the node again would give: placements do
+// not depend on the cache.
+type scoreSlot struct {
+	d     resource.Vector
+	s     Strategy
+	live  bool
+	used  uint64
+	score []float64
 }
 
 type nodeInv struct {
@@ -65,6 +97,12 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	}
 	l.inv = l.inv[:len(s.Nodes)]
 	l.roled = slices.Grow(l.roled[:0], len(s.Nodes))[:len(s.Nodes)]
+	// Every node's free resources are set afresh below: forget the score
+	// cache.
+	l.cache = len(s.Nodes) > feasibleCacheMin
+	for k := range l.slots {
+		l.slots[k].live = false
+	}
 	for i, n := range s.Nodes {
 		l.roled[i] = n.Role != ""
 		var v nodeInv
@@ -103,6 +141,18 @@ func (l *Ledger) set(i int, v resource.Vector) {
 		l.undo = append(l.undo, undoEntry{i, l.free[i]})
 	}
 	l.free[i] = v
+	l.changed(i)
+}
+
+// changed forgets node i in the score cache: its free resources changed.
+func (l *Ledger) changed(i int) {
+	if l.cache {
+		for k := range l.slots {
+			if sl := &l.slots[k]; sl.live {
+				sl.score[i] = math.NaN()
+			}
+		}
+	}
 }
 
 // Take subtracts demand from node i; it fails without change when the
@@ -129,6 +179,7 @@ func (l *Ledger) Revert() {
 	l.marks = l.marks[:len(l.marks)-1]
 	for i := len(l.undo) - 1; i >= m; i-- {
 		l.free[l.undo[i].node] = l.undo[i].prev
+		l.changed(l.undo[i].node)
 	}
 	l.undo = l.undo[:m]
 }
@@ -328,19 +379,41 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 			start = l.next % n
 		}
 	}
+	var sl *scoreSlot
+	if l.cache && o.Strategy != FirstFit {
+		sl = l.slot(d, o.Strategy)
+	}
 	best, bestScore, found := -1, 0.0, 0
 	for k := 0; k < n; k++ {
 		i := start + k
 		if i >= n {
 			i -= n
 		}
-		if !d.Fits(l.free[i]) || (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
+		var sc float64
+		if sl != nil {
+			sc = sl.score[i]
+			if sc != sc { // NaN: not known
+				sc = math.Inf(-1)
+				if d.Fits(l.free[i]) {
+					sc = l.score(i, d, o.Strategy)
+				}
+				sl.score[i] = sc
+			}
+			if math.IsInf(sc, -1) {
+				continue
+			}
+		} else if !d.Fits(l.free[i]) {
+			continue
+		}
+		if (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
 			continue
 		}
 		if o.Strategy == FirstFit {
 			return i
 		}
-		sc := l.score(i, d, o.Strategy)
+		if sl == nil {
+			sc = l.score(i, d, o.Strategy)
+		}
 		if best < 0 || sc > bestScore {
 			best, bestScore = i, sc
 		}
@@ -352,6 +425,31 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 		}
 	}
 	return best
+}
+
+// slot returns the score cache slot of demand d under strategy s, taking
+// the least recently used one, emptied, when d has none.
+func (l *Ledger) slot(d resource.Vector, s Strategy) *scoreSlot {
+	l.slotTick++
+	var lru *scoreSlot
+	for k := range l.slots {
+		sl := &l.slots[k]
+		if sl.live && sl.d == d && sl.s == s {
+			sl.used = l.slotTick
+			return sl
+		}
+		if lru == nil || !sl.live && lru.live || sl.live == lru.live && sl.used < lru.used {
+			lru = sl
+		}
+	}
+	n := len(l.free)
+	lru.score = slices.Grow(lru.score[:0], n)[:n]
+	nan := math.NaN()
+	for i := range lru.score {
+		lru.score[i] = nan
+	}
+	lru.d, lru.s, lru.live, lru.used = d, s, true, l.slotTick
+	return lru
 }
 
 // feasibleToScore is kube-scheduler's adaptive number of feasible nodes to
