@@ -60,6 +60,10 @@ type jobView struct {
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
+	// fresh is set by reconcile on a new job (no phase yet) whose only
+	// status change would be Pending: the cycle writes it after the
+	// policy ran, and only if the job is still pending then.
+	fresh bool
 }
 
 // View is a snapshot together with the objects it was built from.
