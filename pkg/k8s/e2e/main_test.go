@@ -35,6 +35,9 @@ import (
 var (
 	restCfg *rest.Config
 	cl      client.Client
+	// kubeconfigBytes is restCfg as a kubeconfig file, for processes the
+	// benchmarks start (kube-scheduler, kwok).
+	kubeconfigBytes []byte
 )
 
 func TestMain(m *testing.M) {
@@ -69,6 +72,7 @@ func TestMain(m *testing.M) {
 		_ = env.Stop()
 		os.Exit(1)
 	}()
+	kubeconfigBytes = env.KubeConfig
 	restCfg.QPS, restCfg.Burst = 500, 1000
 	cl, err = client.New(restCfg, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
