@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/drover-sched/drover/internal/cli"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,14 +15,25 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
+	"github.com/drover-sched/drover/internal/cli"
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/standin"
 	"github.com/drover-sched/drover/pkg/plugins"
 )
 
+// devPolicy is the dev cluster's default policy: the drover preset, with
+// SpeCon's reading scaled to the stand-in trainers, which run at 5x with a
+// loss that falls from 2 to 0.2: a categorisation round every 5 s of wall
+// time (25 training seconds; the preset's 30 s would take minutes to call
+// a job converged), a threshold of 0.05 per round, and converged (CC) jobs
+// as the candidates of SpeCon's rebalancing. pkg/k8s/e2e's
+// TestDroverProfileStory runs examples/ with it.
+const devPolicy = "drover:alpha=0.05;interval=5;candidates=converged"
+
 func newDevClusterCmd() *cobra.Command {
-	var assets, crdDir, kubeconfigOut, config, policy, cpu, gpu, mem string
+	var assets, crdDir, kubeconfigOut, config, policy, cpu, gpu, mem, metricsAddr string
 	var nodes int
 	var scale float64
 	var verbosity int
@@ -50,10 +62,27 @@ Stops on Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			if policy != "" {
-				cfg.Policy = policy
+			set, err := configKeys(config)
+			if err != nil {
+				return err
 			}
-			cfg.MetricsAddr = "127.0.0.1:8080"
+			// --policy wins when given; the config's policy or profile
+			// when it has one; else the flag's default.
+			if cmd.Flags().Changed("policy") || (!set["policy"] && !set["profile"]) {
+				cfg.Policy, cfg.Profile = policy, nil
+			}
+			// The metrics address: --metrics-addr, else the config's, else
+			// 127.0.0.1:8080 when free and any free loopback port when not,
+			// so that two dev clusters on one machine do not collide.
+			pickMetrics := !cmd.Flags().Changed("metrics-addr") && !set["metricsAddr"]
+			switch {
+			case cmd.Flags().Changed("metrics-addr"):
+				cfg.MetricsAddr = metricsAddr
+			case pickMetrics:
+				if cfg.MetricsAddr, err = freeAddr(metricsAddr); err != nil {
+					return err
+				}
+			}
 			cfg.HealthAddr = "0"
 			env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
 			rc, err := env.Start()
@@ -99,11 +128,29 @@ Stops on Ctrl-C.`,
 				return err
 			}
 			go func() { _ = kube.Run(ctx) }()
-			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up: %d stand-in nodes (%s CPU, %s GPU each), policy %s, training time x%g\n", nodes, cpu, gpu, cfg.Policy, scale)
-			fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", cfg.MetricsAddr)
+			name := "policy " + cfg.Policy
+			if cfg.Profile != nil {
+				name = "profile " + cfg.Profile.Name
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up: %d stand-in nodes (%s CPU, %s GPU each), %s, training time x%g\n", nodes, cpu, gpu, name, scale)
+			if cfg.MetricsAddr != "0" {
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics\n", cfg.MetricsAddr)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "KUBECONFIG=%s\n", kubeconfigOut)
 			start := time.Now()
 			err = mgr.Start(ctx)
+			// Another dev cluster took the port between the check and the
+			// bind (both started at once): take any free loopback port.
+			for try := 0; pickMetrics && try < 3 && err != nil && ctx.Err() == nil && strings.Contains(err.Error(), "address already in use"); try++ {
+				if cfg.MetricsAddr, err = freeAddr(net.JoinHostPort(hostOf(cfg.MetricsAddr), "0")); err != nil {
+					return err
+				}
+				if mgr, _, err = k8s.NewManager(rc, cfg, reg); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics: http://%s/metrics (the first address was taken)\n", cfg.MetricsAddr)
+				err = mgr.Start(ctx)
+			}
 			ctrl.Log.Info("dev cluster stopping", "uptime", time.Since(start).Round(time.Second).String())
 			if ctx.Err() != nil {
 				return nil
@@ -115,7 +162,8 @@ Stops on Ctrl-C.`,
 	cmd.Flags().StringVar(&crdDir, "crds", "config/crd", "CRD directory")
 	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", filepath.Join(os.TempDir(), "drover-dev-cluster.kubeconfig"), "where to write the kubeconfig")
 	cmd.Flags().StringVar(&config, "config", "", "scheduler config file")
-	cmd.Flags().StringVar(&policy, "policy", "fitgpp", "policy spec")
+	cmd.Flags().StringVar(&policy, "policy", devPolicy, "policy spec (default: the config's policy or profile, else the drover preset with SpeCon scaled to the 5x trainers)")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:8080", "where to serve /metrics (default: the config's metricsAddr, else this address when it is free, else a free loopback port)")
 	cmd.Flags().IntVar(&nodes, "nodes", 4, "stand-in nodes")
 	cmd.Flags().StringVar(&cpu, "node-cpu", "16", "CPU per node")
 	cmd.Flags().StringVar(&gpu, "node-gpu", "4", "GPUs per node")
@@ -123,4 +171,50 @@ Stops on Ctrl-C.`,
 	cmd.Flags().Float64Var(&scale, "time-scale", 5, "training seconds per wall second for the stand-in trainers")
 	cmd.Flags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity")
 	return cmd
+}
+
+// configKeys returns the top-level keys a config file sets (none for no
+// file), so that flags fill in only what the file leaves out.
+func configKeys(path string) (map[string]bool, error) {
+	set := map[string]bool{}
+	if path == "" {
+		return set, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("scheduler config %s: %w", path, err)
+	}
+	for k := range m {
+		set[k] = true
+	}
+	return set, nil
+}
+
+// freeAddr returns addr when it can be listened on, else a free port on
+// the same host.
+func freeAddr(addr string) (string, error) {
+	for _, a := range []string{addr, net.JoinHostPort(hostOf(addr), "0")} {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			continue
+		}
+		got := l.Addr().String()
+		if err := l.Close(); err != nil {
+			return "", err
+		}
+		return got, nil
+	}
+	return "", fmt.Errorf("no free port for metrics on %s", hostOf(addr))
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil || h == "" {
+		return "127.0.0.1"
+	}
+	return h
 }

@@ -31,7 +31,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSimCmd())
-	root.AddCommand(cli.NewSchedulerCmd(), cli.NewReportCmd(), newDevClusterCmd())
+	root.AddCommand(cli.NewSchedulerCmd(), cli.NewReportCmd(), cli.NewQueueCmd(), newDevClusterCmd())
 	root.AddCommand(newForecastCmd())
 	return root
 }

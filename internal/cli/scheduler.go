@@ -91,7 +91,7 @@ Deployments). See docs/kubernetes.md.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else in-cluster)")
-	cmd.Flags().StringVar(&config, "config", "", "scheduler config file (YAML; see deploy/config.yaml)")
+	cmd.Flags().StringVar(&config, "config", "", "scheduler config file (YAML; pkg/k8s/config.go, or config: in charts/drover/values.yaml)")
 	cmd.Flags().StringVar(&policy, "policy", "", "policy spec, overriding the config's (e.g. fitgpp or specon:interval=30)")
 	cmd.Flags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity")
 	return cmd

@@ -308,20 +308,7 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 				order = append(order, i)
 			}
 		}
-		p := slices.Clone(q.Placement)
-		added := 0
-		l.Fork()
-		for _, ni := range order {
-			n := s.Nodes[ni]
-			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
-				continue
-			}
-			for added < want && l.Take(ni, g.Demand) {
-				p = append(p, cluster.Assignment{Group: 0, Node: ni})
-				added++
-			}
-		}
-		l.Revert()
+		p, added := placement.Grow(l, q, 0, want, order)
 		if added > 0 {
 			c.St.Resize(q, p, fmt.Sprintf("drover: scale-up by %d into idle capacity", added))
 		}

@@ -355,20 +355,7 @@ func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 		if u.Local {
 			order = q.Placement.Nodes()
 		}
-		p := slices.Clone(q.Placement)
-		added := 0
-		l.Fork()
-		for _, ni := range order {
-			n := s.Nodes[ni]
-			if !n.Ready || n.Gone || !placement.Eligible(n, q.Job, 0) {
-				continue
-			}
-			for added < want && l.Take(ni, g.Demand) {
-				p = append(p, cluster.Assignment{Group: 0, Node: ni})
-				added++
-			}
-		}
-		l.Revert()
+		p, added := placement.Grow(l, q, 0, want, order)
 		if added > 0 {
 			c.St.Resize(q, p, "scale-up")
 		}

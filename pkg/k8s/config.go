@@ -19,7 +19,8 @@ import (
 // has a default, so an empty file is valid.
 type Config struct {
 	// Policy is a preset, "name" or "name:k=v;k=v" (see `drover sim
-	// --list`). Default fifo, unless Profile is set.
+	// --list`). Default drover (all five papers in one profile), unless
+	// Profile is set.
 	Policy string `json:"policy,omitempty"`
 	// Profile is a profile given plugin by plugin (see docs/ARCHITECTURE.md,
 	// "Profiles as configuration"), instead of a preset. Unknown plugins
@@ -68,12 +69,19 @@ type Config struct {
 	// second). Default 200 and 400.
 	ClientQPS   float32 `json:"clientQPS,omitempty"`
 	ClientBurst int     `json:"clientBurst,omitempty"`
+	// QueuePositions is how many jobs at the head of the queue get
+	// status.queuePosition (kubectl's wide Queue column), rewritten at most
+	// every QueuePositionPeriod and only where it changed; 0 turns it off.
+	// Default 20 and 10s: a bounded number of status writes, however long
+	// the queue.
+	QueuePositions      *int            `json:"queuePositions,omitempty"`
+	QueuePositionPeriod metav1.Duration `json:"queuePositionPeriod,omitempty"`
 }
 
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
 	if c.Policy == "" && c.Profile == nil {
-		c.Policy = "fifo"
+		c.Policy = "drover"
 	}
 	if c.Period.Duration == 0 {
 		c.Period.Duration = time.Second
@@ -114,6 +122,13 @@ func (c *Config) Defaults() {
 	if c.ClientBurst == 0 {
 		c.ClientBurst = 400
 	}
+	if c.QueuePositions == nil {
+		n := 20
+		c.QueuePositions = &n
+	}
+	if c.QueuePositionPeriod.Duration == 0 {
+		c.QueuePositionPeriod.Duration = 10 * time.Second
+	}
 }
 
 // Validate checks the fields; errors name the field.
@@ -125,6 +140,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("defaultDurationSeconds: %v is not positive", c.DefaultDurationSeconds)
 	case c.StuckAfter.Duration < 0:
 		return fmt.Errorf("stuckAfter: %v is negative", c.StuckAfter.Duration)
+	case c.QueuePositions != nil && (*c.QueuePositions < 0 || *c.QueuePositions > 1000):
+		return fmt.Errorf("queuePositions: %d is not in [0, 1000]", *c.QueuePositions)
+	case c.QueuePositionPeriod.Duration < 0:
+		return fmt.Errorf("queuePositionPeriod: %v is negative", c.QueuePositionPeriod.Duration)
 	}
 	if c.Policy != "" && c.Profile != nil {
 		return fmt.Errorf("policy and profile: give one (policy %q names a preset; profile lists plugins)", c.Policy)

@@ -48,6 +48,8 @@ type Executor struct {
 	written map[string]*v1alpha1.TrainingJob
 	// reported remembers stuck pods already reported, by UID.
 	reported map[types.UID]bool
+	// positioned is when queue positions were last written (queue.go).
+	positioned time.Time
 
 	mu      sync.Mutex
 	reports map[string]*report.Report // newest report seen per job (ObserveReport)
@@ -251,6 +253,10 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if ctx.Err() == nil {
 		errs = append(errs, e.markPending(ctx, v, fresh)...)
 	}
+	e.observeJobs(w, v)
+	if err := e.publishQueue(ctx, v); err != nil {
+		errs = append(errs, err)
+	}
 	return res, errors.Join(errs...)
 }
 
@@ -347,16 +353,21 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 	}
 	obj := jv.tj.DeepCopy()
 	for try := 0; ; try++ {
+		before := markOf(obj)
 		if err := mutate(obj); err != nil {
 			return err
 		}
 		var err error
 		if what == "status" {
+			deriveStatus(obj)
 			err = e.c.Status().Update(ctx, obj)
 		} else {
 			err = e.c.Update(ctx, obj)
 		}
 		if err == nil {
+			if what == "status" {
+				e.m.transition(before, obj, e.Now())
+			}
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()

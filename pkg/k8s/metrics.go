@@ -19,6 +19,17 @@ type Metrics struct {
 	Bindings     prometheus.Counter
 	Conflicts    prometheus.Counter
 	StuckPods    prometheus.Gauge
+
+	// Job-phase metrics (jobmetrics.go): TrainingJobs by phase and class,
+	// and what happened to them, counted at the status write that did it.
+	Jobs         *prometheus.GaugeVec     // by phase, class
+	Completions  *prometheus.CounterVec   // by class
+	Failures     *prometheus.CounterVec   // by class
+	Preemptions  *prometheus.CounterVec   // by class, reason (make-room, policy, node-lost)
+	Migrations   *prometheus.CounterVec   // by class
+	Resizes      *prometheus.CounterVec   // by class, direction (up, down, same)
+	WaitSeconds  *prometheus.HistogramVec // by class: queue time until a start
+	Placeholders prometheus.Gauge
 }
 
 var (
@@ -64,7 +75,9 @@ func newMetrics(r prometheus.Registerer) *Metrics {
 			Name: "drover_stuck_terminating_pods", Help: "Replica pods terminating past their grace period.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods} {
+	m.addJobMetrics()
+	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods,
+		m.Jobs, m.Completions, m.Failures, m.Preemptions, m.Migrations, m.Resizes, m.WaitSeconds, m.Placeholders} {
 		if err := r.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -149,16 +148,8 @@ func TestBuildStuck(t *testing.T) {
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	// The config shipped in deploy/ parses.
-	b, err := os.ReadFile("../../deploy/30-config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.Unmarshal(b, &cm); err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct{ name, body, wantErr string }{
-		{"deploy", cm.Data["config.yaml"], ""},
+		{"deploy", deployConfig(t), ""},
 		{"empty", "", ""},
 		{"typo", "polcy: fifo\n", "polcy"},
 		{"period", "period: 1ms\n", "period"},

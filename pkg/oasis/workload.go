@@ -7,7 +7,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
-	"github.com/drover-sched/drover/pkg/workload"
+	"github.com/drover-sched/drover/pkg/rng"
 )
 
 // Setting is the synthetic scenario of the paper's Sec. V-A. The text lost
@@ -101,7 +101,7 @@ func vec(cores, memGiB float64, gpus int64, storGB, mbps float64) resource.Vecto
 // Nodes returns the worker and PS servers for a seed: instance types drawn
 // at random from the two families.
 func (st Setting) Nodes(seed uint64) []cluster.Node {
-	r := workload.NewRand(seed, "oasis-nodes")
+	r := rng.New(seed, "oasis-nodes")
 	var out []cluster.Node
 	add := func(n int, role string, types []cluster.InstanceType) {
 		for i := 0; i < n; i++ {
@@ -122,9 +122,9 @@ func uniInt(r *rand.Rand, lo, hi int) int      { return lo + r.IntN(hi-lo+1) }
 // Arrivals are a Poisson process over the first ArrivalSpan of the
 // timespan (the Google-trace arrival shape is not reproduced).
 func (st Setting) Generate(seed uint64) []*cluster.Job {
-	r := workload.NewRand(seed, "oasis-jobs")
+	r := rng.New(seed, "oasis-jobs")
 	span := st.ArrivalSpan * float64(st.Slots) * st.Slot
-	arr := workload.Poisson(r, st.Jobs, float64(st.Jobs)/span)
+	arr := rng.Poisson(r, st.Jobs, float64(st.Jobs)/span)
 	jobs := make([]*cluster.Job, st.Jobs)
 	for i := range jobs {
 		p := &cluster.PSParams{

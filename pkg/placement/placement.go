@@ -504,3 +504,28 @@ func sum(xs []int) int {
 	}
 	return t
 }
+
+// Grow adds up to want replicas of group g of running job js on the nodes
+// in order (ready, not gone, role-eligible), as many on each as fit before
+// moving on, and returns the job's new placement and how many were added.
+// The ledger is left as it was: the caller records the growth (a Resize)
+// through whatever keeps its accounting.
+func Grow(l *Ledger, js *cluster.JobState, g, want int, order []int) (cluster.Placement, int) {
+	nodes := l.snap.Nodes
+	d := js.Job.Groups[g].Demand
+	p := slices.Clone(js.Placement)
+	added := 0
+	l.Fork()
+	for _, ni := range order {
+		n := nodes[ni]
+		if !n.Ready || n.Gone || !Eligible(n, js.Job, g) {
+			continue
+		}
+		for added < want && l.Take(ni, d) {
+			p = append(p, cluster.Assignment{Group: g, Node: ni})
+			added++
+		}
+	}
+	l.Revert()
+	return p, added
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/rng"
 )
 
 const goodCSV = `id,submit_s,duration_s,class,priority,grace_s,replicas,min_replicas,max_replicas,gpu,cpu,mem_gib,ps_replicas,ps_cpu,tenant,model,utility
@@ -175,9 +176,9 @@ func TestMixedIsSeeded(t *testing.T) {
 }
 
 func TestTruncNormalBounds(t *testing.T) {
-	r := NewRand(1, "t")
+	r := rng.New(1, "t")
 	for i := 0; i < 10000; i++ {
-		if x := TruncNormal(r, 10, 50, 5, 12); x < 5 || x > 12 {
+		if x := rng.TruncNormal(r, 10, 50, 5, 12); x < 5 || x > 12 {
 			t.Fatalf("draw %v outside [5, 12]", x)
 		}
 	}

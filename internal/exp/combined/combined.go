@@ -17,6 +17,7 @@ import (
 	"github.com/drover-sched/drover/pkg/experiment"
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/rng"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -226,7 +227,7 @@ func PhillyDay(all []*cluster.Job, maxJobs int) []*cluster.Job {
 // get a utility as in Generate (without a parameter-server model, so the
 // oasis preset rejects them and drover's payoff test decides them).
 func FromPhilly(seed uint64, day []*cluster.Job) []*cluster.Job {
-	r := workload.NewRand(seed, "combined-philly")
+	r := rng.New(seed, "combined-philly")
 	t0 := day[0].Submit
 	out := make([]*cluster.Job, 0, len(day))
 	for i, pj := range day {
@@ -245,7 +246,7 @@ func FromPhilly(seed uint64, day []*cluster.Job) []*cluster.Job {
 			j.Groups = []cluster.ReplicaGroup{{Name: "worker", Demand: d, Replicas: n, Min: n, Max: n}}
 		} else {
 			j.Groups = []cluster.ReplicaGroup{{Name: "worker", Demand: d, Replicas: n, Min: max(1, n/2), Max: min(2*n, 16)}}
-			j.GracePeriod = math.Round(workload.TruncNormal(r, 120, 60, 0, 300))
+			j.GracePeriod = math.Round(rng.TruncNormal(r, 120, 60, 0, 300))
 			j.CheckpointCost, j.RestoreCost, j.RescaleCost = 30, 30, 10
 			m := specModels[r.IntN(len(specModels))]
 			j.Model, j.Eval = m.Name, m.Curve

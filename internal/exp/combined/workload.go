@@ -10,8 +10,8 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/oasis"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/rng"
 	"github.com/drover-sched/drover/pkg/specon"
-	"github.com/drover-sched/drover/pkg/workload"
 )
 
 // Day is the arrival span: one day.
@@ -77,7 +77,7 @@ func arrivals(r *rand.Rand, swing float64, rate float64, next func(t float64) bo
 //   - arrivals over one day with a daily cycle, until the offered GPU load
 //     reaches Load.
 func Generate(seed uint64, o Options) []*cluster.Job {
-	r := workload.NewRand(seed, "combined")
+	r := rng.New(seed, "combined")
 	models := specon.Models()
 	target := o.Load * Day * float64(o.WorkerGPUs)
 	gpuSec := 0.0
@@ -92,7 +92,7 @@ func Generate(seed uint64, o Options) []*cluster.Job {
 		case u < o.TEShare:
 			j.Class = cluster.ClassTE
 			j.Model = "trial"
-			j.Work = math.Round(workload.TruncNormal(r, 600, 300, 60, 1800))
+			j.Work = math.Round(rng.TruncNormal(r, 600, 300, 60, 1800))
 			j.Groups = []cluster.ReplicaGroup{{Name: oasis.RoleWorker, Demand: worker(1), Replicas: 1, Min: 1, Max: 1}}
 		case r.Float64() < o.UtilityShare:
 			psJob(r, j)
@@ -104,8 +104,8 @@ func Generate(seed uint64, o Options) []*cluster.Job {
 				gpus = 2
 			}
 			j.Groups = []cluster.ReplicaGroup{{Name: oasis.RoleWorker, Demand: worker(gpus), Replicas: n, Min: max(1, n/2), Max: 2 * n}}
-			j.Work = math.Round(workload.TruncNormal(r, 3*3600, 1.5*3600, 1800, 8*3600))
-			j.GracePeriod = math.Round(workload.TruncNormal(r, 120, 60, 0, 300))
+			j.Work = math.Round(rng.TruncNormal(r, 3*3600, 1.5*3600, 1800, 8*3600))
+			j.GracePeriod = math.Round(rng.TruncNormal(r, 120, 60, 0, 300))
 			j.CheckpointCost, j.RestoreCost, j.RescaleCost = 30, 30, 10
 			m := models[r.IntN(len(models))]
 			j.Model, j.Eval = m.Name, m.Curve

@@ -17,6 +17,7 @@ import (
 	fg "github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/rng"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -654,7 +655,7 @@ func philly(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 // drawn from gp (the trace has none; the paper sampled its synthetic
 // distribution too). TE jobs keep a zero grace period.
 func PhillyGrace(base []*cluster.Job, gp Dist, seed uint64) []*cluster.Job {
-	r := workload.NewRand(seed, "fitgpp-philly-grace")
+	r := rng.New(seed, "fitgpp-philly-grace")
 	out := make([]*cluster.Job, len(base))
 	for i, j := range base {
 		c := *j

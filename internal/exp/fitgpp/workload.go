@@ -9,7 +9,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/resource"
-	"github.com/drover-sched/drover/pkg/workload"
+	"github.com/drover-sched/drover/pkg/rng"
 )
 
 // Dist is a normal distribution truncated to [Lo, Hi], the shape the paper
@@ -193,7 +193,7 @@ func Generate(seed uint64, p Params) ([]*cluster.Job, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("fitgpp workload: %w", err)
 	}
-	r := workload.NewRand(seed, "fitgpp")
+	r := rng.New(seed, "fitgpp")
 	grace := p.Grace.Scale(p.GraceScale)
 	jobs := make([]*cluster.Job, p.Jobs)
 	for i := range jobs {

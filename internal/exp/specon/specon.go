@@ -22,9 +22,9 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/experiment"
 	"github.com/drover-sched/drover/pkg/metrics"
+	"github.com/drover-sched/drover/pkg/rng"
 	"github.com/drover-sched/drover/pkg/sim"
 	sp "github.com/drover-sched/drover/pkg/specon"
-	"github.com/drover-sched/drover/pkg/workload"
 )
 
 // Simulator settings shared by every SpeCon experiment: the policy runs
@@ -95,7 +95,7 @@ type scenario struct {
 // Jobs builds the scenario's jobs for a seed. Submit times and models come
 // from the seed; each job's noise and run-length jitter from its own seed.
 func (sc scenario) Jobs(seed uint64) ([]*cluster.Job, error) {
-	r := workload.NewRand(seed, sc.name)
+	r := rng.New(seed, sc.name)
 	all := sp.Models()
 	var ms []sp.Model
 	for _, n := range sc.models {

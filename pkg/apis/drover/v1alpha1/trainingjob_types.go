@@ -323,6 +323,19 @@ type TrainingJobStatus struct {
 	// Replicas per group.
 	// +optional
 	Replicas []GroupStatus `json:"replicas,omitempty"`
+	// ReplicaSummary is "running/desired" summed over the groups (desired:
+	// the placement's count, or the requested count while the job waits),
+	// for kubectl's Replicas column. The scheduler sets it on every status
+	// write.
+	// +optional
+	ReplicaSummary string `json:"replicaSummary,omitempty"`
+	// QueuePosition is the job's place in the scheduler's queue, 1 at the
+	// head, for the first queuePositions jobs of the scheduler's config and
+	// refreshed at most every queuePositionPeriod; unset for jobs further
+	// back and for jobs that do not wait. `drover queue` shows the whole
+	// queue as it is now.
+	// +optional
+	QueuePosition *int32 `json:"queuePosition,omitempty"`
 	// ProgressCategory is the policy's category of the job's progress
 	// (e.g. SpeCon's converging / converged), or a quartile of progress.
 	// +optional
@@ -360,10 +373,15 @@ type TrainingJobStatus struct {
 // +kubebuilder:resource:shortName=tj,categories=drover
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.class`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicaSummary`,description="running/desired replicas"
 // +kubebuilder:printcolumn:name="Progress",type=number,JSONPath=`.status.progress.fraction`
-// +kubebuilder:printcolumn:name="Preempted",type=integer,JSONPath=`.status.preemptions`
-// +kubebuilder:printcolumn:name="Migrated",type=integer,JSONPath=`.status.migrations`
+// +kubebuilder:printcolumn:name="Preemptions",type=integer,JSONPath=`.status.preemptions`
+// +kubebuilder:printcolumn:name="Migrations",type=integer,JSONPath=`.status.migrations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenant`,priority=1,description="empty: the namespace"
+// +kubebuilder:printcolumn:name="Attempt",type=integer,JSONPath=`.status.attempt`,priority=1
+// +kubebuilder:printcolumn:name="Queue",type=integer,JSONPath=`.status.queuePosition`,priority=1,description="position in the queue, 1 at the head"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters (replica pod names append group, attempt and index)"
 type TrainingJob struct {
 	metav1.TypeMeta   `json:",inline"`

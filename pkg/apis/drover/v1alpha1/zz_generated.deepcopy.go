@@ -255,6 +255,11 @@ func (in *TrainingJobStatus) DeepCopyInto(out *TrainingJobStatus) {
 		*out = make([]GroupStatus, len(*in))
 		copy(*out, *in)
 	}
+	if in.QueuePosition != nil {
+		in, out := &in.QueuePosition, &out.QueuePosition
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Progress != nil {
 		in, out := &in.Progress, &out.Progress
 		*out = new(ProgressStatus)
