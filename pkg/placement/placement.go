@@ -8,6 +8,7 @@ package placement
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -61,6 +62,28 @@ type scoreSlot struct {
 	live  bool
 	used  uint64
 	score []float64
+	// maybe has a bit per node, clear where the demand is known not to
+	// fit (score -Inf); full counts those nodes.
+	maybe []uint64
+	full  int
+}
+
+// set records node i's score.
+func (sl *scoreSlot) set(i int, sc float64) {
+	sl.score[i] = sc
+	if math.IsInf(sc, -1) {
+		sl.maybe[i>>6] &^= 1 << (uint(i) & 63)
+		sl.full++
+	}
+}
+
+// forget marks node i's score unknown.
+func (sl *scoreSlot) forget(i int) {
+	if math.IsInf(sl.score[i], -1) {
+		sl.maybe[i>>6] |= 1 << (uint(i) & 63)
+		sl.full--
+	}
+	sl.score[i] = math.NaN()
 }
 
 type nodeInv struct {
@@ -149,7 +172,7 @@ func (l *Ledger) changed(i int) {
 	if l.cache {
 		for k := range l.slots {
 			if sl := &l.slots[k]; sl.live {
-				sl.score[i] = math.NaN()
+				sl.forget(i)
 			}
 		}
 	}
@@ -379,9 +402,8 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 			start = l.next % n
 		}
 	}
-	var sl *scoreSlot
 	if l.cache && o.Strategy != FirstFit {
-		sl = l.slot(d, o.Strategy)
+		return l.scanCached(l.slot(d, o.Strategy), d, o, eligible, limit, start)
 	}
 	best, bestScore, found := -1, 0.0, 0
 	for k := 0; k < n; k++ {
@@ -389,31 +411,13 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 		if i >= n {
 			i -= n
 		}
-		var sc float64
-		if sl != nil {
-			sc = sl.score[i]
-			if sc != sc { // NaN: not known
-				sc = math.Inf(-1)
-				if d.Fits(l.free[i]) {
-					sc = l.score(i, d, o.Strategy)
-				}
-				sl.score[i] = sc
-			}
-			if math.IsInf(sc, -1) {
-				continue
-			}
-		} else if !d.Fits(l.free[i]) {
-			continue
-		}
-		if (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
+		if !d.Fits(l.free[i]) || (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
 			continue
 		}
 		if o.Strategy == FirstFit {
 			return i
 		}
-		if sl == nil {
-			sc = l.score(i, d, o.Strategy)
-		}
+		sc := l.score(i, d, o.Strategy)
 		if best < 0 || sc > bestScore {
 			best, bestScore = i, sc
 		}
@@ -422,6 +426,66 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 				l.next = i + 1
 			}
 			break
+		}
+	}
+	return best
+}
+
+// scanCached is scan with the score cache slot of d: the same nodes in the
+// same order with the same outcome, but a node's score comes from the
+// slot when it is known there, and nodes known not to fit are skipped a
+// word of the slot's bitmap at a time (on a full cluster a scan finds
+// nothing, and would otherwise visit every node).
+func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, eligible func(*cluster.NodeState) bool, limit, start int) int {
+	nodes := l.snap.Nodes
+	n := len(nodes)
+	if sl.full == n {
+		return -1
+	}
+	score, free, roled, maybe := sl.score[:n], l.free[:n], l.roled[:n], sl.maybe
+	check := o.Filter != nil
+	noFit := math.Inf(-1)
+	best, bestScore, found := -1, 0.0, 0
+	for seg := range 2 {
+		lo, hi := start, n
+		if seg == 1 {
+			lo, hi = 0, start
+		}
+		if lo >= hi {
+			continue
+		}
+		// Word by word over the nodes not known to be full, in order.
+		for w := lo >> 6; w<<6 < hi; w++ {
+			m := maybe[w]
+			if w == lo>>6 {
+				m &^= 1<<(uint(lo)&63) - 1
+			}
+			if end := (w + 1) << 6; end > hi {
+				m &= 1<<(uint(hi)&63) - 1
+			}
+			for ; m != 0; m &= m - 1 {
+				i := w<<6 + bits.TrailingZeros64(m)
+				sc := score[i]
+				if sc != sc { // NaN: not known
+					sc = noFit
+					if d.Fits(free[i]) {
+						sc = l.score(i, d, o.Strategy)
+					}
+					sl.set(i, sc)
+				}
+				if sc == noFit || (roled[i] || check) && !eligible(nodes[i]) {
+					continue
+				}
+				if best < 0 || sc > bestScore {
+					best, bestScore = i, sc
+				}
+				if found++; found >= limit {
+					if limit < n {
+						l.next = i + 1
+					}
+					return best
+				}
+			}
 		}
 	}
 	return best
@@ -448,7 +512,15 @@ func (l *Ledger) slot(d resource.Vector, s Strategy) *scoreSlot {
 	for i := range lru.score {
 		lru.score[i] = nan
 	}
-	lru.d, lru.s, lru.live, lru.used = d, s, true, l.slotTick
+	words := (n + 63) / 64
+	lru.maybe = slices.Grow(lru.maybe[:0], words)[:words]
+	for w := range lru.maybe {
+		lru.maybe[w] = ^uint64(0)
+	}
+	if r := n & 63; r != 0 {
+		lru.maybe[words-1] = 1<<uint(r) - 1
+	}
+	lru.d, lru.s, lru.live, lru.used, lru.full = d, s, true, l.slotTick, 0
 	return lru
 }
 

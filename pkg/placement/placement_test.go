@@ -213,7 +213,7 @@ func TestScoreCacheChangesNothing(t *testing.T) {
 				live = append(live, placed{j, p1})
 			}
 		}
-		if step%500 == 499 { // a new cycle
+		if step%1500 == 1499 { // a new cycle (after the cluster filled up)
 			cached.Reset(s, true)
 			plain.Reset(s, true)
 			plain.cache = false
@@ -223,6 +223,46 @@ func TestScoreCacheChangesNothing(t *testing.T) {
 	for i := range s.Nodes {
 		if cached.Free(i) != plain.Free(i) {
 			t.Fatalf("node %d: free %v cached, %v plain", i, cached.Free(i), plain.Free(i))
+		}
+	}
+}
+
+// Scanning with the score cache returns the node and the next start that
+// scanning without it does, from every start, whatever share of the
+// nodes is full.
+func TestScanCachedMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, n := range []int{101, 128, 300, 1000} {
+		s := &cluster.Snapshot{Pending: cluster.NewQueue()}
+		for i := range n {
+			s.Nodes = append(s.Nodes, &cluster.NodeState{Node: cluster.Node{Name: fmt.Sprint(i), Capacity: resource.New(16, 64, 8)}, Index: i, Ready: true})
+		}
+		for _, fullShare := range []float64{0, 0.5, 0.9, 0.99, 1} {
+			for _, n := range s.Nodes {
+				n.Allocated = resource.Vector{}
+				if rng.Float64() < fullShare {
+					n.Allocated = resource.New(16, 0, 8)
+				} else if rng.IntN(2) == 0 {
+					n.Allocated = resource.New(float64(rng.IntN(12)), 0, int64(rng.IntN(6)))
+				}
+			}
+			cached, plain := NewLedger(s, true), NewLedger(s, true)
+			plain.cache = false
+			for range 200 {
+				start := rng.IntN(2 * n)
+				cached.next, plain.next = start, start
+				d := resource.New(float64(1+rng.IntN(4)), 0, int64(rng.IntN(2)))
+				o := Options{Strategy: Strategy(rng.IntN(2)), ScoreAll: rng.IntN(5) == 0}
+				got := cached.scan(d, o, func(*cluster.NodeState) bool { return true })
+				want := plain.scan(d, o, func(*cluster.NodeState) bool { return true })
+				if got != want || cached.next != plain.next {
+					t.Fatalf("n=%d full=%v start=%d %+v: cached %d next %d, plain %d next %d", n, fullShare, start, o, got, cached.next, want, plain.next)
+				}
+				if got >= 0 && rng.IntN(2) == 0 {
+					cached.Take(got, d)
+					plain.Take(got, d)
+				}
+			}
 		}
 	}
 }
