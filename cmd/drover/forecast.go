@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drover-sched/drover/pkg/chart"
+	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/embed"
 	"github.com/drover-sched/drover/pkg/forecast"
 	"github.com/drover-sched/drover/pkg/workload"
@@ -25,11 +28,14 @@ type forecastFlags struct {
 	out      string
 	seed     uint64
 	testDays float64
-	skipDays float64
+	skip     string // days, or "auto" (also when empty)
 	window   int
 	steps    int
 	quick    bool
 	base     bool
+	multi    bool
+	net      string
+	spans    bool
 }
 
 func newForecastCmd() *cobra.Command {
@@ -38,8 +44,12 @@ func newForecastCmd() *cobra.Command {
 		Use:   "forecast",
 		Short: "Train and compare bucket-count forecasters (predictive autoscaling)",
 		Long: `Train the chosen forecasters on a series of instance-type bucket counts and
-report their one-step-ahead test error: MSE, PMSE (over-prediction only, the
-over-provisioning cost) and training time. The series is the Philly trace
+report their test error: MSE, PMSE (the mean squared over-prediction, the
+over-provisioning cost, over the over-predicted points; PMSE/n divides the
+same sum by every point), the share of over-predicted points and the
+training time. Every test step is forecast one step ahead from the true
+history before it; --multi-step also forecasts the whole test span from the
+end of training, feeding the forecasts back, and reports both. The series is the Philly trace
 (jobs mapped to AWS g4dn types by GPU count, 5-minute snapshots) unless
 --series gives a CSV (header time,<bucket>,...). The last --test-days form
 the test span; models are fitted on the rest.
@@ -47,6 +57,7 @@ the test span; models are fitted on the rest.
 Examples:
   drover forecast                                  # all models, embedded Philly trace
   drover forecast --models holt-winters,arima --format json
+  drover forecast --multi-step                     # one-step and multi-step errors
   drover forecast --series counts.csv --out results/   # chart of predicted vs actual
   drover forecast --quick                          # smoke run`,
 		Args: cobra.NoArgs,
@@ -60,9 +71,12 @@ Examples:
 	fl.StringVar(&f.out, "out", "", "directory for the series CSV, predicted-vs-actual SVG and the saved networks")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the networks' initialisation and batches")
 	fl.Float64Var(&f.testDays, "test-days", 7, "days at the end of the series held out for testing")
-	fl.Float64Var(&f.skipDays, "skip-days", 0, "drop this many days from the end of the series first (test on an earlier week)")
-	fl.IntVar(&f.window, "window", 0, "networks' input window in steps (default 24)")
+	fl.StringVar(&f.skip, "skip-days", "auto", "drop this many days from the end of the series first (test on an earlier span); auto: for the Philly trace, the fewest whole days that leave the test span's end with under 5% of its running demand lost to the trace's cut (15), for --series 0")
+	fl.BoolVar(&f.spans, "spans", false, "only describe candidate test weeks (skip 0-28 days): mean counts, trend and, for the Philly trace, the estimated demand lost to the trace's cut, and exit")
+	fl.StringVar(&f.net, "net", forecast.NetPaper, "networks' size: paper (the paper's window, layers and warm-up, within drover's training budget) or small (the autoscaler's default)")
+	fl.IntVar(&f.window, "window", 0, "networks' input window in steps (default: 576 with --net paper, 24 with --net small)")
 	fl.IntVar(&f.steps, "train-steps", 0, "networks' optimiser steps (default: the model's)")
+	fl.BoolVar(&f.multi, "multi-step", false, "also forecast the whole test span from the end of training (predictions fed back) and report its errors beside the one-step ones")
 	fl.BoolVar(&f.base, "base", false, "only select the base instance type for the Philly trace (Figure 7: scale per dropped smallest type) and exit")
 	fl.BoolVar(&f.quick, "quick", false, "smoke run: the last 3 weeks of the series, a 1-day test, 1/10 of the network training")
 	return cmd
@@ -84,7 +98,7 @@ func runForecast(w io.Writer, f forecastFlags) error {
 	if f.base {
 		return runBase(w, f)
 	}
-	opt := forecast.Options{Seed: f.seed, Window: f.window, TrainSteps: f.steps, Quick: f.quick}
+	opt := forecast.Options{Seed: f.seed, Net: f.net, Window: f.window, TrainSteps: f.steps, Quick: f.quick}
 	models := make([]forecast.Forecaster, len(names))
 	for i, n := range names {
 		m, err := forecast.New(n, opt)
@@ -93,16 +107,20 @@ func runForecast(w io.Writer, f forecastFlags) error {
 		}
 		models[i] = m
 	}
-	s, err := loadForecastSeries(f)
+	s, jobs, err := loadForecastSeries(f)
 	if err != nil {
 		return err
 	}
-	if f.skipDays < 0 {
-		return fmt.Errorf("--skip-days %v: want >= 0", f.skipDays)
+	if f.spans {
+		return runSpans(w, f, s, jobs)
 	}
-	if k := s.StepsIn(f.skipDays * forecast.Day); k > 0 {
+	skip, err := skipDays(f.skip, jobs)
+	if err != nil {
+		return err
+	}
+	if k := s.StepsIn(skip * forecast.Day); k > 0 {
 		if k >= s.Len() {
-			return fmt.Errorf("--skip-days %v: the series has only %.1f days", f.skipDays, float64(s.Len())*s.Step/forecast.Day)
+			return fmt.Errorf("--skip-days %v: the series has only %.1f days", skip, float64(s.Len())*s.Step/forecast.Day)
 		}
 		s = s.Slice(0, s.Len()-k)
 	}
@@ -120,7 +138,7 @@ func runForecast(w io.Writer, f forecastFlags) error {
 	}
 	var results []forecast.Result
 	for _, m := range models {
-		r, err := forecast.Evaluate(m, s, test)
+		r, err := forecast.Evaluate(m, s, test, forecast.EvalOptions{MultiStep: f.multi})
 		if err != nil {
 			return err
 		}
@@ -138,42 +156,149 @@ func runForecast(w io.Writer, f forecastFlags) error {
 			Results []forecast.Result `json:"results"`
 		}{results})
 	}
-	fmt.Fprintf(w, "series: %d steps of %gs, buckets %s; test: last %d steps (%.1f days)\n",
-		s.Len(), s.Step, strings.Join(s.Buckets, ","), test, float64(test)*s.Step/forecast.Day)
+	fmt.Fprintf(w, "series: %d steps of %gs, buckets %s; %.0f days skipped at the end; test: last %d steps (%.1f days) after %d training steps (%.1f days)\n",
+		s.Len(), s.Step, strings.Join(s.Buckets, ","), skip, test, float64(test)*s.Step/forecast.Day, s.Len()-test, float64(s.Len()-test)*s.Step/forecast.Day)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tMSE\tPMSE\ttrain s\t")
+	head := "model\tMSE\tPMSE\tPMSE/n\tover\ttrain s\t"
+	if f.multi {
+		head += "multi MSE\tmulti PMSE\tmulti PMSE/n\tmulti over\tmulti s\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.1f\t\n", r.Model, r.MSE, r.PMSE, r.TrainS)
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.4g\t%.2f\t%.1f\t", r.Model, r.MSE, r.PMSE, r.PMSEAll, r.Over, r.TrainS)
+		if m := r.Multi; m != nil {
+			fmt.Fprintf(tw, "%.4g\t%.4g\t%.4g\t%.2f\t%.1f\t", m.MSE, m.PMSE, m.PMSEAll, m.Over, r.MultiS)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
 
-func loadForecastSeries(f forecastFlags) (forecast.Series, error) {
+// loadForecastSeries returns the series and, for the Philly trace, its
+// jobs (nil for --series).
+func loadForecastSeries(f forecastFlags) (forecast.Series, []*cluster.Job, error) {
 	if f.series != "" {
 		fh, err := os.Open(f.series)
 		if err != nil {
-			return forecast.Series{}, fmt.Errorf("--series: %w", err)
+			return forecast.Series{}, nil, fmt.Errorf("--series: %w", err)
 		}
 		defer fh.Close()
 		s, err := forecast.ParseSeriesCSV(fh, f.series)
 		if err != nil {
-			return forecast.Series{}, fmt.Errorf("--series: %w", err)
+			return forecast.Series{}, nil, fmt.Errorf("--series: %w", err)
 		}
 		if err := s.Validate(); err != nil {
-			return forecast.Series{}, fmt.Errorf("--series %s: %w", f.series, err)
+			return forecast.Series{}, nil, fmt.Errorf("--series %s: %w", f.series, err)
 		}
-		return s, nil
+		return s, nil, nil
 	}
 	jobs, err := workload.LoadPhilly(f.philly, workload.DefaultPhillyOptions())
 	if err != nil {
-		return forecast.Series{}, err
+		return forecast.Series{}, nil, err
 	}
-	return forecast.PhillySeries(jobs)
+	s, err := forecast.PhillySeries(jobs)
+	return s, jobs, err
+}
+
+// skipDays parses --skip-days: a number of days >= 0, or auto (or empty):
+// forecast.AutoSkipDays for a trace's jobs, 0 for a CSV series.
+func skipDays(v string, jobs []*cluster.Job) (float64, error) {
+	if v == "" || v == "auto" {
+		if jobs == nil {
+			return 0, nil
+		}
+		d, err := forecast.AutoSkipDays(jobs, embed.PhillyVectors)
+		if err != nil {
+			return 0, fmt.Errorf("--skip-days auto: %w", err)
+		}
+		return float64(d), nil
+	}
+	d, err := strconv.ParseFloat(v, 64)
+	if err != nil || d < 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+		return 0, fmt.Errorf("--skip-days %q: want a number of days >= 0 or auto", v)
+	}
+	return d, nil
+}
+
+// runSpans describes the candidate test spans of --test-days ending 0 to
+// 28 days before the end of the series: the test and training means, the
+// test span's trend and, for a trace, the estimated share of running
+// demand its cut removes at the span's end.
+func runSpans(w io.Writer, f forecastFlags, s forecast.Series, jobs []*cluster.Job) error {
+	test := s.StepsIn(f.testDays * forecast.Day)
+	auto, err := skipDays("auto", jobs)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Skip      int       `json:"skip_days"`
+		StartDay  float64   `json:"start_day"`
+		Mean      []float64 `json:"mean"`
+		TrainMean []float64 `json:"train_mean"`
+		Trend     float64   `json:"trend_per_day"`
+		Rise      float64   `json:"rise"`
+		Censored  *float64  `json:"censored_share,omitempty"`
+	}
+	var rows []row
+	for d := 0; d <= 28; d++ {
+		end := s.Len() - s.StepsIn(float64(d)*forecast.Day)
+		from := end - test
+		if from <= 0 {
+			break
+		}
+		st, err := forecast.DescribeSpan(s, from, end)
+		if err != nil {
+			return err
+		}
+		r := row{Skip: d, StartDay: float64(from) * s.Step / forecast.Day, Mean: st.Mean, TrainMean: st.TrainMean, Trend: st.Trend, Rise: st.Rise}
+		if jobs != nil {
+			c, err := forecast.CensoredShare(jobs, float64(d)*forecast.Day, embed.PhillyVectors)
+			if err != nil {
+				return err
+			}
+			r.Censored = &c
+		}
+		rows = append(rows, r)
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Buckets []string `json:"buckets"`
+			Auto    float64  `json:"auto_skip_days"`
+			Spans   []row    `json:"spans"`
+		}{s.Buckets, auto, rows})
+	}
+	fmt.Fprintf(w, "series: %d steps of %gs (%.1f days), buckets %s; candidate test spans of %g days\n",
+		s.Len(), s.Step, float64(s.Len())*s.Step/forecast.Day, strings.Join(s.Buckets, ","), f.testDays)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "skip days\tstarts on day\ttest mean per bucket\ttraining mean per bucket\ttrend (total/day)\tlast-first day\tcensored at end\t")
+	fmts := func(v []float64) string {
+		var p []string
+		for _, x := range v {
+			p = append(p, fmt.Sprintf("%.1f", x))
+		}
+		return strings.Join(p, " / ")
+	}
+	for _, r := range rows {
+		c := "-"
+		if r.Censored != nil {
+			c = fmt.Sprintf("%.1f%%", 100**r.Censored)
+		}
+		mark := ""
+		if jobs != nil && float64(r.Skip) == auto {
+			mark = " (auto)"
+		}
+		fmt.Fprintf(tw, "%d%s\t%.1f\t%s\t%s\t%+.1f\t%+.1f\t%s\t\n", r.Skip, mark, r.StartDay, fmts(r.Mean), fmts(r.TrainMean), r.Trend, r.Rise, c)
+	}
+	return tw.Flush()
 }
 
 // writeForecastOut writes series.csv, forecast.svg (the test span, summed
-// over buckets: actual and every model's forecast but static's) and each network's
-// weights (<model>.gob, loadable with forecast.LoadNet).
+// over buckets: actual and every model's one-step forecast but static's),
+// with --multi-step forecast-multi.svg (the same for the multi-step
+// forecasts) and each network's weights (<model>.gob, loadable with
+// forecast.LoadNet).
 func writeForecastOut(dir string, s forecast.Series, test int, models []forecast.Forecaster, results []forecast.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -198,34 +323,48 @@ func writeForecastOut(dir string, s forecast.Series, test int, models []forecast
 		}
 		return v
 	}
-	c := chart.Line{Title: "Forecast of the test span (instances, all buckets)", XLabel: "hours into the test span", YLabel: "instances"}
-	actual := chart.Series{Name: "actual"}
-	for t := from; t < s.Len(); t++ {
-		actual.X = append(actual.X, hours(t))
-		actual.Y = append(actual.Y, sum(s.Values[t]))
-	}
-	c.Series = append(c.Series, actual)
-	for _, r := range results {
-		if r.Model == "static" {
-			continue // a flat line at the training peak would squash the others
+	chartOf := func(file, title string, pred func(forecast.Result) [][]float64) error {
+		c := chart.Line{Title: title, XLabel: "hours into the test span", YLabel: "instances"}
+		actual := chart.Series{Name: "actual"}
+		for t := from; t < s.Len(); t++ {
+			actual.X = append(actual.X, hours(t))
+			actual.Y = append(actual.Y, sum(s.Values[t]))
 		}
-		ps := chart.Series{Name: r.Model, Dashed: true}
-		for k, row := range r.Pred {
-			ps.X = append(ps.X, hours(from+k))
-			ps.Y = append(ps.Y, sum(row))
+		c.Series = append(c.Series, actual)
+		for _, r := range results {
+			if r.Model == "static" || pred(r) == nil {
+				continue // a flat line at the training peak would squash the others
+			}
+			ps := chart.Series{Name: r.Model, Dashed: true}
+			for k, row := range pred(r) {
+				ps.X = append(ps.X, hours(from+k))
+				ps.Y = append(ps.Y, sum(row))
+			}
+			c.Series = append(c.Series, ps)
 		}
-		c.Series = append(c.Series, ps)
+		if len(c.Series) == 1 {
+			return nil
+		}
+		fh, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		if err := c.WriteSVG(fh); err != nil {
+			fh.Close()
+			return fmt.Errorf("--out: %s: %w", file, err)
+		}
+		if err := fh.Close(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		return nil
 	}
-	fh, err = os.Create(filepath.Join(dir, "forecast.svg"))
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if err := chartOf("forecast.svg", "One-step forecast of the test span (instances, all buckets)",
+		func(r forecast.Result) [][]float64 { return r.Pred }); err != nil {
+		return err
 	}
-	if err := c.WriteSVG(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("--out: forecast.svg: %w", err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if err := chartOf("forecast-multi.svg", "Multi-step forecast of the test span from the end of training (instances, all buckets)",
+		func(r forecast.Result) [][]float64 { return r.MultiPred }); err != nil {
+		return err
 	}
 	for _, m := range models {
 		if n, ok := m.(*forecast.Net); ok {

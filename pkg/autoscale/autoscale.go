@@ -72,6 +72,9 @@ type Predictive struct {
 	// NewForecaster builds the model; the periods are in steps.
 	NewForecaster func(name string, o forecast.Options) (forecast.Forecaster, error)
 	Quick         bool
+	// Net is the networks' size (forecast.NetSmall, the default, or
+	// forecast.NetPaper); the other models ignore it.
+	Net string
 
 	cat     embed.Catalog
 	types   map[string]cluster.InstanceType
@@ -221,7 +224,7 @@ func (p *Predictive) forecast() ([]float64, error) {
 		if len(cols) == 0 {
 			return nil, errWarming
 		}
-		m, err := p.NewForecaster(p.Model, forecast.Options{Periods: p.periods(n), Quick: p.Quick})
+		m, err := p.NewForecaster(p.Model, forecast.Options{Periods: p.periods(n), Quick: p.Quick, Net: p.Net})
 		if err != nil {
 			return nil, err
 		}

@@ -143,9 +143,12 @@ func newPolicy(t *testing.T, spec string) policy.Policy {
 // holds a spare node).
 func TestScenarioPredictiveVsReactive(t *testing.T) {
 	react := runScenario(t, newPolicy(t, "reactive")).Metrics()
-	pol := newPolicy(t, "predictive:warmup=0;groups=x,y")
+	pol := newPolicy(t, "predictive:warmup=0;groups=x,y;net=paper")
 	pp := PredictiveOf(pol)
-	pp.NewForecaster = func(string, forecast.Options) (forecast.Forecaster, error) {
+	pp.NewForecaster = func(_ string, o forecast.Options) (forecast.Forecaster, error) {
+		if o.Net != forecast.NetPaper {
+			t.Errorf("forecaster options %+v: want net=paper passed on", o)
+		}
 		return &fakeModel{fn: func(last []float64) []float64 {
 			out := append([]float64(nil), last...)
 			out[0]++ // the gpu1 bucket (sorted first)
@@ -204,7 +207,7 @@ func TestLadderUntilWarm(t *testing.T) {
 func TestParamsErrors(t *testing.T) {
 	for _, spec := range []string{
 		"predictive:model=nope", "predictive:tick=0", "predictive:tick=x", "predictive:warmup=-1",
-		"predictive:refit=0", "predictive:groups=a,,b", "predictive:base=nope", "predictive:colour=red", "reactive:base=nope",
+		"predictive:refit=0", "predictive:groups=a,,b", "predictive:base=nope", "predictive:net=huge", "predictive:colour=red", "reactive:base=nope",
 	} {
 		name, params, _ := policy.ParseSpec(spec)
 		for _, e := range Entries() {

@@ -207,16 +207,27 @@ func TestPluginEntry(t *testing.T) {
 	if len(es) != 1 || es[0].Name != PredictiveName {
 		t.Fatalf("entries %+v", es)
 	}
-	pl, err := es[0].New(policy.Params{"model": "ladder", "tick": "60", "warmup": "1", "refit": "2", "groups": "a, b", "quick": "1"})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		args policy.Params
+		want []any
+	}{
+		{policy.Params{"model": "ladder", "tick": "60", "warmup": "1", "refit": "2", "groups": "a, b", "quick": "1"},
+			[]any{"ladder", 60.0, 60, 120, []string{"a", "b"}, true, "small"}},
+		{policy.Params{"model": "transformer", "net": "paper"},
+			[]any{"transformer", 300.0, 288, 288, []string(nil), false, "paper"}},
 	}
-	p := pl.(*Predictive)
-	got := []any{p.Model, p.Tick, p.Warmup, p.Refit, p.Groups, p.Quick}
-	if d := cmp.Diff([]any{"ladder", 60.0, 60, 120, []string{"a", "b"}, true}, got); d != "" {
-		t.Errorf("args (-want +got):\n%s", d)
+	for _, tc := range tests {
+		pl, err := es[0].New(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := pl.(*Predictive)
+		got := []any{p.Model, p.Tick, p.Warmup, p.Refit, p.Groups, p.Quick, p.Net}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%v (-want +got):\n%s", tc.args, d)
+		}
 	}
-	for _, bad := range []policy.Params{{"base": "fifo"}, {"model": "nope"}, {"tick": "-1"}, {"refit": "0"}, {"groups": ","}, {"quick": "x"}} {
+	for _, bad := range []policy.Params{{"base": "fifo"}, {"model": "nope"}, {"tick": "-1"}, {"refit": "0"}, {"groups": ","}, {"quick": "x"}, {"net": "huge"}} {
 		if _, err := es[0].New(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

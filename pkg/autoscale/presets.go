@@ -3,6 +3,7 @@ package autoscale
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/drover-sched/drover/pkg/baseline"
@@ -16,7 +17,7 @@ const ReactiveName = "reactive"
 
 // predictiveArgs are the predictive plugin's arguments; the presets add
 // "base".
-var predictiveArgs = []string{"model", "tick", "warmup", "refit", "groups", "quick"}
+var predictiveArgs = []string{"model", "tick", "warmup", "refit", "groups", "quick", "net"}
 
 // NewPredictive returns a predictive plugin from its arguments: model
 // (a forecast.Names() name or "ladder", default holt-winters), tick
@@ -72,6 +73,10 @@ func parsePredictive(pr policy.Params) (*Predictive, error) {
 		return nil, err
 	}
 	p.Quick = q != 0
+	p.Net = pr.String("net", forecast.NetSmall)
+	if !slices.Contains(forecast.NetSizes(), p.Net) {
+		return nil, fmt.Errorf("parameter net=%q: want one of %s", p.Net, strings.Join(forecast.NetSizes(), ", "))
+	}
 	return p, nil
 }
 
@@ -97,7 +102,7 @@ func PredictiveOf(p policy.Policy) *Predictive {
 func Plugins() []framework.PluginEntry {
 	return []framework.PluginEntry{
 		{Name: PredictiveName, Description: "provision: placeholders for the forecast growth of demand per instance type, ladder until warm (papers/004); " +
-			"model=" + strings.Join(forecast.Names(), "|") + "|ladder, tick=s, warmup=h, refit=h, groups=a,b, quick=1",
+			"model=" + strings.Join(forecast.Names(), "|") + "|ladder, tick=s, warmup=h, refit=h, groups=a,b, quick=1, net=small|paper",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				p, err := NewPredictive(a)
 				if err != nil {
@@ -159,7 +164,7 @@ func Entries() []policy.Entry {
 	return []policy.Entry{
 		{Name: PredictiveName, Description: "base scheduling + predictive placeholder overprovisioning (papers/004); " +
 			"model=" + strings.Join(forecast.Names(), "|") + "|ladder (default holt-winters), tick=s (300), warmup=h (24), refit=h (24), " +
-			"groups=a,b (placement groups, round-robin), base=binpack|k8s-default|fifo|drf, quick=1; needs an instance catalogue and the cluster-autoscaler model",
+			"groups=a,b (placement groups, round-robin), base=binpack|k8s-default|fifo|drf, quick=1, net=small|paper (networks' size, default small); needs an instance catalogue and the cluster-autoscaler model",
 			New: newPredictive},
 		{Name: ReactiveName, Description: "base scheduling only; the cluster-autoscaler adds nodes for pending pods (base=binpack)",
 			New: func(pr policy.Params) (policy.Policy, error) {
@@ -176,7 +181,7 @@ func Entries() []policy.Entry {
 }
 
 func newPredictive(pr policy.Params) (policy.Policy, error) {
-	if err := pr.Check(PredictiveName, "model", "tick", "warmup", "refit", "groups", "base", "quick"); err != nil {
+	if err := pr.Check(PredictiveName, append([]string{"base"}, predictiveArgs...)...); err != nil {
 		return nil, err
 	}
 	args := policy.Params{}

@@ -159,6 +159,7 @@ func Plugins() []framework.PluginEntry {
 		{Name: "least-allocated", Description: "score: the node with the most free after placing (spread, kube-scheduler's LeastAllocated)", New: none("least-allocated", framework.Strategy{S: placement.Spread})},
 		{Name: "most-allocated", Description: "score: the node with the least free after placing (pack, best fit)", New: none("most-allocated", framework.Strategy{S: placement.Pack})},
 		{Name: "first-fit", Description: "score: the lowest-indexed node that fits", New: none("first-fit", framework.Strategy{S: placement.FirstFit})},
+		{Name: "node-affinity", Description: "score: the summed weights of the preferred node-affinity terms a node matches (kube-scheduler's NodeAffinity score; placement's built-in strategies add it by themselves)", New: none("node-affinity", framework.NodeAffinity{})},
 		{Name: "node-role", Description: "filter: a node with a role takes only replicas of that group (always enforced)", New: none("node-role", framework.NodeRole{})},
 	}
 }

@@ -134,6 +134,86 @@ func TestParseSpec(t *testing.T) {
 	}
 }
 
+func TestParseSpecLabelsAndTaints(t *testing.T) {
+	nodes, err := ParseSpec("2:gpu=8,label=pool=team-a,label=zone=b,taint=dedicated=team-a:NoSchedule,taint=gpu:NoExecute+1:gpu=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTaints := []Taint{{Key: "dedicated", Value: "team-a", Effect: TaintNoSchedule}, {Key: "gpu", Effect: TaintNoExecute}}
+	if len(nodes) != 3 || nodes[1].Labels["pool"] != "team-a" || nodes[1].Labels["zone"] != "b" || !slices.Equal(nodes[0].Taints, wantTaints) {
+		t.Fatalf("pool nodes %+v", nodes[:2])
+	}
+	if nodes[2].Labels != nil || nodes[2].Taints != nil {
+		t.Fatalf("plain node got %+v", nodes[2])
+	}
+	if tt, ok := nodes[0].HardTaint(); !ok || tt.Key != "dedicated" {
+		t.Errorf("HardTaint = %v %v", tt, ok)
+	}
+	for _, bad := range []string{"1:gpu=1,label=pool", "1:gpu=1,label==x", "1:gpu=1,taint=a=b", "1:gpu=1,taint=a:Never", "1:gpu=1,taint=:NoSchedule", "1:gpu=1,label=a=b,label=a=c"} {
+		if _, err := ParseSpec(bad); err == nil {
+			t.Errorf("ParseSpec(%q) succeeded", bad)
+		}
+	}
+}
+
+// FuzzParseSpec: a parsed spec has capacity on every node and only hard or
+// soft taints with a key; never a panic.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"2:gpu=8,cpu=48", "1:gpu=8,label=a=b,taint=k=v:NoSchedule+3:cpu=1,role=ps", "1:gpu=1,taint=k:Nope", "x", "1:cpu=1e13"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 200 {
+			return // counts up to a million nodes are valid; keep the fuzzer fast
+		}
+		nodes, err := ParseSpec(s)
+		if err != nil {
+			return
+		}
+		for _, n := range nodes {
+			if n.Capacity.IsZero() || n.Capacity.AnyNegative() {
+				t.Fatalf("%q: node %s capacity %v", s, n.Name, n.Capacity)
+			}
+			for _, tt := range n.Taints {
+				if tt.Key == "" || tt.Effect != TaintNoSchedule && tt.Effect != TaintNoExecute && tt.Effect != TaintPreferNoSchedule {
+					t.Fatalf("%q: taint %+v", s, tt)
+				}
+			}
+		}
+	})
+}
+
+func TestEligibilitySets(t *testing.T) {
+	var nodes []*NodeState
+	for i := range 70 { // more than one word of bits
+		n := Node{Name: "n"}
+		if i%3 == 0 {
+			n.Taints = []Taint{{Key: "k", Effect: TaintNoSchedule}}
+		}
+		if i%5 == 0 {
+			n.Taints = append(n.Taints, Taint{Key: "soft", Effect: TaintPreferNoSchedule})
+		}
+		nodes = append(nodes, &NodeState{Node: n, Index: i})
+	}
+	e := NewEligibility()
+	if s := e.Set(nodes[1:3], nil); !s.All() {
+		t.Errorf("untainted nodes: %+v, want All", s)
+	}
+	s := e.Set(nodes, nil)
+	for i := range nodes {
+		if s.Has(i) != (i%3 != 0) {
+			t.Fatalf("node %d: Has %v", i, s.Has(i))
+		}
+	}
+	if s.Len() != 46 {
+		t.Errorf("Len = %d, want 46", s.Len())
+	}
+	e.Reset()
+	if s := e.Set(nodes[1:3], nil); !s.All() {
+		t.Errorf("after Reset: %+v, want All", s)
+	}
+}
+
 func TestPlacementHelpers(t *testing.T) {
 	j := &Job{Groups: []ReplicaGroup{{Demand: resource.New(1, 0, 0)}, {Demand: resource.New(0, 1, 0)}}}
 	p := Placement{{Group: 0, Node: 3}, {Group: 0, Node: 1}, {Group: 1, Node: 3}}

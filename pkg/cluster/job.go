@@ -67,6 +67,11 @@ type ReplicaGroup struct {
 	// Replicas is the requested count; Min and Max bound elastic resizing.
 	// A fixed-size group has Min == Max == Replicas.
 	Replicas, Min, Max int
+	// Constraint restricts the nodes a replica may run on (nodeSelector,
+	// node affinity, tolerations); nil means none, and then only roles and
+	// hard taints restrict it. Placement, every policy through it, and the
+	// validator honour it (placement.Eligible).
+	Constraint NodeConstraint
 }
 
 // EffectiveUsage returns Usage, or Demand when Usage is unset.

@@ -16,7 +16,12 @@ import (
 //
 // Pools are separated by '+'; each is COUNT:key=value,... with keys cpu
 // (cores), mem_gib, gpu, storage_gib, bandwidth_mbps, price (per hour),
-// role, type (instance type name) and group (placement group).
+// role, type (instance type name), group (placement group), label
+// (label=key=value, repeated for several) and taint (taint=key=value:Effect
+// or taint=key:Effect, Effect one of NoSchedule, NoExecute,
+// PreferNoSchedule; repeated for several):
+//
+//	4:gpu=8,cpu=48,mem_gib=384,label=pool=team-a,taint=dedicated=team-a:NoSchedule+8:gpu=8,cpu=48,mem_gib=384
 func ParseSpec(spec string) ([]Node, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, fmt.Errorf("cluster spec is empty")
@@ -56,6 +61,26 @@ func ParseSpec(spec string) ([]Node, error) {
 			case "group":
 				tmpl.PlacementGroup = v
 				continue
+			case "label":
+				lk, lv, ok := strings.Cut(v, "=")
+				if !ok || lk == "" {
+					return nil, fmt.Errorf("cluster spec pool %d: label=%q: want label=key=value", pi+1, v)
+				}
+				if _, dup := tmpl.Labels[lk]; dup {
+					return nil, fmt.Errorf("cluster spec pool %d: label %q given twice", pi+1, lk)
+				}
+				if tmpl.Labels == nil {
+					tmpl.Labels = map[string]string{}
+				}
+				tmpl.Labels[lk] = lv
+				continue
+			case "taint":
+				t, err := parseTaint(v)
+				if err != nil {
+					return nil, fmt.Errorf("cluster spec pool %d: taint=%q: %v", pi+1, v, err)
+				}
+				tmpl.Taints = append(tmpl.Taints, t)
+				continue
 			}
 			if x, err = num(); err != nil {
 				return nil, err
@@ -77,18 +102,36 @@ func ParseSpec(spec string) ([]Node, error) {
 			case "price":
 				tmpl.PricePerHour = x
 			default:
-				return nil, fmt.Errorf("cluster spec pool %d: unknown key %q (want cpu, mem_gib, gpu, storage_gib, bandwidth_mbps, price, role, type, group)", pi+1, k)
+				return nil, fmt.Errorf("cluster spec pool %d: unknown key %q (want cpu, mem_gib, gpu, storage_gib, bandwidth_mbps, price, role, type, group, label, taint)", pi+1, k)
 			}
 		}
 		if tmpl.Capacity.IsZero() {
 			return nil, fmt.Errorf("cluster spec pool %d: no capacity given", pi+1)
 		}
 		for i := 0; i < n; i++ {
-			nd := tmpl
+			nd := tmpl // nodes of a pool share its (read-only) labels and taints
 			nd.Name = fmt.Sprintf("%s-%d", tmpl.InstanceType, seq[tmpl.InstanceType])
 			seq[tmpl.InstanceType]++
 			nodes = append(nodes, nd)
 		}
 	}
 	return nodes, nil
+}
+
+// parseTaint parses key=value:Effect or key:Effect.
+func parseTaint(s string) (Taint, error) {
+	kv, eff, ok := strings.Cut(s, ":")
+	if !ok {
+		return Taint{}, fmt.Errorf("want key=value:Effect or key:Effect")
+	}
+	k, v, _ := strings.Cut(kv, "=")
+	if k == "" {
+		return Taint{}, fmt.Errorf("empty key")
+	}
+	switch eff {
+	case TaintNoSchedule, TaintNoExecute, TaintPreferNoSchedule:
+	default:
+		return Taint{}, fmt.Errorf("effect %q is not NoSchedule, NoExecute or PreferNoSchedule", eff)
+	}
+	return Taint{Key: k, Value: v, Effect: eff}, nil
 }

@@ -20,6 +20,11 @@ type Node struct {
 	Role         string
 	Capacity     resource.Vector
 	PricePerHour float64
+	// Labels and Taints are what node constraints match (Kubernetes' node
+	// labels and NoSchedule/NoExecute taints; the cluster spec's label=
+	// and taint=). Both nil on a node without any.
+	Labels map[string]string
+	Taints []Taint
 }
 
 // InstanceType is an entry of a cloud catalogue that nodes can be
@@ -363,6 +368,10 @@ type Snapshot struct {
 	Catalog []InstanceType
 	// Placeholders is the overprovisioning currently held.
 	Placeholders []Placeholder
+	// Eligibility caches which nodes each replica group's node
+	// constraints accept (see Eligibility); the executor keeps it across
+	// cycles. Nil: placement computes the sets per cycle.
+	Eligibility *Eligibility
 }
 
 // Placeholder is lowest-priority capacity held so that an autoscaler adds

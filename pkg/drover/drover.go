@@ -11,8 +11,10 @@
 //     (its utility at the earliest completion minus its resource-time at
 //     OASiS's exponential prices, Eq. 22, with online-learned bounds);
 //     jobs without one pass. Decided once per job, on first sight.
-//   - size `elastic` (pkg/elastic): the requested workers, then fewer down to the
-//     group's minimum (elastic gangs start smaller rather than wait).
+//   - size `elastic` (pkg/elastic, its default one-node-first order): the
+//     largest worker count >= the minimum whose gang fits one node, then the
+//     requested count down to the minimum spread over nodes (elastic gangs
+//     start smaller rather than wait; scale-up grows them later).
 //   - filter `node-role`; score `least-allocated` with gang one-node-first:
 //     all replicas on one node when one holds them, else spread.
 //   - preempt, in order: `drover-shrink` (for a TE job, or a job that

@@ -41,14 +41,14 @@ func evalModel(t *testing.T, m Forecaster, s Series, test int) (mse, pmse float6
 	if err != nil {
 		t.Fatalf("%s: walk forward: %v", m.Name(), err)
 	}
-	mse, pmse, err = Errors(s.Values[from:], pred, Scales(s.Slice(0, from)))
+	sc, err := Score(s.Values[from:], pred, Scales(s.Slice(0, from)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pmse > mse || pmse < 0 {
-		t.Errorf("%s: pmse %v outside [0, mse %v]", m.Name(), pmse, mse)
+	if sc.PMSEAll > sc.MSE || sc.PMSE < 0 || math.Abs(sc.PMSEAll-sc.PMSE*sc.Over) > 1e-12 {
+		t.Errorf("%s: %+v: want 0 <= PMSEAll = PMSE*Over <= MSE", m.Name(), sc)
 	}
-	return mse, pmse
+	return sc.MSE, sc.PMSE
 }
 
 func TestClassicalBeatStaticOnSeasonal(t *testing.T) {
@@ -313,19 +313,74 @@ func FuzzParseSeriesCSV(f *testing.F) {
 	})
 }
 
-func TestMetrics(t *testing.T) {
-	actual := [][]float64{{1, 10}, {2, 20}}
-	pred := [][]float64{{2, 10}, {1, 30}}
-	mse, pmse, err := Errors(actual, pred, []float64{1, 10})
-	if err != nil {
-		t.Fatal(err)
+// TestScore checks MSE and PMSE (§5.3) on hand-computed cases. PMSE is
+// the mean over the over-predicted points only, so it can exceed MSE, as
+// it does in several rows of the paper's Table 4.
+func TestScore(t *testing.T) {
+	tests := []struct {
+		name         string
+		actual, pred [][]float64
+		scale        []float64
+		want         Scores
+	}{
+		{
+			// Scaled errors +1 (over), 0, -1 (under), +1 (over).
+			name:   "mixed",
+			actual: [][]float64{{1, 10}, {2, 20}},
+			pred:   [][]float64{{2, 10}, {1, 30}},
+			scale:  []float64{1, 10},
+			want:   Scores{MSE: 0.75, PMSE: 1, PMSEAll: 0.5, Over: 0.5},
+		},
+		{
+			// One large over-prediction among small under-predictions:
+			// PMSE (16) above MSE (4.75), as in Table 4's Philly ARIMA row.
+			name:   "pmse above mse",
+			actual: [][]float64{{5}, {5}, {5}, {5}},
+			pred:   [][]float64{{9}, {4}, {4}, {4}},
+			scale:  []float64{1},
+			want:   Scores{MSE: 4.75, PMSE: 16, PMSEAll: 4, Over: 0.25},
+		},
+		{
+			// Every point over-predicted (a static allocation at the
+			// peak): PMSE equals MSE under both readings.
+			name:   "all over",
+			actual: [][]float64{{0}, {1}},
+			pred:   [][]float64{{2}, {2}},
+			scale:  []float64{2},
+			want:   Scores{MSE: 0.625, PMSE: 0.625, PMSEAll: 0.625, Over: 1},
+		},
+		{
+			// No over-prediction: PMSE is 0, not NaN.
+			name:   "none over",
+			actual: [][]float64{{3}, {3}},
+			pred:   [][]float64{{1}, {3}},
+			scale:  []float64{1},
+			want:   Scores{MSE: 2, PMSE: 0, PMSEAll: 0, Over: 0},
+		},
 	}
-	// squared scaled errors: 1 (over), 0, 1 (under), 1 (over) -> /4
-	if mse != 0.75 || pmse != 0.5 {
-		t.Errorf("mse %v pmse %v, want 0.75 0.5", mse, pmse)
+	for _, tc := range tests {
+		got, err := Score(tc.actual, tc.pred, tc.scale)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
 	}
-	if _, _, err := Errors(actual, pred[:1], []float64{1, 1}); err == nil {
-		t.Error("length mismatch: want error")
+	bad := []struct {
+		name         string
+		actual, pred [][]float64
+		scale        []float64
+		want         string
+	}{
+		{"length", [][]float64{{1}, {2}}, [][]float64{{1}}, []float64{1}, "2 actual steps, 1 predicted"},
+		{"empty", nil, nil, []float64{1}, "no steps"},
+		{"width", [][]float64{{1, 2}}, [][]float64{{1}}, []float64{1, 1}, "step 0"},
+	}
+	for _, tc := range bad {
+		if _, err := Score(tc.actual, tc.pred, tc.scale); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -428,5 +483,231 @@ func TestDemandSnapshotsMatchSeries(t *testing.T) {
 	}
 	if b.Catalog[0].Name != "g4dn.xlarge" {
 		t.Errorf("base %s, want g4dn.xlarge (1-GPU jobs fit it)", b.Catalog[0].Name)
+	}
+}
+
+// nanModel forecasts NaN: MultiStep must refuse it rather than feed it
+// back.
+type nanModel struct{ Naive }
+
+func (*nanModel) Predict(Series) ([]float64, error) { return []float64{math.NaN()}, nil }
+
+// TestMultiStep checks the multi-step forecast of a test span from the
+// end of training on hand-computed cases. The test span of every series
+// holds 1000s: a forecast that read it (walk-forward) would differ.
+func TestMultiStep(t *testing.T) {
+	series := func(train []float64, test int) Series {
+		s := Series{Step: 300, Buckets: []string{"a"}}
+		for _, v := range train {
+			s.Values = append(s.Values, []float64{v})
+		}
+		for range test {
+			s.Values = append(s.Values, []float64{1000})
+		}
+		return s
+	}
+	arima := &ARIMA{P: 1, Q: 0, nb: 1, coef: [][]float64{{0, 0.5}}} // z_t = 0.5 z_{t-1}
+	tests := []struct {
+		name  string
+		m     Forecaster
+		train []float64
+		test  int
+		fit   bool
+		want  [][]float64
+	}{
+		{"naive repeats the last training value", &Naive{}, []float64{1, 3, 5}, 3, true, [][]float64{{5}, {5}, {5}}},
+		{"static holds the training peak", &Static{}, []float64{1, 7, 5}, 2, true, [][]float64{{7}, {7}}},
+		{"seasonal-naive feeds its own forecasts back", &SeasonalNaive{Periods: []int{3}}, []float64{1, 2, 3, 4, 5, 6}, 5, true,
+			[][]float64{{4}, {5}, {6}, {4}, {5}}},
+		// alpha = beta = 1: level = last value, trend = last difference,
+		// so the h-step forecast continues a straight line.
+		{"holt-winters projects level and trend", &HoltWinters{Fixed: []float64{1, 1}}, []float64{0, 2, 4, 6, 8, 10}, 3, true,
+			[][]float64{{12}, {14}, {16}}},
+		// ARIMA(1,1,0): y2 = 8 + 0.5*8, y3 = 12 + 0.5*4, y4 = 14 + 0.5*2.
+		{"arima decays the last difference", arima, []float64{0, 8}, 3, false, [][]float64{{12}, {14}, {15}}},
+	}
+	for _, tc := range tests {
+		s := series(tc.train, tc.test)
+		from := len(tc.train)
+		if tc.fit {
+			if err := tc.m.Fit(s.Slice(0, from)); err != nil {
+				t.Fatalf("%s: fit: %v", tc.name, err)
+			}
+		}
+		got, err := MultiStep(tc.m, s, from)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+		if s.Values[from][0] != 1000 || len(s.Values) != from+tc.test {
+			t.Errorf("%s: MultiStep wrote into the series", tc.name)
+		}
+	}
+
+	// The one-step forecasts of the same span read it; the multi-step
+	// ones do not.
+	s := series([]float64{1, 3, 5}, 3)
+	n := &Naive{}
+	if err := n.Fit(s.Slice(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	walk, err := WalkForward(n, s, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([][]float64{{5}, {1000}, {1000}}, walk); d != "" {
+		t.Errorf("walk-forward (-want +got):\n%s", d)
+	}
+
+	errs := []struct {
+		name string
+		m    Forecaster
+		from int
+		want string
+	}{
+		{"start at 0", n, 0, "start 0 outside (0, 6)"},
+		{"start at the end", n, 6, "start 6 outside (0, 6)"},
+		{"unfitted model", &Naive{}, 3, "naive: multi-step forecast of step 3 (1 ahead): naive: Predict before Fit"},
+		{"NaN forecast", &nanModel{}, 3, "multi-step forecast of step 3 (1 ahead), bucket a: NaN"},
+	}
+	for _, tc := range errs {
+		_, err := MultiStep(tc.m, s, tc.from)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestEvaluateMultiStep checks that Evaluate scores the one-step and the
+// multi-step forecasts of one fit, each against the test span.
+func TestEvaluateMultiStep(t *testing.T) {
+	s := seasonal(24*10, 24, 0.3, 6)
+	test := 24 * 2
+	r, err := Evaluate(&SeasonalNaive{Periods: []int{24}}, s, test, EvalOptions{MultiStep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := s.Len() - test
+	// Seasonal-naive's multi-step forecast repeats the last training day.
+	var want [][]float64
+	for k := range test {
+		want = append(want, s.Values[from-24+k%24])
+	}
+	if d := cmp.Diff(want, r.MultiPred); d != "" {
+		t.Errorf("multi-step forecasts (-want +got):\n%s", d)
+	}
+	ms, err := Score(s.Values[from:], want, Scales(s.Slice(0, from)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(&ms, r.Multi); d != "" {
+		t.Errorf("multi-step scores (-want +got):\n%s", d)
+	}
+	one, err := Evaluate(&SeasonalNaive{Periods: []int{24}}, s, test, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Multi != nil || one.MSE != r.MSE || one.PMSE != r.PMSE {
+		t.Errorf("without MultiStep: %+v, want the same one-step scores and no multi-step", one)
+	}
+	if _, err := Evaluate(&Naive{}, s, s.Len(), EvalOptions{MultiStep: true}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Errorf("test span as long as the series: err = %v", err)
+	}
+}
+
+// TestNetSizes checks the two network sizes' configurations (no
+// training): NetPaper has the paper's window, layer counts and warm-up.
+func TestNetSizes(t *testing.T) {
+	type cfg struct {
+		Window, Enc, Dec, Warmup, Steps, Batch, Hidden, Layers int
+	}
+	of := func(n *Net) cfg {
+		return cfg{n.Opt.Window, n.EncLayers, n.DecLayers, n.Warmup, n.TrainSteps, n.Batch, n.Hidden, n.Layers}
+	}
+	tests := []struct {
+		name string
+		n    *Net
+		want cfg
+	}{
+		{"transformer small", NewTransformer(Options{}), cfg{24, 2, 1, 80, 800, 32, 0, 0}},
+		{"transformer paper", NewTransformer(Options{Net: NetPaper}), cfg{576, 6, 6, 5000, 2000, 1, 0, 0}},
+		{"transformer paper, more steps", NewTransformer(Options{Net: NetPaper, TrainSteps: 9000}), cfg{576, 6, 6, 5000, 9000, 1, 0, 0}},
+		{"transformer paper quick", NewTransformer(Options{Net: NetPaper, Quick: true}), cfg{576, 6, 6, 20, 200, 1, 0, 0}},
+		{"lstm small", NewLSTM(Options{}), cfg{24, 0, 0, 40, 400, 32, 51, 2}},
+		{"lstm paper", NewLSTM(Options{Net: NetPaper}), cfg{576, 0, 0, 25, 250, 8, 51, 2}},
+		{"lstm paper, window 48", NewLSTM(Options{Net: NetPaper, Window: 48}), cfg{48, 0, 0, 25, 250, 8, 51, 2}},
+	}
+	for _, tc := range tests {
+		if d := cmp.Diff(tc.want, of(tc.n)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+	if _, err := New("lstm", Options{Net: "huge"}); err == nil || !strings.Contains(err.Error(), `network size "huge"`) {
+		t.Errorf("unknown size: err = %v", err)
+	}
+}
+
+// TestSpans checks the censored-share estimate and the span statistics on
+// hand-computed cases.
+func TestSpans(t *testing.T) {
+	job := func(work float64, gpus int64) *cluster.Job {
+		return &cluster.Job{ID: "j", Work: work, Groups: []cluster.ReplicaGroup{{Name: "w", Replicas: 1, Min: 1, Max: 1,
+			Demand: resource.New(1, 1, gpus)}}}
+	}
+	// GPU-weighted work: 1 x 10 days + 3 x 2 days = 16 GPU-days.
+	jobs := []*cluster.Job{job(10*Day, 1), job(2*Day, 3)}
+	shares := map[float64]float64{}
+	for _, gap := range []float64{0, 1, 2, 5, 10, 12} {
+		sh, err := CensoredShare(jobs, gap*Day, embed.PhillyVectors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shares[gap] = sh
+	}
+	want := map[float64]float64{0: 1, 1: (9 + 3) / 16.0, 2: 8 / 16.0, 5: 5 / 16.0, 10: 0, 12: 0}
+	if d := cmp.Diff(want, shares); d != "" {
+		t.Errorf("censored shares (-want +got):\n%s", d)
+	}
+	// Below 5% from 10 days on: 9 days leaves 1/16.
+	if d, err := AutoSkipDays(jobs, embed.PhillyVectors); err != nil || d != 10 {
+		t.Errorf("auto skip = %d, %v; want 10", d, err)
+	}
+	// CPU-only jobs are weighted by cores.
+	if sh, err := CensoredShare([]*cluster.Job{job(4*Day, 0)}, Day, nil); err != nil || sh != 0.75 {
+		t.Errorf("cpu job: share %v, %v; want 0.75", sh, err)
+	}
+	for _, tc := range []struct {
+		jobs []*cluster.Job
+		gap  float64
+		want string
+	}{
+		{nil, 0, "no jobs"},
+		{jobs, -1, "gap -1"},
+		{jobs, math.NaN(), "gap NaN"},
+	} {
+		if _, err := CensoredShare(tc.jobs, tc.gap, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("censored share(%v, %v): err = %v, want %q", len(tc.jobs), tc.gap, err, tc.want)
+		}
+	}
+
+	// A series of 4 steps a day: training [2 2 2 2], then a span rising
+	// 0 1 2 3 | 4 5 6 7 in bucket a, bucket b 1 throughout.
+	s := Series{Step: Day / 4, Buckets: []string{"a", "b"}}
+	for _, v := range []float64{2, 2, 2, 2, 0, 1, 2, 3, 4, 5, 6, 7} {
+		s.Values = append(s.Values, []float64{v, 1})
+	}
+	st, err := DescribeSpan(s, 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slope 1 instance per step = 4 per day; the last day's mean total is
+	// 6.5, the first's 2.5.
+	if d := cmp.Diff(SpanStats{Mean: []float64{3.5, 1}, TrainMean: []float64{2, 1}, Trend: 4, Rise: 4}, st); d != "" {
+		t.Errorf("span (-want +got):\n%s", d)
+	}
+	if _, err := DescribeSpan(s, 0, 12); err == nil {
+		t.Error("span without a training part: want error")
 	}
 }

@@ -15,9 +15,12 @@ type Options struct {
 	// steps). Holt-Winters, seasonal-naive and the transformer's periodic
 	// encoding use them.
 	Periods []int
-	// Window is the networks' input length in steps (default 24, 2 h:
-	// the pure-Go backend's cost grows with it, and the transformer gets
-	// the time of day and week from its periodic encoding instead).
+	// Net sizes the networks: NetSmall (the default) or NetPaper (see
+	// NewTransformer and NewLSTM).
+	Net string
+	// Window is the networks' input length in steps (default: 24, 2 h,
+	// for NetSmall, whose cost on the pure-Go backend grows with it;
+	// 576, the paper's 2 days, for NetPaper).
 	Window int
 	// TrainSteps is the networks' number of optimiser steps (default:
 	// the model's; Quick divides it by 10).
@@ -33,10 +36,40 @@ func (o Options) withDefaults() Options {
 	if len(o.Periods) == 0 {
 		o.Periods = []int{288, 2016}
 	}
+	if o.Net == "" {
+		o.Net = NetSmall
+	}
 	if o.Window <= 0 {
 		o.Window = 24
+		if o.Net == NetPaper {
+			o.Window = PaperWindow
+		}
 	}
 	return o
+}
+
+// Network sizes (Options.Net).
+const (
+	// NetSmall is the size drover's autoscaler uses by default: it trains
+	// in a minute or two on two CPU cores.
+	NetSmall = "small"
+	// NetPaper is the paper's size where the paper gives it (window,
+	// layer counts, warm-up), with the training budget stated on
+	// NewTransformer and NewLSTM.
+	NetPaper = "paper"
+	// PaperWindow is the paper's input window: 2 days of 5-minute steps
+	// (Figure 9).
+	PaperWindow = 576
+)
+
+// NetSizes lists the valid Options.Net values.
+func NetSizes() []string { return []string{NetSmall, NetPaper} }
+
+func checkNet(net string) error {
+	if net != NetSmall && net != NetPaper {
+		return fmt.Errorf("network size %q: want %s or %s", net, NetSmall, NetPaper)
+	}
+	return nil
 }
 
 // Entry is one model of the registry.
@@ -81,9 +114,13 @@ func Names() []string {
 
 // New builds the named model.
 func New(name string, o Options) (Forecaster, error) {
+	o = o.withDefaults()
+	if err := checkNet(o.Net); err != nil {
+		return nil, err
+	}
 	for _, e := range Entries() {
 		if e.Name == name {
-			return e.New(o.withDefaults()), nil
+			return e.New(o), nil
 		}
 	}
 	names := Names()

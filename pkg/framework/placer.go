@@ -103,9 +103,22 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 	s := c.Snap
 	var feasible []int
 	why := map[string]int{}
+	// The groups' eligible sets (node constraints and taints), so that a
+	// node is matched by a bit test, not by the constraint's rules.
+	var buf [4]cluster.NodeSet
+	sets := buf[:0]
+	for k := range js.Job.Groups {
+		if g == k || g < 0 && counts[k] > 0 {
+			sets = append(sets, l.Eligible(js.Job, k))
+		}
+	}
 	for i, n := range s.Nodes {
 		if !n.Ready || n.Gone {
 			why["not ready"]++
+			continue
+		}
+		if !inSets(sets, i) {
+			why[r.whyNot(js, g, n, counts)]++
 			continue
 		}
 		if reason := r.filter(c, js, g, n, counts); reason != "" {
@@ -169,11 +182,11 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 }
 
 // filter returns "" when node n passes the role rule and every Filter
-// plugin for group g (every group with replicas, g < 0), else the reason.
+// plugin (node constraints are checked before, by the eligible sets) for group g (every group with replicas, g < 0), else the reason.
 func (r *Runtime) filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeState, counts []int) string {
 	check := func(g int) string {
-		if !placement.Eligible(n, js.Job, g) {
-			return "node-role: node is for " + n.Role
+		if n.Role != "" && n.Role != js.Job.Groups[g].Name {
+			return placement.Why(n, js.Job, g)
 		}
 		for _, f := range r.p.Filter {
 			if _, ok := f.(roleOnly); ok {
@@ -196,6 +209,28 @@ func (r *Runtime) filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeS
 		}
 	}
 	return ""
+}
+
+func inSets(sets []cluster.NodeSet, i int) bool {
+	for _, s := range sets {
+		if !s.Has(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// whyNot names the rule by which node n refuses group g (or the first
+// group with replicas in counts that it refuses, g < 0).
+func (r *Runtime) whyNot(js *cluster.JobState, g int, n *cluster.NodeState, counts []int) string {
+	for k := range js.Job.Groups {
+		if g == k || g < 0 && counts[k] > 0 {
+			if why := placement.Why(n, js.Job, k); why != "" {
+				return why
+			}
+		}
+	}
+	return "node constraints"
 }
 
 // explain turns per-reason node counts into "0/16 nodes are available: 4
@@ -268,3 +303,35 @@ func (NodeRole) Filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeSta
 }
 
 func (NodeRole) roleOnly() {}
+
+// NodeAffinity is the built-in Score plugin for preferred node affinity
+// (kube-scheduler's NodeAffinity score): the summed weights of the
+// preferred terms a node matches, for group g (or, g < 0, summed over the
+// groups of the gang being tried). placement.Place, the fast path, adds
+// the same preference to its strategy's score by itself; a profile with
+// Score plugins of its own lists node-affinity to honour preferences (its
+// scores are normalised to [0, 100] and weighted like any other's).
+type NodeAffinity struct{}
+
+var _ Score = NodeAffinity{}
+
+// Name implements Plugin.
+func (NodeAffinity) Name() string { return "node-affinity" }
+
+// Score implements Score.
+func (NodeAffinity) Score(c *Cycle, js *cluster.JobState, g int, node int) float64 {
+	n := &c.Snap.Nodes[node].Node
+	if g >= 0 {
+		if k := js.Job.Groups[g].Constraint; k != nil {
+			return float64(k.Preference(n))
+		}
+		return 0
+	}
+	t, sum := c.Trying(), 0.0
+	for k := range js.Job.Groups {
+		if k < len(t) && t[k] > 0 && js.Job.Groups[k].Constraint != nil {
+			sum += float64(js.Job.Groups[k].Constraint.Preference(n))
+		}
+	}
+	return sum
+}

@@ -158,11 +158,25 @@ func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
 	st.acts = append(st.acts, a)
 }
 
+// eligible reports whether every assignment of p is on a node whose role,
+// labels and taints admit its group (placement.Eligible), so that a
+// plugin that picks nodes itself (a migration target, a scale-up) cannot
+// cross a node constraint: the validator would refuse it anyway.
+func (st *Statement) eligible(j *cluster.Job, p cluster.Placement) bool {
+	nodes := st.now.Snapshot().Nodes
+	for _, a := range p {
+		if a.Node < 0 || a.Node >= len(nodes) || a.Group < 0 || a.Group >= len(j.Groups) || !placement.Eligible(nodes[a.Node], j, a.Group) {
+			return false
+		}
+	}
+	return true
+}
+
 // Start takes placement p of pending job js from Now (all or nothing) and
 // from Soon, and records the Start. It reports false, changing nothing,
-// when p does not fit in Now.
+// when p does not fit in Now or uses a node that refuses one of its groups.
 func (st *Statement) Start(js *cluster.JobState, p cluster.Placement) bool {
-	if !st.now.TakePlacement(js.Job, p) {
+	if !st.eligible(js.Job, p) || !st.now.TakePlacement(js.Job, p) {
 		return false
 	}
 	if st.hasSoon {
@@ -188,7 +202,8 @@ func (st *Statement) Evict(v *cluster.JobState, grace float64, by, reason string
 
 // Resize moves running job js to placement p (new counts): its current
 // replicas are given back and p is taken, in both ledgers. It reports
-// false, changing nothing, when p does not fit.
+// false, changing nothing, when p does not fit or uses a node that refuses
+// one of its groups.
 func (st *Statement) Resize(js *cluster.JobState, p cluster.Placement, reason string) bool {
 	if !st.move(js, p) {
 		return false
@@ -207,6 +222,9 @@ func (st *Statement) Migrate(js *cluster.JobState, p cluster.Placement, reason s
 }
 
 func (st *Statement) move(js *cluster.JobState, p cluster.Placement) bool {
+	if !st.eligible(js.Job, p) {
+		return false
+	}
 	st.now.Fork()
 	st.now.GiveJob(js)
 	if !st.now.TakePlacement(js.Job, p) {

@@ -88,6 +88,9 @@ func (a *applier) Job(id string) *cluster.JobState {
 	if jv := a.v.jobs[id]; jv != nil {
 		return jv.st
 	}
+	if gj := a.v.gangs[id]; gj != nil && gj.st != nil {
+		return gj.st
+	}
 	return nil
 }
 
@@ -112,6 +115,13 @@ func (a *applier) Unsupported(act policy.Action) error {
 	case policy.Migrate, policy.Resize:
 		if pj := a.v.pods[act.Target()]; pj != nil {
 			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.st.Job.ID)
+		}
+		if gj := a.v.gangs[act.Target()]; gj != nil {
+			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.st.Job.ID)
+		}
+	case policy.Start:
+		if gj := a.v.gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.members) {
+			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.members), len(act.Placement))
 		}
 	case policy.SetPlaceholders:
 		for _, p := range act.Placeholders {
@@ -168,6 +178,9 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	if pj := a.v.pods[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
+	if gj := a.v.gangs[act.Target()]; gj != nil {
+		return a.applyGang(ctx, gj, act)
+	}
 	switch act := act.(type) {
 	case policy.Start:
 		jv := a.v.jobs[act.Job]
@@ -196,6 +209,8 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			o.Status.Reason = preemptReason(act)
 			o.Status.Replicas = nil
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+				Reason: "Preempted", Message: o.Status.Reason})
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue,
 				Reason: "Preempted", Message: o.Status.Reason})
 			return nil
 		}); err != nil {
@@ -266,6 +281,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			o.Status.Phase = v1alpha1.PhaseRejected
 			o.Status.Reason = act.Reason
 			o.Status.CompletionTime = &now
+			setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
 			return nil
 		}); err != nil {
 			return err
@@ -373,6 +389,10 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 		o.Status.Replicas = startReplicas(o, place)
 		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue,
 			Reason: "Placed", Message: "placed on " + desc})
+		if meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionSuspended) != nil {
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse,
+				Reason: "Resumed", Message: "placed on " + desc})
+		}
 		return nil
 	}); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 )
@@ -91,8 +92,8 @@ func BenchmarkCycle5kNodesFullPreempt(b *testing.B) {
 }
 
 // benchCycle runs one cycle per iteration (snapshot from the informer
-// objects with the spec cache warm, as every executor cycle after the
-// first, and a fresh policy, so that every cycle sees the same pending
+// objects with the spec cache, node table and eligible sets kept, as every
+// executor cycle after the first, and a fresh policy, so that every cycle sees the same pending
 // queue) for each policy, and reports the actions of a cycle.
 func benchCycle(b *testing.B, w *World, specs ...string) {
 	reg, err := plugins.Policies()
@@ -105,7 +106,7 @@ func benchCycle(b *testing.B, w *World, specs ...string) {
 				b.Skipf("policy %s: %v", spec, err)
 			}
 			var acts []policy.Action
-			o := Options{DefaultDuration: 3600, Jobs: NewJobCache(), Nodes: NewNodeTable()}
+			o := Options{DefaultDuration: 3600, Jobs: NewJobCache(), Nodes: NewNodeTable(), Eligibility: cluster.NewEligibility()}
 			Build(w, t0.Add(time.Hour), o)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -147,4 +148,23 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCycle5kNodes10kJobsConstrained is the cycle benchmark on a
+// cluster with a dedicated pool: 500 of the 5,000 nodes are labelled
+// pool=a and tainted dedicated=a:NoSchedule, and every fifth job selects
+// and tolerates the pool; the others may not use it. The eligible sets
+// are kept between cycles (Options.Eligibility), as the executor does.
+func BenchmarkCycle5kNodes10kJobsConstrained(b *testing.B) {
+	w := bigWorld()
+	for i := 0; i < len(w.Nodes); i += 10 {
+		w.Nodes[i].Labels = map[string]string{"pool": "a"}
+		w.Nodes[i].Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	for i := 0; i < len(w.Jobs); i += 5 {
+		spec := &w.Jobs[i].Spec.ReplicaGroups[0].Template.Spec
+		spec.NodeSelector = map[string]string{"pool": "a"}
+		spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "a", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	benchCycle(b, w, "fifo", "k8s-default")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,11 +13,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -42,6 +45,11 @@ type Executor struct {
 	jobs *JobCache
 	// nodes keeps node indices stable between cycles.
 	nodes *NodeTable
+	// elig keeps node constraints' eligible sets between cycles.
+	elig *cluster.Eligibility
+	// noPodGroups is set once listing PodGroups found no such API (the
+	// scheduler-plugins CRD is not installed); it is tried again later.
+	noPodGroups time.Time
 	// written remembers the TrainingJobs this executor wrote, so that a
 	// cycle that reads an informer cache lagging behind its own writes
 	// does not act on the stale copy (start a job twice, say).
@@ -158,12 +166,62 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			delete(e.reports, k)
 		}
 	}
+	if time.Since(e.noPodGroups) > time.Minute {
+		var pgs schedv1alpha1.PodGroupList
+		if err := e.c.List(ctx, &pgs, opts...); err != nil {
+			if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "no matches for kind") {
+				return nil, fmt.Errorf("listing podgroups: %w", err)
+			}
+			e.noPodGroups = time.Now() // no PodGroup CRD: gangs from the Volcano annotation only
+		} else {
+			w.PodGroups = pgs.Items
+		}
+	}
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
 		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
 	}
 	w.Deployments = deps.Items
 	return w, nil
+}
+
+// reportHeld tells users why the jobs held out of the queue wait (see
+// View.hold): the TrainingJob's status.reason and a Warning Event when it
+// changes, PodScheduled=False on an opted-in pod, the reason on a gang's
+// PodGroup and pods.
+func (e *Executor) reportHeld(ctx context.Context, v *View) error {
+	ids, why := v.Held()
+	var errs []error
+	for _, id := range ids {
+		reason := why[id]
+		switch {
+		case v.pods[id] != nil:
+			if err := e.setPodScheduled(ctx, v.pods[id].pod, reason); err != nil {
+				errs = append(errs, err)
+			}
+		case v.gangs[id] != nil:
+			if err := e.gangWaiting(ctx, v.gangs[id], reason); err != nil {
+				errs = append(errs, err)
+			}
+		case v.jobs[id] != nil:
+			jv := v.jobs[id]
+			if jv.tj.Status.Reason == reason {
+				continue
+			}
+			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+				o.Status.Reason = reason
+				if o.Status.Phase == "" {
+					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+				}
+				return nil
+			}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			e.event(jv.tj, strings.HasPrefix(reason, ReasonUnschedulable), "Waiting", "%s", reason)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // olderThan compares resourceVersions. They are opaque in general but
@@ -197,9 +255,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if e.nodes == nil {
 		e.nodes = NewNodeTable()
 	}
+	if e.elig == nil {
+		e.elig = cluster.NewEligibility()
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
@@ -224,6 +285,15 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 			}
 		}
 		v = Build(w, e.Now(), opts)
+	}
+	for _, key := range v.gangOrder {
+		ns, name, _ := strings.Cut(key, "/")
+		if err := e.reconcileGang(ctx, v, v.gangs[GangJobID(ns, name)]); err != nil {
+			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
+		}
+	}
+	if err := e.reportHeld(ctx, v); err != nil {
+		errs = append(errs, err)
 	}
 	e.observe(v)
 	acts := e.pol.Schedule(v.Snap)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
 )
@@ -66,9 +67,13 @@ func (v *View) addPodJob(p *corev1.Pod, o Options) *cluster.JobState {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(p.UID))
+	c, err := constraint.FromPod(&p.Spec)
+	if err != nil {
+		c = nil // the API server validated the pod; a spec it accepts compiles
+	}
 	j := &cluster.Job{ID: PodJobID(p), Class: class, Tenant: p.Namespace, Priority: prio,
 		Submit: max(0, o.Seconds(p.CreationTimestamp.Time)), Work: o.DefaultDuration, GracePeriod: grace, Seed: h.Sum64(),
-		Groups: []cluster.ReplicaGroup{{Name: "pod", Demand: d, Replicas: 1, Min: 1, Max: 1}}}
+		Groups: []cluster.ReplicaGroup{{Name: "pod", Demand: d, Replicas: 1, Min: 1, Max: 1, Constraint: c}}}
 	st := cluster.NewJobState(j)
 	st.Updated = v.Snap.Now
 	st.Enqueued = j.Submit
@@ -137,7 +142,9 @@ func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) e
 		e.m.Actions.WithLabelValues("reject").Inc()
 		e.event(pj.pod, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
 		return nil
-	case policy.Wait, policy.SetLabel:
+	case policy.Wait:
+		return e.setPodScheduled(ctx, pj.pod, act.Reason)
+	case policy.SetLabel:
 		return nil // a plain pod has nowhere to keep them
 	}
 	// Migrate and Resize are refused by applier.Unsupported.

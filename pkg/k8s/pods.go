@@ -33,6 +33,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			o.Status.Phase = v1alpha1.PhaseFailed
 			o.Status.Reason = "invalid spec: " + jv.invalid.Error()
+			setTerminal(&o.Status, v1alpha1.PhaseFailed, o.Status.Reason)
 			return nil
 		})
 		if err == nil {
@@ -163,8 +164,22 @@ func (e *Executor) finish(s *v1alpha1.TrainingJobStatus, phase v1alpha1.Training
 	s.Reason = reason
 	s.CompletionTime = &metav1.Time{Time: e.Now()}
 	s.Migrating = false
+	setTerminal(s, phase, reason)
 	if s.Progress != nil && phase == v1alpha1.PhaseSucceeded {
 		s.Progress.Fraction = 1
+	}
+}
+
+// setTerminal sets the Succeeded or Failed condition of a finished job
+// (Failed for a rejected or invalid one too) and clears Suspended.
+func setTerminal(s *v1alpha1.TrainingJobStatus, phase v1alpha1.TrainingJobPhase, reason string) {
+	typ, why := v1alpha1.ConditionFailed, string(phase)
+	if phase == v1alpha1.PhaseSucceeded {
+		typ = v1alpha1.ConditionSucceeded
+	}
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: why, Message: reason})
+	if meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionSuspended) != nil {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse, Reason: string(phase)})
 	}
 }
 

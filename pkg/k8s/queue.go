@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -15,9 +16,11 @@ import (
 
 // QueueEntry is one waiting job, as `drover queue` lists it.
 type QueueEntry struct {
-	// Position is 1 at the head of the queue.
+	// Position is 1 at the head of the queue; 0 for a job held out of it
+	// (Phase Held: scheduling gates, or no node could ever run it).
 	Position int `json:"position"`
-	// Kind is TrainingJob or Pod (an opted-in plain pod).
+	// Kind is TrainingJob, Pod (an opted-in plain pod) or PodGroup (a
+	// gang).
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -48,36 +51,72 @@ func (v *View) Queue() []QueueEntry {
 		if st.Phase != cluster.Pending {
 			continue
 		}
-		e := QueueEntry{Position: len(out) + 1, Class: st.Job.Class.String(), Priority: st.Job.Priority,
-			Tenant: st.Job.Tenant, Phase: string(v1alpha1.PhasePending), Preemptions: st.Preemptions}
-		for _, g := range st.Job.Groups {
-			e.Replicas += g.Replicas
+		if e, ok := v.entry(st, len(out)+1); ok {
+			out = append(out, e)
 		}
-		switch {
-		case v.jobs[st.Job.ID] != nil:
-			tj := v.jobs[st.Job.ID].tj
-			e.Kind, e.Namespace, e.Name, e.Reason = "TrainingJob", tj.Namespace, tj.Name, tj.Status.Reason
-			e.Since = tj.CreationTimestamp.Time
-			if tj.Status.RequeuedAt != nil {
-				e.Since = tj.Status.RequeuedAt.Time
+	}
+	// Held jobs follow, at position 0, with the reason they are held.
+	ids, why := v.Held()
+	for _, id := range ids {
+		if st := v.heldState(id); st != nil {
+			if e, ok := v.entry(st, 0); ok {
+				e.Phase, e.Reason = "Held", why[id]
+				out = append(out, e)
 			}
-			if tj.Status.Phase != "" {
-				e.Phase = string(tj.Status.Phase)
-			}
-		case v.pods[st.Job.ID] != nil:
-			p := v.pods[st.Job.ID].pod
-			e.Kind, e.Namespace, e.Name, e.Since = "Pod", p.Namespace, p.Name, p.CreationTimestamp.Time
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-					e.Reason = c.Message
-				}
-			}
-		default:
-			continue
 		}
-		out = append(out, e)
 	}
 	return out
+}
+
+// heldState is the state of a held job.
+func (v *View) heldState(id string) *cluster.JobState {
+	switch {
+	case v.jobs[id] != nil:
+		return v.jobs[id].st
+	case v.pods[id] != nil:
+		return v.pods[id].st
+	case v.gangs[id] != nil:
+		return v.gangs[id].st
+	}
+	return nil
+}
+
+// entry describes one waiting job.
+func (v *View) entry(st *cluster.JobState, pos int) (QueueEntry, bool) {
+	e := QueueEntry{Position: pos, Class: st.Job.Class.String(), Priority: st.Job.Priority,
+		Tenant: st.Job.Tenant, Phase: string(v1alpha1.PhasePending), Preemptions: st.Preemptions}
+	for _, g := range st.Job.Groups {
+		e.Replicas += g.Replicas
+	}
+	switch {
+	case v.jobs[st.Job.ID] != nil:
+		tj := v.jobs[st.Job.ID].tj
+		e.Kind, e.Namespace, e.Name, e.Reason = "TrainingJob", tj.Namespace, tj.Name, tj.Status.Reason
+		e.Since = tj.CreationTimestamp.Time
+		if tj.Status.RequeuedAt != nil {
+			e.Since = tj.Status.RequeuedAt.Time
+		}
+		if tj.Status.Phase != "" {
+			e.Phase = string(tj.Status.Phase)
+		}
+	case v.pods[st.Job.ID] != nil:
+		p := v.pods[st.Job.ID].pod
+		e.Kind, e.Namespace, e.Name, e.Since = "Pod", p.Namespace, p.Name, p.CreationTimestamp.Time
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				e.Reason = c.Message
+			}
+		}
+	case v.gangs[st.Job.ID] != nil:
+		gj := v.gangs[st.Job.ID]
+		e.Kind, e.Namespace, e.Name, e.Since, e.Reason = "PodGroup", gj.ns, gj.name, gj.created, st.Reason
+		if gj.requeued != nil {
+			e.Since = *gj.requeued
+		}
+	default:
+		return QueueEntry{}, false
+	}
+	return e, true
 }
 
 // QueueOptions tune ReadQueue; they should match the scheduler's config.
@@ -117,6 +156,10 @@ func ReadQueue(ctx context.Context, c client.Reader, o QueueOptions) ([]QueueEnt
 		return nil, fmt.Errorf("listing trainingjobs: %w", err)
 	}
 	w.Jobs = jobs.Items
+	var pgs schedv1alpha1.PodGroupList
+	if err := c.List(ctx, &pgs, opts...); err == nil {
+		w.PodGroups = pgs.Items // (no PodGroup CRD: gangs from the Volcano annotation only)
+	}
 	var cfg Config
 	cfg.Defaults()
 	v := Build(w, time.Now(), Options{DefaultDuration: cfg.DefaultDurationSeconds, StuckAfter: cfg.StuckAfter.Duration,

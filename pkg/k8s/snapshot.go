@@ -15,7 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"k8s.io/apimachinery/pkg/types"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,9 +23,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -43,6 +46,9 @@ type World struct {
 	Pods        []corev1.Pod
 	Jobs        []v1alpha1.TrainingJob
 	Deployments []appsv1.Deployment
+	// PodGroups are scheduler-plugins PodGroups (empty when the CRD is
+	// not installed).
+	PodGroups []schedv1alpha1.PodGroup
 }
 
 // jobView ties a TrainingJob to its JobState and its pods.
@@ -83,6 +89,16 @@ type View struct {
 	jobs    map[string]*jobView
 	pods    map[string]*podJob // opted-in plain pods, by job ID
 	order   []string           // job keys, sorted
+	// held are pending jobs kept out of the policy's queue, with the
+	// reason: a pod still carrying scheduling gates, or a job that no
+	// node could ever accept (Unschedulable). They are never bound and
+	// never make a policy preempt anything.
+	held map[string]string
+	// heldOrder lists held job IDs in queue order.
+	heldOrder []string
+	// gangs are PodGroup gangs by job ID; gangOrder their ns/name keys.
+	gangs     map[string]*gangJob
+	gangOrder []string
 }
 
 // Options tune how the snapshot is built.
@@ -111,6 +127,10 @@ type Options struct {
 	// SchedulerName is drover's; plain pods with it and the opt-in label
 	// become one-replica jobs. Empty disables opt-in.
 	SchedulerName string
+	// Eligibility, when set, keeps node constraints' eligible sets from one
+	// cycle to the next (reset when a node's labels or taints change). Nil
+	// computes them afresh.
+	Eligibility *cluster.Eligibility
 }
 
 // Seconds converts a time to the snapshot clock: seconds since the
@@ -145,6 +165,12 @@ func Build(w *World, now time.Time, o Options) *View {
 		table = NewNodeTable()
 	}
 	seen := table.assign(w.Nodes)
+	v.Snap.Eligibility = o.Eligibility
+	if v.Snap.Eligibility == nil {
+		v.Snap.Eligibility = cluster.NewEligibility()
+	} else if table.changed {
+		v.Snap.Eligibility.Reset()
+	}
 	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
 	for i, n := range seen {
 		if n == nil { // gone: kept as last seen, so that indices stay
@@ -184,6 +210,10 @@ func Build(w *World, now time.Time, o Options) *View {
 	for i := range w.Pods {
 		p := &w.Pods[i]
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if name := gangOf(p, o.SchedulerName); name != "" {
+			v.addGangPod(p, name)
+			continue
+		}
 		if !done && optedIn(p, o.SchedulerName) {
 			if st := v.addPodJob(p, o); st != nil {
 				queued = append(queued, qItem{p.CreationTimestamp.Time, st.Job.ID, st})
@@ -227,7 +257,8 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.chargeForeign(p)
 	}
 
-	var requeued []*jobView
+	gq, requeued := v.buildGangs(w, now, o)
+	queued = append(queued, gq...)
 	for _, key := range v.order {
 		jv := v.jobs[key]
 		if jv.invalid != nil {
@@ -237,7 +268,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		switch jv.st.Phase {
 		case cluster.Pending:
 			if jv.tj.Status.RequeuedAt != nil {
-				requeued = append(requeued, jv)
+				requeued = append(requeued, rqItem{jv.tj.Status.RequeuedAt.Time, jv.st})
 			} else {
 				queued = append(queued, qItem{jv.tj.CreationTimestamp.Time, jv.st.Job.ID, jv.st})
 			}
@@ -248,8 +279,11 @@ func Build(w *World, now time.Time, o Options) *View {
 	// A preempted job goes back to the head of the queue, the most recently
 	// preempted first (as the simulator's PushFront does); the rest wait in
 	// arrival order.
-	slices.SortStableFunc(requeued, func(a, b *jobView) int {
-		return b.tj.Status.RequeuedAt.Time.Compare(a.tj.Status.RequeuedAt.Time)
+	slices.SortStableFunc(requeued, func(a, b rqItem) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.st.Job.ID, b.st.Job.ID)
 	})
 	slices.SortStableFunc(queued, func(a, b qItem) int {
 		if c := a.created.Compare(b.created); c != 0 {
@@ -258,11 +292,15 @@ func Build(w *World, now time.Time, o Options) *View {
 		return cmp.Compare(a.key, b.key)
 	})
 	queue := cluster.NewQueue()
-	for _, jv := range requeued {
-		queue.PushBack(jv.st)
+	for _, r := range requeued {
+		if !v.hold(r.st, o) {
+			queue.PushBack(r.st)
+		}
 	}
 	for _, q := range queued {
-		queue.PushBack(q.st)
+		if !v.hold(q.st, o) {
+			queue.PushBack(q.st)
+		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
 
@@ -298,6 +336,9 @@ type NodeTable struct {
 	index map[string]int
 	// last is each node as last seen, by index.
 	last []cluster.Node
+	// changed is set by assign when a known node's labels or taints
+	// changed (node constraints' eligible sets must be recomputed).
+	changed bool
 }
 
 // NewNodeTable returns an empty table.
@@ -321,11 +362,18 @@ func (t *NodeTable) assign(nodes []corev1.Node) []*corev1.Node {
 		t.last = append(t.last, cluster.Node{})
 	}
 	out := make([]*corev1.Node, len(t.last))
+	t.changed = false
 	for i := range nodes {
 		n := &nodes[i]
 		k := t.index[n.Name]
 		out[k] = n
+		taints := constraint.Taints(n.Spec.Taints)
+		if prev := &t.last[k]; prev.Name != "" && (!maps.Equal(prev.Labels, n.Labels) || !slices.Equal(prev.Taints, taints)) {
+			t.changed = true
+		}
 		t.last[k] = cluster.Node{
+			Labels:         n.Labels,
+			Taints:         taints,
 			Name:           n.Name,
 			InstanceType:   n.Labels[corev1.LabelInstanceTypeStable],
 			Zone:           n.Labels[corev1.LabelTopologyZone],
@@ -335,6 +383,12 @@ func (t *NodeTable) assign(nodes []corev1.Node) []*corev1.Node {
 		}
 	}
 	return out
+}
+
+// rqItem is a preempted job going back to the head of the queue.
+type rqItem struct {
+	at time.Time
+	st *cluster.JobState
 }
 
 // qItem is a pending job in arrival order.
@@ -635,9 +689,13 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 	for i := range tj.Spec.ReplicaGroups {
 		g := &tj.Spec.ReplicaGroups[i]
 		lo, hi := g.Bounds()
+		c, err := constraint.FromPod(&g.Template.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("spec.replicaGroups[%d].template.spec.%w", i, err)
+		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{
 			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
-			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi),
+			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: c,
 		})
 	}
 	if err := j.Validate(); err != nil {
@@ -715,4 +773,135 @@ func PolicyLabels(tj *v1alpha1.TrainingJob) map[string]string {
 		return nil
 	}
 	return m
+}
+
+// Reasons a pending job is held out of the queue.
+const (
+	ReasonSchedulingGated = "SchedulingGated"
+	ReasonUnschedulable   = "Unschedulable"
+)
+
+// hold reports whether pending job st must be kept out of the policy's
+// queue, recording why in v.held: a pod that still has scheduling gates
+// (kube-scheduler's PreEnqueue keeps such pods out of its queue too), or a
+// group that no node could ever take one replica of, whatever runs there:
+// its role, taints, labels or capacity refuse it on every node, and no
+// catalogue type the cluster autoscaler could add would take it. Such a
+// job is reported Unschedulable with the reason and re-examined every
+// cycle (a node may join or change).
+func (v *View) hold(st *cluster.JobState, o Options) bool {
+	if why := v.gated(st.Job.ID); why != "" {
+		v.setHeld(st.Job.ID, why)
+		return true
+	}
+	j := st.Job
+	for g := range j.Groups {
+		if why := v.nowhere(j, g, o); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+	}
+	return false
+}
+
+func (v *View) setHeld(id, why string) {
+	if v.held == nil {
+		v.held = map[string]string{}
+	}
+	v.held[id] = why
+	v.heldOrder = append(v.heldOrder, id)
+}
+
+// Held returns the jobs held out of the queue this cycle and why, in
+// queue order.
+func (v *View) Held() ([]string, map[string]string) { return v.heldOrder, v.held }
+
+// gated returns why the job's pods may not be bound yet: a scheduling
+// gate on an opted-in pod or on a TrainingJob replica template.
+func (v *View) gated(id string) string {
+	var gates []corev1.PodSchedulingGate
+	if pj := v.pods[id]; pj != nil {
+		gates = pj.pod.Spec.SchedulingGates
+	} else if jv := v.jobs[id]; jv != nil {
+		for i := range jv.tj.Spec.ReplicaGroups {
+			gates = append(gates, jv.tj.Spec.ReplicaGroups[i].Template.Spec.SchedulingGates...)
+		}
+	} else if gj := v.gangs[id]; gj != nil {
+		gates = gj.gates
+	}
+	if len(gates) == 0 {
+		return ""
+	}
+	names := make([]string, len(gates))
+	for i, g := range gates {
+		names[i] = g.Name
+	}
+	return ReasonSchedulingGated + ": waiting for scheduling gates to be removed: " + strings.Join(names, ", ")
+}
+
+// nowhere returns why no node (ready or not, not gone) nor catalogue type
+// could ever take one replica of group g, or "".
+func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
+	grp := &j.Groups[g]
+	var order []string
+	count := map[string]int{}
+	nodes := 0
+	set := v.Snap.Eligibility.Set(v.Snap.Nodes, grp.Constraint)
+	for i, n := range v.Snap.Nodes {
+		if n.Gone {
+			continue
+		}
+		nodes++
+		why := ""
+		switch {
+		case n.Role != "" && n.Role != grp.Name:
+			why = "node-role: node(s) are for other replica groups"
+		case !set.Has(i) && !admitsOnceReady(&n.Node, grp.Constraint):
+			why = cluster.WhyNot(&n.Node, grp.Constraint)
+		case !grp.Demand.Fits(n.Capacity):
+			why = "Insufficient " + grp.Demand.Short(n.Capacity)
+		default:
+			return ""
+		}
+		if count[why] == 0 {
+			order = append(order, why)
+		}
+		count[why]++
+	}
+	if nodes == 0 {
+		return "" // no node yet (a scheduler starting before its nodes registered): nothing to judge
+	}
+	for _, t := range o.Catalog {
+		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, grp.Constraint) {
+			return ""
+		}
+	}
+	slices.Sort(order) // kube-scheduler's order: by reason
+	parts := make([]string, len(order))
+	for i, w := range order {
+		parts[i] = fmt.Sprintf("%d %s", count[w], w)
+	}
+	return fmt.Sprintf("%s: no node can ever run a %s replica (%v): 0/%d nodes are available: %s",
+		ReasonUnschedulable, grp.Name, grp.Demand, nodes, strings.Join(parts, ", "))
+}
+
+// transientTaints are the taints the node lifecycle controller adds and
+// removes with a node's conditions (not ready, unreachable, cordoned,
+// under pressure): a node that refuses a replica only because of them may
+// take it later, so they do not make a job Unschedulable.
+var transientTaints = map[string]bool{
+	corev1.TaintNodeNotReady: true, corev1.TaintNodeUnreachable: true, corev1.TaintNodeUnschedulable: true,
+	corev1.TaintNodeNetworkUnavailable: true, corev1.TaintNodeMemoryPressure: true, corev1.TaintNodeDiskPressure: true,
+	corev1.TaintNodePIDPressure: true, corev1.TaintNodeOutOfService: true,
+}
+
+// admitsOnceReady reports whether node n admits c when its transient
+// taints are gone.
+func admitsOnceReady(n *cluster.Node, c cluster.NodeConstraint) bool {
+	if !slices.ContainsFunc(n.Taints, func(t cluster.Taint) bool { return transientTaints[t.Key] }) {
+		return false // refused for good (the caller saw it refused)
+	}
+	m := *n
+	m.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t cluster.Taint) bool { return transientTaints[t.Key] })
+	return cluster.Admits(&m, c)
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -31,6 +32,9 @@ type Ledger struct {
 	// roled marks nodes with a Role, so the hot loop need not load each
 	// NodeState (a cache miss per node) to learn that most have none.
 	roled []bool
+	// elig caches node constraints' eligible sets when the snapshot has
+	// no Eligibility of its own (hand-built snapshots); reset per cycle.
+	elig *cluster.Eligibility
 
 	// cache is set on clusters above feasibleCacheMin nodes, where scans
 	// keep each node's score for a few recent demands in slots.
@@ -110,6 +114,13 @@ func NewLedger(s *cluster.Snapshot, takePlaceholders bool) *Ledger {
 // allocating a free-resource array per cycle.
 func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	l.snap = s
+	if s.Eligibility == nil {
+		if l.elig == nil {
+			l.elig = cluster.NewEligibility()
+		} else {
+			l.elig.Reset()
+		}
+	}
 	if cap(l.free) < len(s.Nodes) {
 		l.free = make([]resource.Vector, len(s.Nodes), len(s.Nodes)+len(s.Nodes)/4)
 	}
@@ -151,6 +162,17 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 			l.free[i] = l.free[i].Add(n.Placeholder)
 		}
 	}
+}
+
+// Eligible returns the nodes whose labels and taints admit a replica of
+// group g of job j (roles aside): nil (All) for a group without node
+// constraints on a cluster without hard taints, the fast path.
+func (l *Ledger) Eligible(j *cluster.Job, g int) cluster.NodeSet {
+	e := l.snap.Eligibility
+	if e == nil {
+		e = l.elig
+	}
+	return e.Set(l.snap.Nodes, j.Groups[g].Constraint)
 }
 
 // Snapshot returns the snapshot the ledger was built from.
@@ -316,32 +338,70 @@ func (g Gang) String() string {
 	return [...]string{"per-replica", "one-node-first", "one-node-only"}[g]
 }
 
-// Eligible reports whether group g of job j may run on node n (role match).
+// Eligible reports whether group g of job j may run on node n: the node's
+// role admits the group, and its labels and taints admit the group's node
+// constraint (nodeSelector, required affinity, tolerations; a group
+// without one tolerates no NoSchedule or NoExecute taint). Every policy
+// and the validator ask this, so a constraint is honoured everywhere.
+// Placement's own scans use the cached sets of Ledger.Eligible instead.
 func Eligible(n *cluster.NodeState, j *cluster.Job, g int) bool {
-	return n.Role == "" || n.Role == j.Groups[g].Name
+	if n.Role != "" && n.Role != j.Groups[g].Name {
+		return false
+	}
+	c := j.Groups[g].Constraint
+	if c == nil && len(n.Taints) == 0 {
+		return true
+	}
+	return cluster.Admits(&n.Node, c)
+}
+
+// Why returns why group g of job j may not run on node n, naming the rule
+// as kube-scheduler's filters do ("node-role: ...", "taint-toleration:
+// ...", "node-affinity: ..."), or "" when it may.
+func Why(n *cluster.NodeState, j *cluster.Job, g int) string {
+	if n.Role != "" && n.Role != j.Groups[g].Name {
+		return "node-role: node is for " + n.Role
+	}
+	why := cluster.WhyNot(&n.Node, j.Groups[g].Constraint)
+	switch {
+	case why == "":
+		return ""
+	case strings.HasPrefix(why, "node(s) had untolerated taint"):
+		return "taint-toleration: " + why
+	}
+	return "node-affinity: " + why
 }
 
 // Place finds nodes for the given replica counts of job j and takes them
 // from the ledger. It is all or nothing: on failure the ledger is
-// unchanged, and the error says which group did not fit.
+// unchanged, and the error says which group did not fit. It honours roles
+// and each group's node constraints (Ledger.Eligible), and adds a group's
+// preferred node affinity to the strategy's score (kube-scheduler's
+// NodeAffinity score: twice the weight of the resource score, normalised
+// over the nodes; FirstFit ignores preferences).
 func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, error) {
 	if o.Gang != PerReplica {
 		if p, ok := placeOnOne(l, j, counts, o); ok {
 			return p, nil
 		}
 		if o.Gang == OneNodeOnly {
-			return nil, fmt.Errorf("no node has %v free for all %d replicas", j.Demand(counts), sum(counts))
+			return nil, fmt.Errorf("no node has %v free for all %d replicas%s", j.Demand(counts), sum(counts), l.constrained(j, counts))
 		}
 	}
 	l.Fork()
 	p := make(cluster.Placement, 0, sum(counts))
+	var one [1]cluster.NodeSet
 	for g, c := range counts {
+		if c == 0 {
+			continue
+		}
 		d := j.Groups[g].Demand
+		sets := l.sets(j, g, one[:0])
 		for r := 0; r < c; r++ {
-			n := pick(l, j, g, d, o)
+			n := pick(l, j, g, d, sets, o)
 			if n < 0 {
 				l.Revert()
-				return nil, fmt.Errorf("no node has %v free for replica %d of group %s", d, r+1, j.Groups[g].Name)
+				return nil, fmt.Errorf("no node has %v free for replica %d of group %s%s", d, r+1, j.Groups[g].Name, l.constrained(j, counts))
 			}
 			l.Take(n, d)
 			p = append(p, cluster.Assignment{Group: g, Node: n})
@@ -351,13 +411,44 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 	return p, nil
 }
 
+// sets appends group g's eligible set to buf unless it is the fast path
+// (every node, no preference).
+func (l *Ledger) sets(j *cluster.Job, g int, buf []cluster.NodeSet) []cluster.NodeSet {
+	if s := l.Eligible(j, g); !s.All() || s.MaxPref > 0 {
+		buf = append(buf, s)
+	}
+	return buf
+}
+
+// constrained is the part of a placement error that says how many nodes a
+// constrained group may use at all.
+func (l *Ledger) constrained(j *cluster.Job, counts []int) string {
+	out := ""
+	for g, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if s := l.Eligible(j, g); !s.All() {
+			out += fmt.Sprintf("; group %s may use %d of %d nodes (node selector, affinity, taints)", j.Groups[g].Name, s.Len(), len(l.snap.Nodes))
+		}
+	}
+	return out
+}
+
 func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, bool) {
 	if o.OneNodeFirstFit {
 		o.Strategy = FirstFit
 	}
-	best := l.scan(j.Demand(counts), o, func(n *cluster.NodeState) bool {
+	var buf [4]cluster.NodeSet
+	sets := buf[:0]
+	for g, c := range counts {
+		if c > 0 {
+			sets = l.sets(j, g, sets)
+		}
+	}
+	best := l.scan(j.Demand(counts), o, sets, func(n *cluster.NodeState) bool {
 		for g := range counts {
-			if counts[g] > 0 && !Eligible(n, j, g) {
+			if counts[g] > 0 && !roleAdmits(n, j, g) {
 				return false
 			}
 			if counts[g] > 0 && o.Filter != nil && !o.Filter(n, g) {
@@ -379,21 +470,26 @@ func placeOnOne(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Pla
 	return p, true
 }
 
-// pick returns the best node for one replica of group g, or -1.
-func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, o Options) int {
-	if o.Filter != nil {
-		return l.scan(d, o, func(n *cluster.NodeState) bool { return Eligible(n, j, g) && o.Filter(n, g) })
-	}
-	return l.scan(d, o, func(n *cluster.NodeState) bool { return Eligible(n, j, g) })
+func roleAdmits(n *cluster.NodeState, j *cluster.Job, g int) bool {
+	return n.Role == "" || n.Role == j.Groups[g].Name
 }
 
-// scan returns the best-scoring node where d fits and that eligible
-// accepts, or -1. eligible is asked only about nodes with a role, so the
-// common case costs no call per node. FirstFit returns the lowest-indexed
-// such node. Otherwise, unless o.ScoreAll, the scan stops after
-// feasibleToScore feasible nodes, starting where the previous sampled scan
-// stopped.
-func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeState) bool) int {
+// pick returns the best node for one replica of group g, or -1.
+func pick(l *Ledger, j *cluster.Job, g int, d resource.Vector, sets []cluster.NodeSet, o Options) int {
+	if o.Filter != nil {
+		return l.scan(d, o, sets, func(n *cluster.NodeState) bool { return roleAdmits(n, j, g) && o.Filter(n, g) })
+	}
+	return l.scan(d, o, sets, func(n *cluster.NodeState) bool { return roleAdmits(n, j, g) })
+}
+
+// scan returns the best-scoring node where d fits, that every set in sets
+// holds and that eligible accepts, or -1. eligible is asked only about
+// nodes with a role (or with o.Filter), so the common case costs no call
+// per node, and sets is empty on the fast path (no constraint, no taint).
+// FirstFit returns the lowest-indexed such node. Otherwise, unless
+// o.ScoreAll, the scan stops after feasibleToScore feasible nodes,
+// starting where the previous sampled scan stopped.
+func (l *Ledger) scan(d resource.Vector, o Options, sets []cluster.NodeSet, eligible func(*cluster.NodeState) bool) int {
 	nodes := l.snap.Nodes
 	n := len(nodes)
 	limit, start := n, 0
@@ -402,10 +498,19 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 			start = l.next % n
 		}
 	}
-	if l.cache && o.Strategy != FirstFit {
+	if l.cache && o.Strategy != FirstFit && len(sets) == 0 {
+		// No constraint and no preference: the score cache's fast path.
 		return l.scanCached(l.slot(d, o.Strategy), d, o, eligible, limit, start)
 	}
+	prefer := false
+	for _, s := range sets {
+		prefer = prefer || s.MaxPref > 0
+	}
+	if len(sets) == 1 && sets[0].Sparse(n) {
+		return l.scanSparse(d, o, sets[0], eligible, limit, start, prefer)
+	}
 	best, bestScore, found := -1, 0.0, 0
+nodes:
 	for k := 0; k < n; k++ {
 		i := start + k
 		if i >= n {
@@ -414,10 +519,22 @@ func (l *Ledger) scan(d resource.Vector, o Options, eligible func(*cluster.NodeS
 		if !d.Fits(l.free[i]) || (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
 			continue
 		}
+		for _, s := range sets {
+			if !s.Has(i) {
+				continue nodes
+			}
+		}
 		if o.Strategy == FirstFit {
 			return i
 		}
 		sc := l.score(i, d, o.Strategy)
+		if prefer {
+			for _, s := range sets {
+				if s.MaxPref > 0 {
+					sc += 2 * float64(s.Pref(i)) / float64(s.MaxPref)
+				}
+			}
+		}
 		if best < 0 || sc > bestScore {
 			best, bestScore = i, sc
 		}
@@ -485,6 +602,44 @@ func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, eligibl
 					}
 					return best
 				}
+			}
+		}
+	}
+	return best
+}
+
+// scanSparse is scan over the members of a sparse eligible set (a
+// dedicated pool) only, in the same order (from start, wrapping) and with
+// the same sampling, so it picks the node scan would.
+func (l *Ledger) scanSparse(d resource.Vector, o Options, set cluster.NodeSet, eligible func(*cluster.NodeState) bool,
+	limit, start int, prefer bool) int {
+	nodes := l.snap.Nodes
+	n := len(nodes)
+	best, bestScore, found := -1, 0.0, 0
+	for pass := 0; pass < 2; pass++ {
+		lo, hi := start, n
+		if pass == 1 {
+			lo, hi = 0, start
+		}
+		for i := set.Next(lo, hi); i >= 0; i = set.Next(i+1, hi) {
+			if !d.Fits(l.free[i]) || (l.roled[i] || o.Filter != nil) && !eligible(nodes[i]) {
+				continue
+			}
+			if o.Strategy == FirstFit {
+				return i
+			}
+			sc := l.score(i, d, o.Strategy)
+			if prefer && set.MaxPref > 0 {
+				sc += 2 * float64(set.Pref(i)) / float64(set.MaxPref)
+			}
+			if best < 0 || sc > bestScore {
+				best, bestScore = i, sc
+			}
+			if found++; found >= limit {
+				if limit < n {
+					l.next = i + 1
+				}
+				return best
 			}
 		}
 	}

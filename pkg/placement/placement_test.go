@@ -253,8 +253,8 @@ func TestScanCachedMatchesScan(t *testing.T) {
 				cached.next, plain.next = start, start
 				d := resource.New(float64(1+rng.IntN(4)), 0, int64(rng.IntN(2)))
 				o := Options{Strategy: Strategy(rng.IntN(2)), ScoreAll: rng.IntN(5) == 0}
-				got := cached.scan(d, o, func(*cluster.NodeState) bool { return true })
-				want := plain.scan(d, o, func(*cluster.NodeState) bool { return true })
+				got := cached.scan(d, o, nil, func(*cluster.NodeState) bool { return true })
+				want := plain.scan(d, o, nil, func(*cluster.NodeState) bool { return true })
 				if got != want || cached.next != plain.next {
 					t.Fatalf("n=%d full=%v start=%d %+v: cached %d next %d, plain %d next %d", n, fullShare, start, o, got, cached.next, want, plain.next)
 				}
@@ -262,6 +262,46 @@ func TestScanCachedMatchesScan(t *testing.T) {
 					cached.Take(got, d)
 					plain.Take(got, d)
 				}
+			}
+		}
+	}
+}
+
+// scanSparse must pick what the dense scan picks (same order, sampling
+// and rotating start): a dense scan is forced by passing the set twice.
+func TestScanSparseMatchesDense(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for trial := range 20 {
+		n := 50 + r.IntN(400)
+		s := &cluster.Snapshot{Pending: cluster.NewQueue(), Eligibility: cluster.NewEligibility()}
+		for i := range n {
+			nd := cluster.Node{Name: fmt.Sprintf("n%d", i), Capacity: resource.New(0, 0, 8)}
+			if r.IntN(7) != 0 {
+				nd.Taints = []cluster.Taint{{Key: "t", Effect: cluster.TaintNoSchedule}}
+			}
+			ns := &cluster.NodeState{Node: nd, Index: i, Ready: true}
+			ns.Allocated = resource.New(0, 0, int64(r.IntN(9)))
+			s.Nodes = append(s.Nodes, ns)
+		}
+		j := gpuJob(1, 1)
+		for _, st := range []Strategy{Spread, Pack, FirstFit} {
+			a, b := NewLedger(s, true), NewLedger(s, true)
+			set := a.Eligible(j, 0)
+			if !set.Sparse(n) {
+				continue
+			}
+			for k := range 30 {
+				o := Options{Strategy: st}
+				x := a.scan(j.Groups[0].Demand, o, []cluster.NodeSet{set}, nil)
+				y := b.scan(j.Groups[0].Demand, o, []cluster.NodeSet{set, set}, nil)
+				if x != y {
+					t.Fatalf("trial %d %v pick %d: sparse %d, dense %d", trial, st, k, x, y)
+				}
+				if x < 0 {
+					break
+				}
+				a.Take(x, j.Groups[0].Demand)
+				b.Take(y, j.Groups[0].Demand)
 			}
 		}
 	}

@@ -150,6 +150,9 @@ func (s *Sim) scaleUp() bool {
 	var pods []caPod
 	for js := range s.queue.All() {
 		for _, g := range js.Job.Groups {
+			if g.Constraint != nil && !g.Constraint.Admits(&cluster.Node{}) {
+				continue // a catalogue node has no labels or taints: adding one would not help
+			}
 			for r := 0; r < g.Replicas; r++ {
 				pods = append(pods, caPod{demand: g.Demand, role: g.Name, real: true})
 			}

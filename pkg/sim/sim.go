@@ -33,6 +33,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/metrics"
@@ -151,8 +152,9 @@ type Sim struct {
 	placeholders []cluster.Placeholder
 	phUnits      []phUnit
 	names        map[string]bool // node names in use
-	sampleArmed  bool            // an evSample event is pending
-	contended    []bool          // per node: some job on it was slowed by contention
+	elig         *cluster.Eligibility
+	sampleArmed  bool   // an evSample event is pending
+	contended    []bool // per node: some job on it was slowed by contention
 
 	refusals []policy.Refusal
 	// integrals for utilisation
@@ -204,7 +206,8 @@ func New(cfg Config, nodes []cluster.Node, jobs []*cluster.Job, p policy.Policy)
 		return nil, fmt.Errorf("config: interference %v is not a finite number >= 0", cfg.Interference)
 	}
 	s := &Sim{cfg: cfg, pol: p, queue: cluster.NewQueue(), byID: make(map[string]*jobRT, len(jobs)),
-		nodeSeq: map[string]int{}, extra: map[string]float64{}, names: map[string]bool{}, ca: caState{next: math.Inf(1)}}
+		nodeSeq: map[string]int{}, extra: map[string]float64{}, names: map[string]bool{}, ca: caState{next: math.Inf(1)},
+		elig: cluster.NewEligibility()}
 	s.pending = s.queue.ReadOnly()
 	if td, ok := p.(policy.TimeDriven); ok && td.TimeDriven() {
 		s.timed = true
@@ -270,11 +273,45 @@ func (s *Sim) fitsSomeNode(j *cluster.Job, g int) bool {
 		}
 	}
 	for _, t := range s.cfg.Catalog {
-		if d.Fits(t.Capacity) {
+		if d.Fits(t.Capacity) && cluster.Admits(catalogNode(&t), j.Groups[g].Constraint) {
 			return true
 		}
 	}
 	return false
+}
+
+// catalogNode is a node of instance type t as the simulator provisions it:
+// no labels, no taints.
+func catalogNode(t *cluster.InstanceType) *cluster.Node {
+	return &cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}
+}
+
+// constraintRefusals explains why no node admits group g of j although some are
+// large enough and of its role: "3 node(s) had untolerated taint {k: v},
+// 5 node(s) didn't match Pod's node affinity/selector", kube-scheduler's
+// wording, reasons sorted.
+func (s *Sim) constraintRefusals(j *cluster.Job, g int) string {
+	var order []string
+	count := map[string]int{}
+	for _, n := range s.nodes {
+		if n.Gone || n.Role != "" && n.Role != j.Groups[g].Name {
+			continue
+		}
+		why := cluster.WhyNot(&n.Node, j.Groups[g].Constraint)
+		if why == "" {
+			continue
+		}
+		if count[why] == 0 {
+			order = append(order, why)
+		}
+		count[why]++
+	}
+	slices.Sort(order) // by reason, as kube-scheduler lists them
+	parts := make([]string, len(order))
+	for i, w := range order {
+		parts[i] = fmt.Sprintf("%d %s", count[w], w)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s *Sim) addNode(n cluster.Node, ready bool) *cluster.NodeState {
@@ -449,8 +486,12 @@ func (s *Sim) arrive(rt *jobRT) {
 			return
 		}
 		if !s.fitsSomeNode(j, g) {
-			s.reject(rt, fmt.Sprintf("unschedulable: no single node or instance type that may run %s replicas has %v",
-				j.Groups[g].Name, d))
+			why := ""
+			if r := s.constraintRefusals(j, g); r != "" {
+				why = " (node constraints: " + r + ")"
+			}
+			s.reject(rt, fmt.Sprintf("unschedulable: no single node or instance type that may run %s replicas has %v%s",
+				j.Groups[g].Name, d, why))
 			return
 		}
 	}
@@ -528,7 +569,7 @@ func (s *Sim) cycleOnce() bool {
 	s.dirty = false
 	s.cycle++
 	snap := &cluster.Snapshot{Now: s.now, Cycle: s.cycle, Seed: s.cfg.Seed, Nodes: s.nodes,
-		Running: s.running, Pending: s.pending, Catalog: s.cfg.Catalog, Placeholders: s.placeholders}
+		Running: s.running, Pending: s.pending, Catalog: s.cfg.Catalog, Placeholders: s.placeholders, Eligibility: s.elig}
 	actions := s.pol.Schedule(snap)
 	changed := false
 	defer func() {

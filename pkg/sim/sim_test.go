@@ -250,6 +250,58 @@ func TestUnschedulableAndStuckJobs(t *testing.T) {
 	}
 }
 
+// TestTaintedPoolScenario replays a trace with node selectors and
+// tolerations on a cluster spec with a dedicated, tainted pool: jobs
+// without the toleration never run there even while it is idle and they
+// queue; the team's jobs run only there; a job selecting a pool that no
+// node has is rejected on arrival, naming the rule.
+func TestTaintedPoolScenario(t *testing.T) {
+	ns, err := cluster.ParseSpec("2:gpu=8,cpu=48,mem_gib=384,label=pool=team-a,taint=dedicated=team-a:NoSchedule+2:gpu=8,cpu=48,mem_gib=384")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := "id,submit_s,duration_s,gpu,replicas,node_selector,tolerations\n" +
+		"shared-1,0,100,8,2,,\n" + // fills the shared nodes
+		"shared-2,0,100,8,1,,\n" + // must wait for them, not use the idle pool
+		"team-1,0,100,4,2,pool=team-a,dedicated=team-a:NoSchedule\n" +
+		"lost,0,100,1,1,pool=team-b,\n"
+	jobs, err := workload.ParseCSV(strings.NewReader(trace), "pool.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spread := range []placement.Strategy{placement.Spread, placement.Pack, placement.FirstFit} {
+		starts := map[string][]int{}
+		r := run(t, Config{Tick: 10, Observe: func(_ float64, kind Observed, js *cluster.JobState, _ string) {
+			if kind == ObsStart {
+				starts[js.Job.ID] = js.Placement.Nodes()
+			}
+		}}, ns, jobs, baseline.NewFIFO(spread))
+		if len(r.Refusals) > 0 {
+			t.Fatalf("%v: refusals %v", spread, r.Refusals)
+		}
+		for _, id := range []string{"shared-1", "shared-2"} {
+			for _, n := range starts[id] {
+				if n < 2 {
+					t.Errorf("%v: %s ran on the tainted pool (node %d)", spread, id, n)
+				}
+			}
+		}
+		if s := rec(r, "shared-2"); s.FirstStart < 100 {
+			t.Errorf("%v: shared-2 started at %v, before the shared nodes were free", spread, s.FirstStart)
+		}
+		for _, n := range starts["team-1"] {
+			if n >= 2 {
+				t.Errorf("%v: team-1 ran off its pool (node %d)", spread, n)
+			}
+		}
+		lost := r.Records[3]
+		if lost.ID != "lost" || !lost.Rejected || !strings.Contains(lost.Reason, "2 node(s) didn't match Pod's node affinity/selector") ||
+			!strings.Contains(lost.Reason, "2 node(s) had untolerated taint {dedicated: team-a}") {
+			t.Errorf("%v: lost job: %+v", spread, lost)
+		}
+	}
+}
+
 func TestBadSetup(t *testing.T) {
 	if _, err := New(Config{}, nil, []*cluster.Job{gjob("a", 0, 1, 1)}, fifo()); err == nil || !strings.Contains(err.Error(), "no nodes") {
 		t.Errorf("empty cluster: %v", err)

@@ -69,7 +69,8 @@ type Limited interface {
 //     not negative.
 //
 // A placement is valid when it is not empty, names existing groups and
-// nodes, uses only ready nodes whose role admits the group, puts at most
+// nodes, uses only ready nodes whose role, labels and taints admit the
+// group (placement.Eligible: node selector, affinity, tolerations), puts at most
 // Max replicas in each group and fits, node by node in first-use order, in
 // the node's free capacity (plus what the job gives back there).
 func Check(s State, a policy.Action) error {
@@ -204,7 +205,10 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 			return fmt.Errorf("node %s is not ready", n.Name)
 		}
 		if !placement.Eligible(n, j, a.Group) {
-			return fmt.Errorf("node %s is for %s replicas, not %s", n.Name, n.Role, j.Groups[a.Group].Name)
+			if n.Role != "" && n.Role != j.Groups[a.Group].Name {
+				return fmt.Errorf("node %s is for %s replicas, not %s", n.Name, n.Role, j.Groups[a.Group].Name)
+			}
+			return fmt.Errorf("node %s refuses group %s: %s", n.Name, j.Groups[a.Group].Name, placement.Why(n, j, a.Group))
 		}
 	}
 	for g, c := range p.Counts(len(j.Groups)) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -38,9 +39,12 @@ import (
 //	tenant, model free text
 //	utility       sigmoid:G1:G2:G3 (see cluster.Sigmoid)
 //	usage_cpu     cores one worker uses when alone (contention model)
+//	node_selector key=value;key=value: nodes the workers may use (their labels must match)
+//	tolerations   key=value:Effect;key:Effect;key;* : taints the workers tolerate
+//	ps_node_selector, ps_tolerations   the same for the parameter servers
 var columns = []string{"id", "submit_s", "duration_s", "class", "priority", "grace_s", "replicas", "min_replicas",
 	"max_replicas", "cpu", "mem_gib", "gpu", "ps_replicas", "ps_cpu", "ps_mem_gib", "ps_gpu", "tenant", "model",
-	"utility", "usage_cpu"}
+	"utility", "usage_cpu", "node_selector", "tolerations", "ps_node_selector", "ps_tolerations"}
 
 // FieldError locates a problem in an input file.
 type FieldError struct {
@@ -271,13 +275,21 @@ func (p *rowParser) job() *cluster.Job {
 		w.Usage = w.Demand
 		w.Usage[resource.CPU] = int64(u*1000 + 0.5)
 	}
+	w.Constraint = p.constraint("")
 	j.Groups = append(j.Groups, w)
 	if ps := p.count("ps_replicas", 0, 0); ps > 0 {
 		d := p.demand("ps_")
 		if d.IsZero() && p.err == nil {
 			p.fail("ps_replicas", errors.New("is set but the parameter-server demand is zero: set ps_cpu, ps_mem_gib or ps_gpu"))
 		}
-		j.Groups = append(j.Groups, cluster.ReplicaGroup{Name: "ps", Demand: d, Replicas: ps, Min: ps, Max: ps})
+		j.Groups = append(j.Groups, cluster.ReplicaGroup{Name: "ps", Demand: d, Replicas: ps, Min: ps, Max: ps,
+			Constraint: p.constraint("ps_")})
+	} else {
+		for _, f := range []string{"ps_node_selector", "ps_tolerations"} {
+			if _, ok := p.str(f); ok {
+				p.fail(f, errors.New("is set but ps_replicas is not"))
+			}
+		}
 	}
 	j.Tenant, _ = p.str("tenant")
 	j.Model, _ = p.str("model")
@@ -290,6 +302,34 @@ func (p *rowParser) job() *cluster.Job {
 	}
 	j.Seed = uint64(p.line)
 	return j
+}
+
+// constraint parses a group's node_selector and tolerations columns
+// (with the given prefix); nil when both are empty.
+func (p *rowParser) constraint(prefix string) cluster.NodeConstraint {
+	var spec constraint.Spec
+	if s, ok := p.str(prefix + "node_selector"); ok {
+		m, err := constraint.ParseSelector(s)
+		if err != nil {
+			p.fail(prefix+"node_selector", err)
+			return nil
+		}
+		spec.NodeSelector = m
+	}
+	if s, ok := p.str(prefix + "tolerations"); ok {
+		t, err := constraint.ParseTolerations(s)
+		if err != nil {
+			p.fail(prefix+"tolerations", err)
+			return nil
+		}
+		spec.Tolerations = t
+	}
+	c, err := constraint.New(spec)
+	if err != nil {
+		p.fail(prefix+"node_selector", err)
+		return nil
+	}
+	return c
 }
 
 // firstPresent returns the first of fields that is a column, or the first
@@ -326,6 +366,15 @@ func WriteCSV(w io.Writer, jobs []*cluster.Job) error {
 	cw := csv.NewWriter(w)
 	hdr := []string{"id", "submit_s", "duration_s", "class", "priority", "grace_s", "replicas", "min_replicas", "max_replicas",
 		"cpu", "mem_gib", "gpu", "ps_replicas", "ps_cpu", "ps_mem_gib", "ps_gpu", "tenant", "model"}
+	withC := false
+	for _, j := range jobs {
+		for _, g := range j.Groups {
+			withC = withC || g.Constraint != nil
+		}
+	}
+	if withC { // only then, so that files written before stay the same
+		hdr = append(hdr, "node_selector", "tolerations", "ps_node_selector", "ps_tolerations")
+	}
 	if err := cw.Write(hdr); err != nil {
 		return err
 	}
@@ -344,6 +393,17 @@ func WriteCSV(w io.Writer, jobs []*cluster.Job) error {
 			p := j.Groups[1]
 			row[12], row[13] = strconv.Itoa(p.Replicas), f(float64(p.Demand[resource.CPU])/1000)
 			row[14], row[15] = f(float64(p.Demand[resource.Memory])/float64(resource.GiB)), strconv.FormatInt(p.Demand[resource.GPU], 10)
+		}
+		if withC {
+			for k := 0; k < 2; k++ {
+				sel, tol := "", ""
+				if k < len(j.Groups) {
+					if c, ok := j.Groups[k].Constraint.(*constraint.Constraint); ok {
+						sel, tol = constraint.FormatSelector(c.Spec().NodeSelector), constraint.FormatTolerations(c.Spec().Tolerations)
+					}
+				}
+				row = append(row, sel, tol)
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err

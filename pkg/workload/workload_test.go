@@ -48,6 +48,42 @@ func TestParseCSV(t *testing.T) {
 	}
 }
 
+func TestParseCSVConstraints(t *testing.T) {
+	in := "id,submit_s,duration_s,gpu,node_selector,tolerations,ps_replicas,ps_cpu,ps_tolerations\n" +
+		"a,0,10,1,pool=team-a;gpu=a100,dedicated=team-a:NoSchedule;spot,1,2,*\n" +
+		"b,0,10,1,,,,,\n"
+	jobs, err := ParseCSV(strings.NewReader(in), "jobs.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := jobs[0], jobs[1]
+	if b.Groups[0].Constraint != nil {
+		t.Errorf("job without constraints got %v", b.Groups[0].Constraint.Key())
+	}
+	team := &cluster.Node{Name: "n", Labels: map[string]string{"pool": "team-a", "gpu": "a100"},
+		Taints: []cluster.Taint{{Key: "dedicated", Value: "team-a", Effect: cluster.TaintNoSchedule}, {Key: "spot", Effect: cluster.TaintNoExecute}}}
+	other := &cluster.Node{Name: "o", Labels: map[string]string{"pool": "shared"}}
+	if !a.Groups[0].Constraint.Admits(team) || a.Groups[0].Constraint.Admits(other) {
+		t.Errorf("worker constraint: team %v other %v", a.Groups[0].Constraint.Admits(team), a.Groups[0].Constraint.Admits(other))
+	}
+	if !a.Groups[1].Constraint.Admits(team) || !a.Groups[1].Constraint.Admits(other) {
+		t.Error("ps tolerating * must go anywhere")
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, jobs); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseCSV(&buf, "roundtrip.csv")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	for g := range a.Groups {
+		if again[0].Groups[g].Constraint.Key() != a.Groups[g].Constraint.Key() {
+			t.Errorf("group %d round trip: %s != %s", g, again[0].Groups[g].Constraint.Key(), a.Groups[g].Constraint.Key())
+		}
+	}
+}
+
 func TestParseCSVErrors(t *testing.T) {
 	hdr := "id,submit_s,duration_s,class,replicas,min_replicas,max_replicas,gpu,grace_s\n"
 	tests := []struct {
@@ -73,6 +109,11 @@ func TestParseCSVErrors(t *testing.T) {
 		{"duplicate id", hdr + "a,0,10,TE,1,1,1,1,0\na,0,10,TE,1,1,1,1,0\n", "jobs.csv:3:1: field id: duplicate id \"a\" (first on line 2)"},
 		{"bad quote", hdr + "a,\"0,10,TE,1,1,1,1,0\n", "jobs.csv:"},
 		{"bad utility", "submit_s,duration_s,gpu,utility\n0,1,1,linear:1\n", "field utility"},
+		{"bad selector", "submit_s,duration_s,gpu,node_selector\n0,1,1,pool\n", "jobs.csv:2:4: field node_selector: \"pool\" is not key=value"},
+		{"bad label value", "submit_s,duration_s,gpu,node_selector\n0,1,1,pool=a b\n", "jobs.csv:2:4: field node_selector: label value"},
+		{"bad effect", "submit_s,duration_s,gpu,tolerations\n0,1,1,gpu:NoWay\n", "jobs.csv:2:4: field tolerations: \"gpu:NoWay\": effect"},
+		{"empty toleration key", "submit_s,duration_s,gpu,tolerations\n0,1,1,=x:NoSchedule\n", "jobs.csv:2:4: field tolerations"},
+		{"ps selector without ps", "submit_s,duration_s,gpu,ps_node_selector\n0,1,1,a=b\n", "jobs.csv:2:4: field ps_node_selector: is set but ps_replicas is not"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,6 +232,8 @@ func FuzzParseCSV(f *testing.F) {
 	f.Add("submit_s,duration_s,gpu\n0,1,1\n")
 	f.Add("submit_s,duration_s,gpu,replicas,min_replicas\n0,1,1,2,3\n")
 	f.Add("\ufeffsubmit_s,duration_s,cpu\n1e308,1e308,1e308\n")
+	f.Add("submit_s,duration_s,gpu,node_selector,tolerations\n0,1,1,pool=a;x.io/y=z,k=v:NoSchedule;k2;*\n")
+	f.Add("submit_s,duration_s,gpu,ps_replicas,ps_cpu,ps_node_selector,ps_tolerations\n0,1,1,1,1,a=,b:NoExecute\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		jobs, err := ParseCSV(strings.NewReader(in), "fuzz.csv")
 		if err != nil {

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"github.com/go-logr/logr/funcr"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
@@ -35,10 +38,23 @@ import (
 var (
 	restCfg *rest.Config
 	cl      client.Client
-	// kubeconfigBytes is restCfg as a kubeconfig file, for processes the
-	// benchmarks start (kube-scheduler, kwok).
-	kubeconfigBytes []byte
+	envCfg  *envtest.Environment
 )
+
+// podGroupCRD is scheduler-plugins' PodGroup CRD, from the module drover
+// imports its API types from (so it is in the module cache whenever this
+// test builds).
+func podGroupCRD() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m sigs.k8s.io/scheduler-plugins: %w", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", "scheduling.x-k8s.io_podgroups.yaml")
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -54,8 +70,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DROVER_E2E_LOG") != "" {
 		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1}))
 	}
+	crds := []string{filepath.Join("..", "..", "..", "config", "crd")}
+	if pg, err := podGroupCRD(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL pkg/k8s/e2e: the PodGroup CRD:", err)
+		os.Exit(1)
+	} else {
+		crds = append(crds, pg)
+	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd")},
+		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 	}
 	var err error
@@ -72,13 +95,13 @@ func TestMain(m *testing.M) {
 		_ = env.Stop()
 		os.Exit(1)
 	}()
-	kubeconfigBytes = env.KubeConfig
 	restCfg.QPS, restCfg.Burst = 500, 1000
 	cl, err = client.New(restCfg, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL pkg/k8s/e2e: client:", err)
 		os.Exit(1)
 	}
+	envCfg = env
 	for _, ns := range []string{"drover-system"} {
 		_ = cl.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
@@ -148,6 +171,7 @@ func (tc *testCluster) cleanup() {
 	ctx := context.Background()
 	zero := int64(0)
 	_ = cl.DeleteAllOf(ctx, &v1alpha1.TrainingJob{}, client.InNamespace(tc.ns))
+	_ = cl.DeleteAllOf(ctx, &schedv1alpha1.PodGroup{}, client.InNamespace(tc.ns))
 	_ = cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(tc.ns), client.GracePeriodSeconds(zero))
 	_ = cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("drover-system"), client.GracePeriodSeconds(zero))
 	_ = cl.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace("drover-system"))

@@ -78,7 +78,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 	dir := b.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kubeconfigBytes, 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, envCfg.KubeConfig, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	stopKwok := startKwok(b, filepath.Join(assets, "kwok"), kubeconfig, dir)

@@ -160,6 +160,32 @@ func (k *Kubelet) SetReady(ctx context.Context, name string, ready bool) error {
 	if err := k.c.Status().Update(ctx, n); err != nil {
 		return fmt.Errorf("marking node %s ready=%v: %w", name, ready, err)
 	}
+	// The node lifecycle controller's part: the API server taints a new
+	// node node.kubernetes.io/not-ready:NoSchedule, and the controller
+	// removes the taint once the node is Ready (adds it back when not).
+	// envtest runs no controller manager, so the stand-in does it.
+	taints := slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	if !ready {
+		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if !slices.Equal(taints, n.Spec.Taints) {
+		for range 5 {
+			if err := k.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+				return fmt.Errorf("reading node %s: %w", name, err)
+			}
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+			if !ready {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+			}
+			err := k.c.Update(ctx, n)
+			if err == nil {
+				break
+			}
+			if !apierrors.IsConflict(err) {
+				return fmt.Errorf("updating the taints of node %s: %w", name, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -239,6 +265,30 @@ func (k *Kubelet) Step(ctx context.Context) error {
 			keys = append(keys, key)
 		}
 		g.pods = append(g.pods, p)
+	}
+	// Other pods bound to these nodes (opted-in pods, a Kubeflow
+	// operator's gang pods) run until deleted, and stop like a trainer
+	// that needs CheckpointDelay to exit.
+	var all corev1.PodList
+	if err := k.c.List(ctx, &all); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range all.Items {
+		p := &all.Items[i]
+		if _, drover := p.Labels[v1alpha1.LabelJob]; drover || !k.mine(p.Spec.NodeName) ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var err error
+		switch {
+		case p.DeletionTimestamp != nil:
+			err = k.terminate(ctx, p, "", now)
+		case p.Status.Phase != corev1.PodRunning:
+			err = k.start(ctx, p, now)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	slices.Sort(keys)
 	for _, key := range keys {

@@ -248,6 +248,14 @@ const (
 	// ConditionStuck is true when a replica pod stayed terminating past
 	// its grace period.
 	ConditionStuck = "TerminationStuck"
+	// ConditionSucceeded is true once the job completed (`kubectl wait
+	// --for=condition=Succeeded tj/NAME`).
+	ConditionSucceeded = "Succeeded"
+	// ConditionFailed is true once the job failed or was rejected.
+	ConditionFailed = "Failed"
+	// ConditionSuspended is true while the job is preempted (suspended
+	// with its progress, waiting at the head of the queue).
+	ConditionSuspended = "Suspended"
 )
 
 // Assignment is a number of replicas of a group placed on one node.
@@ -360,7 +368,8 @@ type TrainingJobStatus struct {
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-	// Conditions: Admitted, Migrating, TerminationStuck.
+	// Conditions: Admitted, Migrating, TerminationStuck, Suspended,
+	// Succeeded, Failed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
