@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
@@ -53,9 +54,11 @@ import (
 // DROVER_BENCH_POLICY (default k8s-default: priority, arrival order,
 // least-allocated spread, as kube-scheduler's default profile).
 //
-// Then drover alone binds TrainingJobs (it creates their pods itself:
-// status write, pod create, Binding): DROVER_BENCH_PODS single-replica
-// jobs, and DROVER_BENCH_PODS/4 gangs of 4 workers. kube-scheduler has no
+// Then drover alone binds gangs and TrainingJobs: DROVER_BENCH_PODS/4
+// PodGroups (scheduler-plugins' coscheduling API, minMember 4) of 4 pods,
+// bound all or none; DROVER_BENCH_PODS single-replica TrainingJobs (drover
+// creates their pods itself: status write, pod create, Binding); and
+// DROVER_BENCH_PODS/4 TrainingJobs of 4 workers. kube-scheduler has no
 // gangs; compare these with its single pods.
 //
 // DROVER_BENCH_JOBS=0 skips the TrainingJob runs. DROVER_BENCH_PROFILE=dir
@@ -127,7 +130,7 @@ func BenchmarkSideBySide(b *testing.B) {
 				b.ReportMetric(md, "drover-pods/s")
 				b.ReportMetric(mk, "kube-scheduler-pods/s")
 				b.ReportMetric(md/mk, "ratio")
-				kinds := []sideKind{trainingJobs, gangJobs}
+				kinds := []sideKind{podGroups, trainingJobs, gangJobs}
 				if os.Getenv("DROVER_BENCH_JOBS") == "0" {
 					kinds = nil
 				}
@@ -204,12 +207,13 @@ type sideKind int
 
 const (
 	singlePods   sideKind = iota // opted-in plain pods, as kube-scheduler's
+	podGroups                    // PodGroups of 4 pods
 	trainingJobs                 // single-replica TrainingJobs
 	gangJobs                     // TrainingJobs of 4 workers
 )
 
 func (k sideKind) String() string {
-	return [...]string{"pods", "trainingjobs", "gangs-of-4"}[k]
+	return [...]string{"pods", "podgroups-of-4", "trainingjobs", "tj-gangs-of-4"}[k]
 }
 
 // sideRun is one scheduler's run.
@@ -375,6 +379,7 @@ func createSidePods(b *testing.B, ns string, n int, scheduler string) string {
 func clearNamespace(b *testing.B, ns string) {
 	ctx := context.Background()
 	_ = cl.DeleteAllOf(ctx, &v1alpha1.TrainingJob{}, client.InNamespace(ns))
+	_ = cl.DeleteAllOf(ctx, &schedv1alpha1.PodGroup{}, client.InNamespace(ns))
 	if err := cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
 		b.Fatal(err)
 	}
@@ -407,6 +412,32 @@ func runDrover(b *testing.B, cs kubernetes.Interface, ns string, bc sideBench, k
 	case singlePods:
 		r.pods, r.jobs = bc.pods, bc.pods
 		rv = createSidePods(b, ns, bc.pods, "drover")
+	case podGroups:
+		r.jobs = bc.pods / 4
+		r.pods = 4 * r.jobs
+		if err := parallel(r.jobs, func(i int) error {
+			name := fmt.Sprintf("g%05d", i)
+			pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: schedv1alpha1.PodGroupSpec{MinMember: 4}}
+			if err := cl.Create(ctx, pg); err != nil {
+				return err
+			}
+			for k := range 4 {
+				p := sidePod(ns, fmt.Sprintf("%s-%d", name, k), "drover")
+				delete(p.Labels, v1alpha1.OptInLabel)
+				p.Labels[k8s.LabelPodGroup] = name
+				if err := cl.Create(ctx, p); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		var l corev1.PodList
+		if err := cl.List(ctx, &l, client.InNamespace(ns), client.Limit(1)); err != nil {
+			b.Fatal(err)
+		}
+		rv = l.ResourceVersion
 	default:
 		replicas := int32(1)
 		if kind == gangJobs {
