@@ -498,16 +498,17 @@ func (l *Ledger) scan(d resource.Vector, o Options, sets []cluster.NodeSet, elig
 			start = l.next % n
 		}
 	}
-	if l.cache && o.Strategy != FirstFit && len(sets) == 0 {
-		// No constraint and no preference: the score cache's fast path.
-		return l.scanCached(l.slot(d, o.Strategy), d, o, eligible, limit, start)
-	}
 	prefer := false
 	for _, s := range sets {
 		prefer = prefer || s.MaxPref > 0
 	}
 	if len(sets) == 1 && sets[0].Sparse(n) {
 		return l.scanSparse(d, o, sets[0], eligible, limit, start, prefer)
+	}
+	if l.cache && o.Strategy != FirstFit && !prefer {
+		// No preference: a node's score is the strategy's alone, which
+		// the score cache keeps.
+		return l.scanCached(l.slot(d, o.Strategy), d, o, sets, eligible, limit, start)
 	}
 	best, bestScore, found := -1, 0.0, 0
 nodes:
@@ -548,12 +549,13 @@ nodes:
 	return best
 }
 
-// scanCached is scan with the score cache slot of d: the same nodes in the
-// same order with the same outcome, but a node's score comes from the
+// scanCached is scan, without preferences, with the score cache slot of
+// d: the same nodes in the same order with the same outcome, but a node's score comes from the
 // slot when it is known there, and nodes known not to fit are skipped a
 // word of the slot's bitmap at a time (on a full cluster a scan finds
 // nothing, and would otherwise visit every node).
-func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, eligible func(*cluster.NodeState) bool, limit, start int) int {
+func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, sets []cluster.NodeSet, eligible func(*cluster.NodeState) bool,
+	limit, start int) int {
 	nodes := l.snap.Nodes
 	n := len(nodes)
 	if sl.full == n {
@@ -580,6 +582,7 @@ func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, eligibl
 			if end := (w + 1) << 6; end > hi {
 				m &= 1<<(uint(hi)&63) - 1
 			}
+		nodes:
 			for ; m != 0; m &= m - 1 {
 				i := w<<6 + bits.TrailingZeros64(m)
 				sc := score[i]
@@ -592,6 +595,11 @@ func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, eligibl
 				}
 				if sc == noFit || (roled[i] || check) && !eligible(nodes[i]) {
 					continue
+				}
+				for _, s := range sets {
+					if !s.Has(i) {
+						continue nodes
+					}
 				}
 				if best < 0 || sc > bestScore {
 					best, bestScore = i, sc

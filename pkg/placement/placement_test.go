@@ -229,13 +229,24 @@ func TestScoreCacheChangesNothing(t *testing.T) {
 
 // Scanning with the score cache returns the node and the next start that
 // scanning without it does, from every start, whatever share of the
-// nodes is full.
+// nodes is full, with and without a (dense) eligible set: a third of the
+// nodes carry a taint the jobs do not tolerate.
 func TestScanCachedMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, n := range []int{101, 128, 300, 1000} {
-		s := &cluster.Snapshot{Pending: cluster.NewQueue()}
+		s := &cluster.Snapshot{Pending: cluster.NewQueue(), Eligibility: cluster.NewEligibility()}
 		for i := range n {
-			s.Nodes = append(s.Nodes, &cluster.NodeState{Node: cluster.Node{Name: fmt.Sprint(i), Capacity: resource.New(16, 64, 8)}, Index: i, Ready: true})
+			nd := cluster.Node{Name: fmt.Sprint(i), Capacity: resource.New(16, 64, 8)}
+			if i%3 == 1 {
+				nd.Taints = []cluster.Taint{{Key: "t", Effect: cluster.TaintNoSchedule}}
+			}
+			s.Nodes = append(s.Nodes, &cluster.NodeState{Node: nd, Index: i, Ready: true})
+		}
+		var sets []cluster.NodeSet
+		if set := NewLedger(s, true).Eligible(gpuJob(1, 1), 0); !set.All() && !set.Sparse(n) {
+			sets = []cluster.NodeSet{set}
+		} else {
+			t.Fatalf("n=%d: want a dense eligible set", n)
 		}
 		for _, fullShare := range []float64{0, 0.5, 0.9, 0.99, 1} {
 			for _, n := range s.Nodes {
@@ -253,10 +264,11 @@ func TestScanCachedMatchesScan(t *testing.T) {
 				cached.next, plain.next = start, start
 				d := resource.New(float64(1+rng.IntN(4)), 0, int64(rng.IntN(2)))
 				o := Options{Strategy: Strategy(rng.IntN(2)), ScoreAll: rng.IntN(5) == 0}
-				got := cached.scan(d, o, nil, func(*cluster.NodeState) bool { return true })
-				want := plain.scan(d, o, nil, func(*cluster.NodeState) bool { return true })
+				ss := sets[:rng.IntN(2)]
+				got := cached.scan(d, o, ss, func(*cluster.NodeState) bool { return true })
+				want := plain.scan(d, o, ss, func(*cluster.NodeState) bool { return true })
 				if got != want || cached.next != plain.next {
-					t.Fatalf("n=%d full=%v start=%d %+v: cached %d next %d, plain %d next %d", n, fullShare, start, o, got, cached.next, want, plain.next)
+					t.Fatalf("n=%d full=%v start=%d %+v sets %d: cached %d next %d, plain %d next %d", n, fullShare, start, o, len(ss), got, cached.next, want, plain.next)
 				}
 				if got >= 0 && rng.IntN(2) == 0 {
 					cached.Take(got, d)
