@@ -41,6 +41,9 @@ type Ledger struct {
 	cache    bool
 	slots    [scoreSlots]scoreSlot
 	slotTick uint64
+	// roledBlock marks the blocks of 64 nodes that hold a node with a
+	// role (whose eligibility a scan must ask node by node).
+	roledBlock []bool
 }
 
 // scoreSlots is how many demands the score cache remembers: a gang's
@@ -70,6 +73,14 @@ type scoreSlot struct {
 	// fit (score -Inf); full counts those nodes.
 	maybe []uint64
 	full  int
+	// Per block of 64 nodes (a word of maybe), when ok: the best score in
+	// the block, the first node with it, and how many nodes fit. A scan
+	// that takes a whole block without reaching its sample size reads
+	// these instead of the block's nodes.
+	ok        []bool
+	blockBest []float64
+	blockArg  []int32
+	blockFit  []int32
 }
 
 // set records node i's score.
@@ -88,6 +99,32 @@ func (sl *scoreSlot) forget(i int) {
 		sl.full--
 	}
 	sl.score[i] = math.NaN()
+	sl.ok[i>>6] = false
+}
+
+// summarize scores every node of block w that is not known yet and
+// records the block's best score, first node with it, and fitting nodes.
+func (l *Ledger) summarize(sl *scoreSlot, w int) {
+	lo, hi := w<<6, min(w<<6+64, len(sl.score))
+	noFit := math.Inf(-1)
+	best, arg, fit := noFit, int32(-1), int32(0)
+	for i := lo; i < hi; i++ {
+		sc := sl.score[i]
+		if sc != sc {
+			sc = noFit
+			if sl.d.Fits(l.free[i]) {
+				sc = l.score(i, sl.d, sl.s)
+			}
+			sl.set(i, sc)
+		}
+		if sc != noFit {
+			fit++
+			if arg < 0 || sc > best {
+				best, arg = sc, int32(i)
+			}
+		}
+	}
+	sl.blockBest[w], sl.blockArg[w], sl.blockFit[w], sl.ok[w] = best, arg, fit, true
 }
 
 type nodeInv struct {
@@ -134,6 +171,16 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	// Every node's free resources are set afresh below: forget the score
 	// cache.
 	l.cache = len(s.Nodes) > feasibleCacheMin
+	if l.cache {
+		blocks := (len(s.Nodes) + 63) / 64
+		l.roledBlock = slices.Grow(l.roledBlock[:0], blocks)[:blocks]
+		clear(l.roledBlock)
+		for i, n := range s.Nodes {
+			if n.Role != "" {
+				l.roledBlock[i>>6] = true
+			}
+		}
+	}
 	for k := range l.slots {
 		l.slots[k].live = false
 	}
@@ -563,6 +610,9 @@ func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, sets []
 	}
 	score, free, roled, maybe := sl.score[:n], l.free[:n], l.roled[:n], sl.maybe
 	check := o.Filter != nil
+	// Whole blocks may be taken from their summary when no node in them
+	// needs asking about its eligibility.
+	whole := !check && len(sets) == 0
 	noFit := math.Inf(-1)
 	best, bestScore, found := -1, 0.0, 0
 	for seg := range 2 {
@@ -575,6 +625,20 @@ func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, sets []
 		}
 		// Word by word over the nodes not known to be full, in order.
 		for w := lo >> 6; w<<6 < hi; w++ {
+			if whole && w<<6 >= lo && w<<6+64 <= hi && !l.roledBlock[w] {
+				if !sl.ok[w] {
+					l.summarize(sl, w)
+				}
+				if fit := int(sl.blockFit[w]); found+fit < limit {
+					// The sample does not end in this block: its best
+					// node is what a node-by-node walk would keep.
+					if fit > 0 && (best < 0 || sl.blockBest[w] > bestScore) {
+						best, bestScore = int(sl.blockArg[w]), sl.blockBest[w]
+					}
+					found += fit
+					continue
+				}
+			}
 			m := maybe[w]
 			if w == lo>>6 {
 				m &^= 1<<(uint(lo)&63) - 1
@@ -683,6 +747,11 @@ func (l *Ledger) slot(d resource.Vector, s Strategy) *scoreSlot {
 	if r := n & 63; r != 0 {
 		lru.maybe[words-1] = 1<<uint(r) - 1
 	}
+	lru.ok = slices.Grow(lru.ok[:0], words)[:words]
+	clear(lru.ok)
+	lru.blockBest = slices.Grow(lru.blockBest[:0], words)[:words]
+	lru.blockArg = slices.Grow(lru.blockArg[:0], words)[:words]
+	lru.blockFit = slices.Grow(lru.blockFit[:0], words)[:words]
 	lru.d, lru.s, lru.live, lru.used, lru.full = d, s, true, l.slotTick, 0
 	return lru
 }

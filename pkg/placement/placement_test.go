@@ -229,8 +229,9 @@ func TestScoreCacheChangesNothing(t *testing.T) {
 
 // Scanning with the score cache returns the node and the next start that
 // scanning without it does, from every start, whatever share of the
-// nodes is full, with and without a (dense) eligible set: a third of the
-// nodes carry a taint the jobs do not tolerate.
+// nodes is full, with and without a (dense) eligible set (a third of the
+// nodes carry a taint the jobs do not tolerate), on nodes with and without
+// roles.
 func TestScanCachedMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, n := range []int{101, 128, 300, 1000} {
@@ -239,6 +240,9 @@ func TestScanCachedMatchesScan(t *testing.T) {
 			nd := cluster.Node{Name: fmt.Sprint(i), Capacity: resource.New(16, 64, 8)}
 			if i%3 == 1 {
 				nd.Taints = []cluster.Taint{{Key: "t", Effect: cluster.TaintNoSchedule}}
+			}
+			if i%97 == 5 {
+				nd.Role = "ps" // the scans below refuse nodes with a role
 			}
 			s.Nodes = append(s.Nodes, &cluster.NodeState{Node: nd, Index: i, Ready: true})
 		}
@@ -265,8 +269,9 @@ func TestScanCachedMatchesScan(t *testing.T) {
 				d := resource.New(float64(1+rng.IntN(4)), 0, int64(rng.IntN(2)))
 				o := Options{Strategy: Strategy(rng.IntN(2)), ScoreAll: rng.IntN(5) == 0}
 				ss := sets[:rng.IntN(2)]
-				got := cached.scan(d, o, ss, func(*cluster.NodeState) bool { return true })
-				want := plain.scan(d, o, ss, func(*cluster.NodeState) bool { return true })
+				noRole := func(n *cluster.NodeState) bool { return n.Role == "" }
+				got := cached.scan(d, o, ss, noRole)
+				want := plain.scan(d, o, ss, noRole)
 				if got != want || cached.next != plain.next {
 					t.Fatalf("n=%d full=%v start=%d %+v sets %d: cached %d next %d, plain %d next %d", n, fullShare, start, o, len(ss), got, cached.next, want, plain.next)
 				}
