@@ -1,7 +1,7 @@
 # drover's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: test unit testbin testbin-operator helm sim bench fmt vet generate manifests image dev-cluster
+.PHONY: test unit testbin testbin-operator helm sim bench bench-bind fmt vet generate manifests image dev-cluster
 
 # The whole test suite: vet, unit and simulator tests, the Kubernetes
 # end-to-end tests against a real kube-apiserver and etcd that
@@ -46,6 +46,16 @@ bench:
 	else \
 		$(GO) test -run XXX -bench . -benchtime 3x ./... ; \
 	fi
+
+# drover beside kube-scheduler v1.34.4 on one API server, same pods, same
+# kwok nodes (pkg/k8s/e2e BenchmarkSideBySide; docs/kubernetes.md). Builds
+# kube-scheduler and kwok first (hack/testbin/bench.sh, cached; cold about
+# 10 minutes), which `make test` never does. DROVER_BENCH_NODES,
+# DROVER_BENCH_PODS, DROVER_BENCH_REPS, DROVER_BENCH_QPS tune it.
+bench-bind:
+	@assets=$$(hack/testbin/build.sh | tail -n 1) && bench=$$(hack/testbin/bench.sh | tail -n 1) && \
+		KUBEBUILDER_ASSETS=$$assets DROVER_BENCH_ASSETS=$$bench \
+		$(GO) test -run XXX -bench SideBySide -benchtime 1x -timeout 4h ./pkg/k8s/e2e/
 
 # Regenerates the TrainingJob deepcopy code and CRD YAML from the Go types in
 # pkg/apis (pinned controller-gen; a test fails when they are stale).

@@ -14,13 +14,10 @@
 #   DROVER_TESTBIN_KEEP    set to 1 to keep the temporary build dir (debugging)
 set -euo pipefail
 
-K8S_VERSION="1.34.4"   # kube-apiserver / kubectl (k8s.io/kubernetes v$K8S_VERSION)
+# K8S_VERSION (kube-apiserver / kubectl, k8s.io/kubernetes v$K8S_VERSION) and
+# the wrapper module that builds them: kube-wrapper.sh, shared with bench.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/kube-wrapper.sh"
 ETCD_VERSION="3.5.21"  # etcd (go.etcd.io/etcd/server/v3 v$ETCD_VERSION)
-
-# Staging modules are published as v0.<minor>.<patch> (1.34.4 -> 0.34.4).
-STAGING_VERSION="0.${K8S_VERSION#*.}"
-K8S_MAJOR="${K8S_VERSION%%.*}"
-K8S_MINOR="${K8S_VERSION#*.}"; K8S_MINOR="${K8S_MINOR%%.*}"
 
 CACHE_ROOT="${DROVER_TESTBIN_CACHE:-${HOME}/.cache/drover/testbin}"
 BUILD_P="${DROVER_TESTBIN_P:-2}"
@@ -140,77 +137,11 @@ EOF
 log "etcd built ($((SECONDS - START))s elapsed)"
 
 # ------------------------------------------------------- kube-apiserver -----
-log "kubernetes v${K8S_VERSION}: downloading k8s.io/kubernetes to read its go.mod"
-mkdir -p "${WORK}/kube"
-KMOD_JSON="$(cd "${WORK}/kube" && go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}")" \
-	|| die "go mod download k8s.io/kubernetes@v${K8S_VERSION} failed: ${KMOD_JSON:-}"
-KMOD="$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"${KMOD_JSON}")"
-[[ -f "${KMOD}" ]] || die "cannot find k8s.io/kubernetes v${K8S_VERSION} go.mod (got '${KMOD}')"
-
-# Staging modules = every `k8s.io/X => ./staging/src/k8s.io/X` replace in
-# kubernetes' go.mod (single-line or block form).
-mapfile -t STAGING < <(awk '
-	/^replace[[:space:]]*\(/ { inblock = 1; next }
-	inblock && /^\)/ { inblock = 0; next }
-	{
-		line = $0
-		sub(/^replace[[:space:]]+/, "", line)
-		n = split(line, f, /[[:space:]]+/)
-		# fields may start with an empty one when the line is indented
-		for (i = 1; i <= n; i++) if (f[i] != "") break
-		if (f[i+1] == "=>" && f[i+2] ~ /^\.\/staging\//) print f[i]
-	}' "${KMOD}" | sort -u)
-((${#STAGING[@]} > 10)) || die "found only ${#STAGING[@]} staging modules in ${KMOD}"
-# Every `k8s.io/* v0.0.0` require must be covered by a staging replace.
-while read -r m; do
-	printf '%s\n' "${STAGING[@]}" | grep -qx "${m}" || die "required ${m} v0.0.0 has no staging replace"
-done < <(awk '$2 == "v0.0.0" && $1 ~ /^k8s\.io\// { print $1 }' "${KMOD}")
-log "kubernetes v${K8S_VERSION}: replacing ${#STAGING[@]} staging modules with v${STAGING_VERSION}"
-
-# Mirror kubernetes' own go / godebug lines so runtime defaults match upstream.
-KGO="$(awk '$1 == "go" { print $2; exit }' "${KMOD}")"
-KGODEBUG="$(awk '$1 == "godebug" && $2 != "(" { $1 = ""; sub(/^ /, ""); print; exit }' "${KMOD}")"
-{
-	echo "module drover.local/testbin/kube"
-	echo
-	echo "go ${KGO}"
-	[[ -n "${KGODEBUG}" ]] && { echo; echo "godebug ${KGODEBUG}"; }
-	echo
-	echo "require k8s.io/kubernetes v${K8S_VERSION}"
-	echo
-	echo "replace ("
-	for m in "${STAGING[@]}"; do
-		printf '\t%s => %s v%s\n' "${m}" "${m}" "${STAGING_VERSION}"
-	done
-	echo ")"
-} >"${WORK}/kube/go.mod"
-
 PKGS=(k8s.io/kubernetes/cmd/kube-apiserver)
 [[ "${WITH_KUBECTL}" == "1" ]] && PKGS+=(k8s.io/kubernetes/cmd/kubectl)
-{
-	echo "//go:build tools"
-	echo
-	echo "// Package tools pins the commands built from this wrapper module."
-	echo "package tools"
-	echo
-	echo "import ("
-	for p in "${PKGS[@]}"; do printf '\t_ "%s"\n' "${p}"; done
-	echo ")"
-} >"${WORK}/kube/tools.go"
-
-VERSION_LDFLAGS=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	VERSION_LDFLAGS+=" -X ${pkg}.gitVersion=v${K8S_VERSION}"
-	VERSION_LDFLAGS+=" -X ${pkg}.gitMajor=${K8S_MAJOR}"
-	VERSION_LDFLAGS+=" -X ${pkg}.gitMinor=${K8S_MINOR}"
-	VERSION_LDFLAGS+=" -X ${pkg}.gitTreeState=clean"
-done
+kube_wrapper "${WORK}/kube" "${PKGS[@]}"
 (
 	cd "${WORK}/kube"
-	log "kubernetes v${K8S_VERSION}: go mod tidy (downloads a few hundred MB on a cold module cache)"
-	go mod tidy >&2
-	v="$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/apiserver)"
-	[[ "${v}" == "v${STAGING_VERSION}" ]] || die "k8s.io/apiserver resolved to ${v}, want v${STAGING_VERSION}"
 	log "kubernetes v${K8S_VERSION}: building ${PKGS[*]} with -p ${BUILD_P} (cold: ~5 min on 2 cores)"
 	go build -p "${BUILD_P}" -trimpath -ldflags "-s -w${VERSION_LDFLAGS}" -o "${OUT}/" "${PKGS[@]}" >&2
 )

@@ -323,8 +323,18 @@ type beState struct {
 	// grace period), sorted by ID so that choices do not depend on the
 	// order of Snapshot.Running.
 	running []*cluster.JobState
+	// size is Size of each job of running.
+	size []float64
 	// maxSize and maxGP are the maxima of Eq. 3 over running.
 	maxSize, maxGP float64
+	// byScore is fitgpp's victim order for one (lambda, p): the jobs of
+	// running preempted fewer than p times, lowest score (Eq. 4) first,
+	// then by ID. The scores do not change within a cycle, so it is
+	// sorted once per cycle rather than once per victim.
+	byScore []*cluster.JobState
+	scored  bool
+	lambda  float64
+	p       int
 }
 
 var beKey = framework.NewKey[*beState]("fitgpp.running-be")
@@ -339,12 +349,62 @@ func runningBE(c *framework.Cycle) *beState {
 			}
 		}
 		slices.SortFunc(st.running, func(a, b *cluster.JobState) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
-		for _, js := range st.running {
-			st.maxSize = math.Max(st.maxSize, Size(js, s))
+		st.size = make([]float64, len(st.running))
+		for i, js := range st.running {
+			st.size[i] = Size(js, s)
+			st.maxSize = math.Max(st.maxSize, st.size[i])
 			st.maxGP = math.Max(st.maxGP, js.Job.GracePeriod)
 		}
 		return st
 	})
+}
+
+// order returns fitgpp's victim order (beState.byScore) for p's lambda and
+// cap. Scores are normalised over all running BE jobs (R in Eq. 3),
+// including ones already chosen as victims in this cycle, so that a job's
+// score does not depend on the order TE jobs are served in.
+func (p *Preemptor) order(be *beState) []*cluster.JobState {
+	if be.scored && be.lambda == p.Lambda && be.p == p.P {
+		return be.byScore
+	}
+	type cand struct {
+		js    *cluster.JobState
+		score float64
+	}
+	cands := make([]cand, 0, len(be.running))
+	for i, js := range be.running {
+		if js.Preemptions >= p.P {
+			continue
+		}
+		sc := 0.0
+		if be.maxSize > 0 {
+			sc = be.size[i] / be.maxSize
+		}
+		if be.maxGP > 0 {
+			sc += p.Lambda * js.Job.GracePeriod / be.maxGP
+		}
+		cands = append(cands, cand{js, sc})
+	}
+	// Lowest score first; ties go to the earlier ID (running is sorted by ID).
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.score, b.score) })
+	be.byScore = be.byScore[:0]
+	for _, k := range cands {
+		be.byScore = append(be.byScore, k.js)
+	}
+	be.scored, be.lambda, be.p = true, p.Lambda, p.P
+	return be.byScore
+}
+
+// untouched lists, in ID order, the running BE jobs this cycle has not
+// acted on, except the ones in chosen.
+func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*cluster.JobState {
+	avail := make([]*cluster.JobState, 0, len(be.running))
+	for _, js := range be.running {
+		if c.St.Op(js) == framework.OpNone && !slices.Contains(chosen, js) {
+			avail = append(avail, js)
+		}
+	}
+	return avail
 }
 
 // choose picks victims for TE job te on the ledger soon (free plus
@@ -353,75 +413,61 @@ func runningBE(c *framework.Cycle) *beState {
 // gone, or nil; soon is unchanged either way.
 func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
 	be := runningBE(c)
-	avail := make([]*cluster.JobState, 0, len(be.running))
-	for _, js := range be.running {
-		if c.St.Op(js) == framework.OpNone {
-			avail = append(avail, js)
-		}
+	var avail []*cluster.JobState
+	if p.Rule != FitGpp {
+		avail = untouched(c, be, nil)
 	}
 	soon.Fork()
 	defer soon.Revert()
 	var victims []*cluster.JobState
-	for len(avail) > 0 {
-		var v int
+	for {
+		var victim *cluster.JobState
 		switch p.Rule {
 		case FitGpp:
-			v = p.bestFit(c, be, soon, te, counts, avail)
-			if v < 0 {
-				v = randomBelowP(avail, p.P, c.Rand())
+			if victim = p.bestFit(c, be, soon, te, counts, victims); victim == nil {
+				// No job satisfies the fit rule: a random one below the
+				// cap, among the untouched ones in ID order.
+				avail := untouched(c, be, victims)
+				if v := randomBelowP(avail, p.P, c.Rand()); v >= 0 {
+					victim = avail[v]
+				}
 			}
 		case LRTP:
-			v = longestRemainingBelowP(avail, p.P, c.Snap.Now)
+			if v := longestRemainingBelowP(avail, p.P, c.Snap.Now); v >= 0 {
+				victim = avail[v]
+				avail = slices.Delete(avail, v, v+1)
+			}
 		default:
-			v = randomBelowP(avail, p.P, c.Rand())
+			if v := randomBelowP(avail, p.P, c.Rand()); v >= 0 {
+				victim = avail[v]
+				avail = slices.Delete(avail, v, v+1)
+			}
 		}
-		if v < 0 {
-			break
+		if victim == nil {
+			return nil, nil
 		}
-		victim := avail[v]
-		avail = slices.Delete(avail, v, v+1)
 		victims = append(victims, victim)
 		soon.GiveJob(victim)
 		if pl, st := c.Place(soon, te, counts); st.IsSuccess() {
 			return victims, pl
 		}
 	}
-	return nil, nil
 }
 
-// bestFit returns the index in avail of the fitgpp victim (Eq. 4) or -1
-// when no job satisfies the fit rule below the cap. Scores are normalised
-// over all running BE jobs (R in Eq. 3), including ones already chosen as
-// victims in this cycle, so that a job's score does not depend on the
-// order TE jobs are served in.
+// bestFit returns the fitgpp victim (Eq. 4): the first job in victim
+// order, untouched this cycle and not in chosen, whose resources make te
+// fit (the fit rule), or nil.
 func (p *Preemptor) bestFit(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int,
-	avail []*cluster.JobState) int {
-	type cand struct {
-		i     int
-		score float64
-	}
-	cands := make([]cand, 0, len(avail))
-	for i, js := range avail {
-		if js.Preemptions >= p.P {
+	chosen []*cluster.JobState) *cluster.JobState {
+	for _, js := range p.order(be) {
+		if c.St.Op(js) != framework.OpNone || slices.Contains(chosen, js) {
 			continue
 		}
-		sc := 0.0
-		if be.maxSize > 0 {
-			sc = Size(js, c.Snap) / be.maxSize
-		}
-		if be.maxGP > 0 {
-			sc += p.Lambda * js.Job.GracePeriod / be.maxGP
-		}
-		cands = append(cands, cand{i, sc})
-	}
-	// Lowest score first; ties go to the earlier ID (avail is sorted by ID).
-	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.score, b.score) })
-	for _, k := range cands {
-		if fits(c, soon, te, counts, avail[k.i]) {
-			return k.i
+		if fits(c, soon, te, counts, js) {
+			return js
 		}
 	}
-	return -1
+	return nil
 }
 
 // fits is the fit rule (Eq. 2) as a ledger what-if: with victim's

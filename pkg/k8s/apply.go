@@ -188,24 +188,11 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		a.take(jv.st.Job, act.Placement, 1)
 		jv.st.Phase = cluster.Running
 		jv.st.Placement = act.Placement
-		if a.g == nil {
-			// Not WithContext: one failed start must not cancel the others.
-			a.g = &errgroup.Group{}
-			a.g.SetLimit(startWorkers)
-		}
 		if err := a.evictPlaceholders(ctx, jv.st.Job, act.Placement); err != nil {
 			return err
 		}
 		desc := a.describe(act.Placement)
-		done := make(chan struct{})
-		if a.started == nil {
-			a.started = map[string]chan struct{}{}
-		}
-		a.started[act.Job] = done
-		a.g.Go(func() error {
-			defer close(done)
-			return a.start(ctx, jv, act, place, desc, now)
-		})
+		a.async(act.Job, func() error { return a.start(ctx, jv, act, place, desc, now) })
 		return nil
 	case policy.Preempt:
 		jv := a.v.jobs[act.Job]
@@ -310,6 +297,9 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			o.Status.Reason = act.Reason
+			if o.Status.Phase == "" {
+				o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -353,6 +343,26 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	return fmt.Errorf("unsupported action %T", act)
 }
 
+// async runs the API calls of a validated start of job id on the cycle's
+// workers (at most startWorkers at once); a later action on the job waits
+// for them.
+func (a *applier) async(id string, f func() error) {
+	if a.g == nil {
+		// Not WithContext: one failed start must not cancel the others.
+		a.g = &errgroup.Group{}
+		a.g.SetLimit(startWorkers)
+	}
+	done := make(chan struct{})
+	if a.started == nil {
+		a.started = map[string]chan struct{}{}
+	}
+	a.started[id] = done
+	a.g.Go(func() error {
+		defer close(done)
+		return f()
+	})
+}
+
 // start carries out a validated Start: the status write (which commits
 // the placement, so a restarted scheduler finishes the start), then the
 // replica pods and their Bindings. It runs concurrently with other starts
@@ -373,6 +383,10 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 		if !resumed {
 			o.Status.StartTime = &now
 		}
+		// The replica counts the next reconcile would write (none of the
+		// new attempt's pods runs yet), written now: one status write per
+		// start instead of two.
+		o.Status.Replicas = startReplicas(o, place)
 		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue,
 			Reason: "Placed", Message: "placed on " + desc})
 		if meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionSuspended) != nil {
@@ -391,6 +405,22 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 	e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
 	st := jv.tj.Status
 	return e.ensurePods(ctx, jv, &st)
+}
+
+// startReplicas is status.replicas of a job just placed: per group of the
+// spec, the replicas the placement asks for, none running.
+func startReplicas(tj *v1alpha1.TrainingJob, place []v1alpha1.Assignment) []v1alpha1.GroupStatus {
+	out := make([]v1alpha1.GroupStatus, 0, len(tj.Spec.ReplicaGroups))
+	for _, g := range tj.Spec.ReplicaGroups {
+		gs := v1alpha1.GroupStatus{Name: g.Name}
+		for _, a := range place {
+			if a.Group == g.Name {
+				gs.Desired += a.Count
+			}
+		}
+		out = append(out, gs)
+	}
+	return out
 }
 
 func preemptReason(p policy.Preempt) string {

@@ -210,6 +210,9 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			}
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
+				if o.Status.Phase == "" {
+					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+				}
 				return nil
 			}); err != nil {
 				errs = append(errs, err)
@@ -261,12 +264,17 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
+	var fresh []string
 	for _, key := range v.order {
-		c, err := e.reconcile(ctx, v, v.jobs[key])
+		jv := v.jobs[key]
+		c, err := e.reconcile(ctx, v, jv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 		}
 		changed = changed || c
+		if jv.fresh {
+			fresh = append(fresh, key)
+		}
 	}
 	if changed {
 		// Completions and requeues change what the policy sees: rebuild
@@ -312,11 +320,39 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if err := ap.wait(); err != nil {
 		errs = append(errs, err)
 	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.markPending(ctx, v, fresh)...)
+	}
 	e.observeJobs(w, v)
 	if err := e.publishQueue(ctx, v); err != nil {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
+}
+
+// markPending writes phase Pending on the new jobs of this cycle that the
+// policy left pending (reconcile deferred it: see jobView.fresh). A job
+// that was started or rejected has had its own status write instead.
+func (e *Executor) markPending(ctx context.Context, v *View, fresh []string) []error {
+	var errs []error
+	for _, key := range fresh {
+		jv := v.jobs[key]
+		if jv == nil || jv.st == nil || jv.st.Phase != cluster.Pending || jv.tj.Status.Phase != "" {
+			continue
+		}
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != "" {
+				return errPrecondition{"job has a phase already"}
+			}
+			o.Status.Phase = v1alpha1.PhasePending
+			return nil
+		}); err != nil {
+			if _, ok := err.(errPrecondition); !ok {
+				errs = append(errs, fmt.Errorf("job %s: %w", key, err))
+			}
+		}
+	}
+	return errs
 }
 
 func (e *Executor) observe(v *View) {

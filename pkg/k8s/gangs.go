@@ -385,28 +385,39 @@ func (a *applier) applyGang(ctx context.Context, gj *gangJob, act policy.Action)
 		if err := a.evictPlaceholders(ctx, gj.st.Job, act.Placement); err != nil {
 			return err
 		}
-		// Every pod is marked with its node before any is bound, so that a
-		// scheduler that dies half way binds the rest to the same nodes
-		// (reconcileGang) rather than leaving a partial gang.
-		for i, p := range pods {
-			node := a.v.Snap.Nodes[act.Placement[i].Node].Name
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNode, node)
-			if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-				return &apiError{err: fmt.Errorf("assigning pod %s to %s: %w", p.Name, node, err)}
-			}
+		nodes := make([]string, len(pods))
+		for i := range pods {
+			nodes[i] = a.v.Snap.Nodes[act.Placement[i].Node].Name
 		}
-		for i, p := range pods {
-			if err := e.bind(ctx, p, a.v.Snap.Nodes[act.Placement[i].Node].Name); err != nil {
-				return err
+		desc := a.describe(act.Placement)
+		// The API calls run on the cycle's start workers, as a
+		// TrainingJob's do: one gang's calls stay in order, but gangs do
+		// not wait for each other's round trips.
+		a.async(act.Job, func() error {
+			// Every pod is marked with its node before any is bound, so
+			// that a scheduler that dies half way binds the rest to the
+			// same nodes (reconcileGang) rather than leaving a partial
+			// gang.
+			for i, p := range pods {
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNode, nodes[i])
+				if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+					return &apiError{err: fmt.Errorf("assigning pod %s to %s: %w", p.Name, nodes[i], err)}
+				}
 			}
-		}
-		if gj.pg != nil && gj.pg.Annotations[AnnotationReason] != "" {
-			if err := e.annotatePodGroup(ctx, gj.pg, map[string]string{AnnotationReason: ""}); err != nil {
-				return err
+			for i, p := range pods {
+				if err := e.bind(ctx, p, nodes[i]); err != nil {
+					return err
+				}
 			}
-		}
-		e.m.Actions.WithLabelValues("start").Inc()
-		e.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", e.pol.Name(), len(pods), a.describe(act.Placement))
+			if gj.pg != nil && gj.pg.Annotations[AnnotationReason] != "" {
+				if err := e.annotatePodGroup(ctx, gj.pg, map[string]string{AnnotationReason: ""}); err != nil {
+					return err
+				}
+			}
+			e.m.Actions.WithLabelValues("start").Inc()
+			e.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", e.pol.Name(), len(pods), desc)
+			return nil
+		})
 		return nil
 	case policy.Preempt:
 		gj.st.Phase = cluster.Suspending

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"github.com/drover-sched/drover/pkg/plugins"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -79,6 +81,20 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 		UpdateFunc: func(_, o any) { observe(ex, o) },
 	}); err != nil {
 		return nil, nil, fmt.Errorf("pod informer: %w", err)
+	}
+	// Every other kind a cycle lists gets its informer now too, so that
+	// the manager starts them together: otherwise the first cycle's lists
+	// start them one after another, each waiting for its own initial list.
+	// PodGroups only when their CRD is installed (the cycle copes without).
+	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schedv1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(),
+		schedv1alpha1.SchemeGroupVersion.Version); err == nil {
+		kinds = append(kinds, &schedv1alpha1.PodGroup{})
+	}
+	for _, obj := range kinds {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+			return nil, nil, fmt.Errorf("%T informer: %w", obj, err)
+		}
 	}
 	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if err := ex.EnsurePriorityClass(ctx); err != nil {

@@ -109,11 +109,17 @@ func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) e
 		if err := a.evictPlaceholders(ctx, pj.st.Job, act.Placement); err != nil {
 			return err
 		}
-		if err := e.bind(ctx, pj.pod, node); err != nil {
-			return err
-		}
-		e.m.Actions.WithLabelValues("start").Inc()
-		e.event(pj.pod, false, "Scheduled", "drover (%s) bound %s/%s to %s", e.pol.Name(), pj.pod.Namespace, pj.pod.Name, node)
+		// The Binding is the start's only API call: it runs on the
+		// cycle's workers, as a TrainingJob's calls do, so that binding
+		// many pods is not one round trip after another.
+		a.async(act.Job, func() error {
+			if err := e.bind(ctx, pj.pod, node); err != nil {
+				return err
+			}
+			e.m.Actions.WithLabelValues("start").Inc()
+			e.event(pj.pod, false, "Scheduled", "drover (%s) bound %s/%s to %s", e.pol.Name(), pj.pod.Namespace, pj.pod.Name, node)
+			return nil
+		})
 		return nil
 	case policy.Preempt:
 		pj.st.Phase = cluster.Suspending

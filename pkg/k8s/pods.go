@@ -132,6 +132,17 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 	if equality.Semantic.DeepEqual(next, &tj.Status) {
 		return false, podErr
 	}
+	if tj.Status.Phase == "" && next.Phase == v1alpha1.PhasePending {
+		// A new job: most are started in the cycle that first sees them,
+		// and the start's status write says Admitted. Pending is written
+		// after the policy ran, for the jobs it did not start (Cycle).
+		unset := *next
+		unset.Phase = ""
+		if equality.Semantic.DeepEqual(&unset, &tj.Status) {
+			jv.fresh = true
+			return false, podErr
+		}
+	}
 	err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Generation != tj.Generation || o.Status.Phase != tj.Status.Phase || o.Status.Attempt != tj.Status.Attempt {
 			return errPrecondition{"job changed since the cycle started"}

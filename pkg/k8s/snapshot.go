@@ -53,19 +53,33 @@ type World struct {
 
 // jobView ties a TrainingJob to its JobState and its pods.
 type jobView struct {
-	tj     *v1alpha1.TrainingJob
-	st     *cluster.JobState
-	groups map[string]int
+	tj *v1alpha1.TrainingJob
+	st *cluster.JobState
 	// pods are the job's replica pods that are not finished, any attempt.
 	pods []*corev1.Pod
 	// finished are pods of the current attempt that completed.
-	succeeded map[string]int // per group
+	succeeded map[string]int // per group; nil until one has
 	failed    []*corev1.Pod
 	// stuck are terminating pods past their deadline plus the slack.
 	stuck []*corev1.Pod
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
+	// fresh is set by reconcile on a new job (no phase yet) whose only
+	// status change would be Pending: the cycle writes it after the
+	// policy ran, and only if the job is still pending then.
+	fresh bool
+}
+
+// group returns the index of the job's replica group with this name.
+// Jobs have a few groups: a walk costs less than a map per job per cycle.
+func (jv *jobView) group(name string) (int, bool) {
+	for g := range jv.st.Job.Groups {
+		if jv.st.Job.Groups[g].Name == name {
+			return g, true
+		}
+	}
+	return 0, false
 }
 
 // View is a snapshot together with the objects it was built from.
@@ -173,24 +187,23 @@ func Build(w *World, now time.Time, o Options) *View {
 		if tj.Status.Phase.Terminal() || tj.DeletionTimestamp != nil {
 			continue
 		}
-		jv := &jobView{tj: tj, succeeded: map[string]int{}}
+		jv := &jobView{tj: tj}
 		job, err := o.Jobs.get(tj, o)
+		key := ""
 		if err != nil {
 			jv.invalid = err
+			key = JobKey(tj)
 		} else {
 			jv.st = cluster.NewJobState(job)
-			jv.groups = make(map[string]int, len(job.Groups))
-			for g := range job.Groups {
-				jv.groups[job.Groups[g].Name] = g
-			}
+			key = job.ID // JobKey(tj), converted once
 		}
-		v.jobs[JobKey(tj)] = jv
-		v.order = append(v.order, JobKey(tj))
+		v.jobs[key] = jv
+		v.order = append(v.order, key)
 	}
 	slices.Sort(v.order)
 	o.Jobs.sweep()
 
-	var queued []qItem
+	queued := make([]qItem, 0, len(w.Jobs))
 	// Pods: replica pods go to their job, opted-in plain pods become jobs; everything else bound to a node
 	// and not finished takes capacity there (placeholders as placeholder
 	// capacity, which any real job may take).
@@ -218,6 +231,9 @@ func Build(w *World, now time.Time, o Options) *View {
 			cur := p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(jv.tj.Status.Attempt))
 			switch {
 			case done && cur && p.Status.Phase == corev1.PodSucceeded:
+				if jv.succeeded == nil {
+					jv.succeeded = map[string]int{}
+				}
 				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
 			case done && cur:
 				jv.failed = append(jv.failed, p)
@@ -254,7 +270,7 @@ func Build(w *World, now time.Time, o Options) *View {
 			if jv.tj.Status.RequeuedAt != nil {
 				requeued = append(requeued, rqItem{jv.tj.Status.RequeuedAt.Time, jv.st})
 			} else {
-				queued = append(queued, qItem{jv.tj.CreationTimestamp.Time, JobKey(jv.tj), jv.st})
+				queued = append(queued, qItem{jv.tj.CreationTimestamp.Time, jv.st.Job.ID, jv.st})
 			}
 		default:
 			v.Snap.Running = append(v.Snap.Running, jv.st)
@@ -467,7 +483,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
 		st.Phase = cluster.Running
 		for _, a := range tj.Status.Placement {
-			g, gok := jv.groups[a.Group]
+			g, gok := jv.group(a.Group)
 			ni, nok := v.nodeIdx[a.Node]
 			if !gok || !nok {
 				jv.missingNodes = append(jv.missingNodes, a.Node)
@@ -487,7 +503,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			want[[2]int{a.Group, a.Node}]++
 		}
 		for _, p := range live {
-			g, gok := jv.groups[p.Labels[v1alpha1.LabelGroup]]
+			g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
 			ni, nok := v.nodeIdx[podNode(p)]
 			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
 				if nok {
@@ -523,7 +539,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			st.Phase = cluster.Suspending
 			st.GraceEnds = graceEnds
 			for _, p := range jv.pods {
-				g, gok := jv.groups[p.Labels[v1alpha1.LabelGroup]]
+				g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
 				ni, nok := v.nodeIdx[podNode(p)]
 				if gok && nok && p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
 					st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
@@ -579,8 +595,10 @@ func (v *View) linkNodes(jv *jobView) {
 // once made (policies must not modify them), so sharing them across cycles
 // is safe. A nil *JobCache converts every time.
 type JobCache struct {
-	m    map[types.UID]*cachedJob
-	seen map[types.UID]bool
+	m map[types.UID]*cachedJob
+	// sweeps counts sweeps; an entry seen since the last one has seen ==
+	// sweeps.
+	sweeps uint64
 }
 
 type cachedJob struct {
@@ -590,26 +608,33 @@ type cachedJob struct {
 	def    float64
 	job    *cluster.Job
 	err    error
+	seen   uint64
 }
 
 // NewJobCache returns an empty cache.
 func NewJobCache() *JobCache {
-	return &JobCache{m: map[types.UID]*cachedJob{}, seen: map[types.UID]bool{}}
+	return &JobCache{m: map[types.UID]*cachedJob{}}
 }
 
 func (c *JobCache) get(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 	if c == nil || tj.UID == "" { // objects not from an API server have no UID
 		return ToJob(tj, o)
 	}
-	c.seen[tj.UID] = true
 	model := tj.Labels["drover.dev/model"]
 	if e, ok := c.m[tj.UID]; ok && e.gen == tj.Generation && e.model == model && e.origin.Equal(o.Origin) &&
-		e.def == o.DefaultDuration && (e.job == nil || e.job.ID == JobKey(tj)) {
+		e.def == o.DefaultDuration && (e.job == nil || isKey(e.job.ID, tj)) {
+		e.seen = c.sweeps
 		return e.job, e.err
 	}
 	j, err := ToJob(tj, o)
-	c.m[tj.UID] = &cachedJob{gen: tj.Generation, model: model, origin: o.Origin, def: o.DefaultDuration, job: j, err: err}
+	c.m[tj.UID] = &cachedJob{gen: tj.Generation, model: model, origin: o.Origin, def: o.DefaultDuration, job: j, err: err, seen: c.sweeps}
 	return j, err
+}
+
+// isKey reports whether id is JobKey(tj), without building the key.
+func isKey(id string, tj *v1alpha1.TrainingJob) bool {
+	ns := len(tj.Namespace)
+	return len(id) == ns+1+len(tj.Name) && id[:ns] == tj.Namespace && id[ns] == '/' && id[ns+1:] == tj.Name
 }
 
 // sweep forgets jobs not seen since the last sweep (deleted or finished).
@@ -617,12 +642,12 @@ func (c *JobCache) sweep() {
 	if c == nil {
 		return
 	}
-	for uid := range c.m {
-		if !c.seen[uid] {
+	for uid, e := range c.m {
+		if e.seen != c.sweeps {
 			delete(c.m, uid)
 		}
 	}
-	clear(c.seen)
+	c.sweeps++
 }
 
 // ToJob converts a TrainingJob's spec to the policy's job model. Errors

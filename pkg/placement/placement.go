@@ -7,6 +7,8 @@ package placement
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -33,6 +35,96 @@ type Ledger struct {
 	// elig caches node constraints' eligible sets when the snapshot has
 	// no Eligibility of its own (hand-built snapshots); reset per cycle.
 	elig *cluster.Eligibility
+
+	// cache is set on clusters above feasibleCacheMin nodes, where scans
+	// keep each node's score for a few recent demands in slots.
+	cache    bool
+	slots    [scoreSlots]scoreSlot
+	slotTick uint64
+	// roledBlock marks the blocks of 64 nodes that hold a node with a
+	// role (whose eligibility a scan must ask node by node).
+	roledBlock []bool
+}
+
+// scoreSlots is how many demands the score cache remembers: a gang's
+// one-node demand and its per-replica demand alternate, and a cycle's jobs
+// tend to share a few shapes.
+const scoreSlots = 4
+
+// feasibleCacheMin is the cluster size above which scans use the score
+// cache: above 100 nodes a replica scans up to half the cluster, so most
+// of the nodes it scores were scored for an earlier replica of the same
+// shape and have not changed since. Smaller clusters (every simulator
+// experiment but autoscale) scan as before.
+const feasibleCacheMin = 100
+
+// scoreSlot remembers, for one demand and strategy, each node's score, or
+// -Inf where the demand does not fit, or NaN where it is not known yet. A
+// change to a node's free resources forgets the node in every slot, so an
+// entry is always what scoring the node again would give: placements do
+// not depend on the cache.
+type scoreSlot struct {
+	d     resource.Vector
+	s     Strategy
+	live  bool
+	used  uint64
+	score []float64
+	// maybe has a bit per node, clear where the demand is known not to
+	// fit (score -Inf); full counts those nodes.
+	maybe []uint64
+	full  int
+	// Per block of 64 nodes (a word of maybe), when ok: the best score in
+	// the block, the first node with it, and how many nodes fit. A scan
+	// that takes a whole block without reaching its sample size reads
+	// these instead of the block's nodes.
+	ok        []bool
+	blockBest []float64
+	blockArg  []int32
+	blockFit  []int32
+}
+
+// set records node i's score.
+func (sl *scoreSlot) set(i int, sc float64) {
+	sl.score[i] = sc
+	if math.IsInf(sc, -1) {
+		sl.maybe[i>>6] &^= 1 << (uint(i) & 63)
+		sl.full++
+	}
+}
+
+// forget marks node i's score unknown.
+func (sl *scoreSlot) forget(i int) {
+	if math.IsInf(sl.score[i], -1) {
+		sl.maybe[i>>6] |= 1 << (uint(i) & 63)
+		sl.full--
+	}
+	sl.score[i] = math.NaN()
+	sl.ok[i>>6] = false
+}
+
+// summarize scores every node of block w that is not known yet and
+// records the block's best score, first node with it, and fitting nodes.
+func (l *Ledger) summarize(sl *scoreSlot, w int) {
+	lo, hi := w<<6, min(w<<6+64, len(sl.score))
+	noFit := math.Inf(-1)
+	best, arg, fit := noFit, int32(-1), int32(0)
+	for i := lo; i < hi; i++ {
+		sc := sl.score[i]
+		if sc != sc {
+			sc = noFit
+			if sl.d.Fits(l.free[i]) {
+				sc = l.score(i, sl.d, sl.s)
+			}
+			sl.set(i, sc)
+		}
+		if sc != noFit {
+			fit++
+			if arg < 0 || sc > best {
+				best, arg = sc, int32(i)
+			}
+		}
+	}
+	sl.blockBest[w], sl.blockArg[w], sl.blockFit[w], sl.ok[w] = best, arg, fit, true
 }
 
 type nodeInv struct {
@@ -76,6 +168,22 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	}
 	l.inv = l.inv[:len(s.Nodes)]
 	l.roled = slices.Grow(l.roled[:0], len(s.Nodes))[:len(s.Nodes)]
+	// Every node's free resources are set afresh below: forget the score
+	// cache.
+	l.cache = len(s.Nodes) > feasibleCacheMin
+	if l.cache {
+		blocks := (len(s.Nodes) + 63) / 64
+		l.roledBlock = slices.Grow(l.roledBlock[:0], blocks)[:blocks]
+		clear(l.roledBlock)
+		for i, n := range s.Nodes {
+			if n.Role != "" {
+				l.roledBlock[i>>6] = true
+			}
+		}
+	}
+	for k := range l.slots {
+		l.slots[k].live = false
+	}
 	for i, n := range s.Nodes {
 		l.roled[i] = n.Role != ""
 		var v nodeInv
@@ -125,6 +233,18 @@ func (l *Ledger) set(i int, v resource.Vector) {
 		l.undo = append(l.undo, undoEntry{i, l.free[i]})
 	}
 	l.free[i] = v
+	l.changed(i)
+}
+
+// changed forgets node i in the score cache: its free resources changed.
+func (l *Ledger) changed(i int) {
+	if l.cache {
+		for k := range l.slots {
+			if sl := &l.slots[k]; sl.live {
+				sl.forget(i)
+			}
+		}
+	}
 }
 
 // Take subtracts demand from node i; it fails without change when the
@@ -151,6 +271,7 @@ func (l *Ledger) Revert() {
 	l.marks = l.marks[:len(l.marks)-1]
 	for i := len(l.undo) - 1; i >= m; i-- {
 		l.free[l.undo[i].node] = l.undo[i].prev
+		l.changed(l.undo[i].node)
 	}
 	l.undo = l.undo[:m]
 }
@@ -431,6 +552,11 @@ func (l *Ledger) scan(d resource.Vector, o Options, sets []cluster.NodeSet, elig
 	if len(sets) == 1 && sets[0].Sparse(n) {
 		return l.scanSparse(d, o, sets[0], eligible, limit, start, prefer)
 	}
+	if l.cache && o.Strategy != FirstFit && !prefer {
+		// No preference: a node's score is the strategy's alone, which
+		// the score cache keeps.
+		return l.scanCached(l.slot(d, o.Strategy), d, o, sets, eligible, limit, start)
+	}
 	best, bestScore, found := -1, 0.0, 0
 nodes:
 	for k := 0; k < n; k++ {
@@ -465,6 +591,90 @@ nodes:
 				l.next = i + 1
 			}
 			break
+		}
+	}
+	return best
+}
+
+// scanCached is scan, without preferences, with the score cache slot of
+// d: the same nodes in the same order with the same outcome, but a node's score comes from the
+// slot when it is known there, and nodes known not to fit are skipped a
+// word of the slot's bitmap at a time (on a full cluster a scan finds
+// nothing, and would otherwise visit every node).
+func (l *Ledger) scanCached(sl *scoreSlot, d resource.Vector, o Options, sets []cluster.NodeSet, eligible func(*cluster.NodeState) bool,
+	limit, start int) int {
+	nodes := l.snap.Nodes
+	n := len(nodes)
+	if sl.full == n {
+		return -1
+	}
+	score, free, roled, maybe := sl.score[:n], l.free[:n], l.roled[:n], sl.maybe
+	check := o.Filter != nil
+	// Whole blocks may be taken from their summary when no node in them
+	// needs asking about its eligibility.
+	whole := !check && len(sets) == 0
+	noFit := math.Inf(-1)
+	best, bestScore, found := -1, 0.0, 0
+	for seg := range 2 {
+		lo, hi := start, n
+		if seg == 1 {
+			lo, hi = 0, start
+		}
+		if lo >= hi {
+			continue
+		}
+		// Word by word over the nodes not known to be full, in order.
+		for w := lo >> 6; w<<6 < hi; w++ {
+			if whole && w<<6 >= lo && w<<6+64 <= hi && !l.roledBlock[w] {
+				if !sl.ok[w] {
+					l.summarize(sl, w)
+				}
+				if fit := int(sl.blockFit[w]); found+fit < limit {
+					// The sample does not end in this block: its best
+					// node is what a node-by-node walk would keep.
+					if fit > 0 && (best < 0 || sl.blockBest[w] > bestScore) {
+						best, bestScore = int(sl.blockArg[w]), sl.blockBest[w]
+					}
+					found += fit
+					continue
+				}
+			}
+			m := maybe[w]
+			if w == lo>>6 {
+				m &^= 1<<(uint(lo)&63) - 1
+			}
+			if end := (w + 1) << 6; end > hi {
+				m &= 1<<(uint(hi)&63) - 1
+			}
+		nodes:
+			for ; m != 0; m &= m - 1 {
+				i := w<<6 + bits.TrailingZeros64(m)
+				sc := score[i]
+				if sc != sc { // NaN: not known
+					sc = noFit
+					if d.Fits(free[i]) {
+						sc = l.score(i, d, o.Strategy)
+					}
+					sl.set(i, sc)
+				}
+				if sc == noFit || (roled[i] || check) && !eligible(nodes[i]) {
+					continue
+				}
+				for _, s := range sets {
+					if !s.Has(i) {
+						continue nodes
+					}
+				}
+				if best < 0 || sc > bestScore {
+					best, bestScore = i, sc
+				}
+				if found++; found >= limit {
+					if limit < n {
+						l.next = i + 1
+					}
+					return best
+				}
+			}
 		}
 	}
 	return best
@@ -506,6 +716,44 @@ func (l *Ledger) scanSparse(d resource.Vector, o Options, set cluster.NodeSet, e
 		}
 	}
 	return best
+}
+
+// slot returns the score cache slot of demand d under strategy s, taking
+// the least recently used one, emptied, when d has none.
+func (l *Ledger) slot(d resource.Vector, s Strategy) *scoreSlot {
+	l.slotTick++
+	var lru *scoreSlot
+	for k := range l.slots {
+		sl := &l.slots[k]
+		if sl.live && sl.d == d && sl.s == s {
+			sl.used = l.slotTick
+			return sl
+		}
+		if lru == nil || !sl.live && lru.live || sl.live == lru.live && sl.used < lru.used {
+			lru = sl
+		}
+	}
+	n := len(l.free)
+	lru.score = slices.Grow(lru.score[:0], n)[:n]
+	nan := math.NaN()
+	for i := range lru.score {
+		lru.score[i] = nan
+	}
+	words := (n + 63) / 64
+	lru.maybe = slices.Grow(lru.maybe[:0], words)[:words]
+	for w := range lru.maybe {
+		lru.maybe[w] = ^uint64(0)
+	}
+	if r := n & 63; r != 0 {
+		lru.maybe[words-1] = 1<<uint(r) - 1
+	}
+	lru.ok = slices.Grow(lru.ok[:0], words)[:words]
+	clear(lru.ok)
+	lru.blockBest = slices.Grow(lru.blockBest[:0], words)[:words]
+	lru.blockArg = slices.Grow(lru.blockArg[:0], words)[:words]
+	lru.blockFit = slices.Grow(lru.blockFit[:0], words)[:words]
+	lru.d, lru.s, lru.live, lru.used, lru.full = d, s, true, l.slotTick, 0
+	return lru
 }
 
 // feasibleToScore is kube-scheduler's adaptive number of feasible nodes to

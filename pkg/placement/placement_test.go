@@ -146,6 +146,144 @@ func TestSampledScan(t *testing.T) {
 	}
 }
 
+// The score cache of large clusters changes no placement: two ledgers
+// over the same 300 uneven nodes, one scanning with the cache and one
+// without, make the same placements through random gangs of a few shapes,
+// strategies, gang modes, role-restricted nodes, forks, reverts and gives.
+func TestScoreCacheChangesNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	s := &cluster.Snapshot{Pending: cluster.NewQueue()}
+	for i := range 300 {
+		n := &cluster.NodeState{Node: cluster.Node{Name: fmt.Sprint(i), Capacity: resource.New(float64(16+16*(i%3)), float64(64+64*(i%2)), int64(4+4*(i%2)))},
+			Index: i, Ready: i%37 != 0}
+		if i%50 == 7 {
+			n.Role = "ps"
+		}
+		n.Allocated = resource.New(float64(rng.IntN(8)), float64(rng.IntN(32)), int64(rng.IntN(4)))
+		s.Nodes = append(s.Nodes, n)
+	}
+	cached, plain := NewLedger(s, true), NewLedger(s, true)
+	if !cached.cache {
+		t.Fatalf("cache not in use on %d nodes", len(s.Nodes))
+	}
+	plain.cache = false // scans without the cache
+	shapes := []resource.Vector{resource.New(1, 4, 0), resource.New(4, 16, 1), resource.New(2, 8, 2), resource.New(8, 32, 1), resource.New(1, 2, 0), resource.New(3, 3, 3)}
+	type placed struct {
+		j *cluster.Job
+		p cluster.Placement
+	}
+	var live []placed
+	for step := range 3000 {
+		switch r := rng.IntN(20); {
+		case r == 0 && len(live) > 0: // a job leaves
+			k := rng.IntN(len(live))
+			for _, l := range []*Ledger{cached, plain} {
+				for _, a := range live[k].p {
+					l.Give(a.Node, live[k].j.Groups[a.Group].Demand)
+				}
+			}
+			live = append(live[:k], live[k+1:]...)
+		case r == 1: // a what-if that is undone
+			for _, l := range []*Ledger{cached, plain} {
+				l.Fork()
+			}
+			j := &cluster.Job{ID: "w", Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: shapes[rng.IntN(len(shapes))], Replicas: 3}}}
+			p1, err1 := Place(cached, j, []int{3}, Options{Strategy: Spread})
+			p2, err2 := Place(plain, j, []int{3}, Options{Strategy: Spread})
+			if (err1 == nil) != (err2 == nil) || !cmp.Equal(p1, p2) {
+				t.Fatalf("step %d what-if: cached %v %v, plain %v %v", step, p1, err1, p2, err2)
+			}
+			for _, l := range []*Ledger{cached, plain} {
+				l.Revert()
+			}
+		default:
+			group := "worker"
+			if rng.IntN(10) == 0 {
+				group = "ps"
+			}
+			reps := 1 + rng.IntN(4)
+			j := &cluster.Job{ID: fmt.Sprint(step), Groups: []cluster.ReplicaGroup{{Name: group, Demand: shapes[rng.IntN(len(shapes))], Replicas: reps}}}
+			o := Options{Strategy: Strategy(rng.IntN(3)), Gang: Gang(rng.IntN(3)), ScoreAll: rng.IntN(8) == 0}
+			p1, err1 := Place(cached, j, []int{reps}, o)
+			p2, err2 := Place(plain, j, []int{reps}, o)
+			if (err1 == nil) != (err2 == nil) || !cmp.Equal(p1, p2) {
+				t.Fatalf("step %d %+v: cached %v %v, plain %v %v", step, o, p1, err1, p2, err2)
+			}
+			if err1 == nil {
+				live = append(live, placed{j, p1})
+			}
+		}
+		if step%1500 == 1499 { // a new cycle (after the cluster filled up)
+			cached.Reset(s, true)
+			plain.Reset(s, true)
+			plain.cache = false
+			live = nil
+		}
+	}
+	for i := range s.Nodes {
+		if cached.Free(i) != plain.Free(i) {
+			t.Fatalf("node %d: free %v cached, %v plain", i, cached.Free(i), plain.Free(i))
+		}
+	}
+}
+
+// Scanning with the score cache returns the node and the next start that
+// scanning without it does, from every start, whatever share of the
+// nodes is full, with and without a (dense) eligible set (a third of the
+// nodes carry a taint the jobs do not tolerate), on nodes with and without
+// roles.
+func TestScanCachedMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, n := range []int{101, 128, 300, 1000} {
+		s := &cluster.Snapshot{Pending: cluster.NewQueue(), Eligibility: cluster.NewEligibility()}
+		for i := range n {
+			nd := cluster.Node{Name: fmt.Sprint(i), Capacity: resource.New(16, 64, 8)}
+			if i%3 == 1 {
+				nd.Taints = []cluster.Taint{{Key: "t", Effect: cluster.TaintNoSchedule}}
+			}
+			if i%97 == 5 {
+				nd.Role = "ps" // the scans below refuse nodes with a role
+			}
+			s.Nodes = append(s.Nodes, &cluster.NodeState{Node: nd, Index: i, Ready: true})
+		}
+		var sets []cluster.NodeSet
+		if set := NewLedger(s, true).Eligible(gpuJob(1, 1), 0); !set.All() && !set.Sparse(n) {
+			sets = []cluster.NodeSet{set}
+		} else {
+			t.Fatalf("n=%d: want a dense eligible set", n)
+		}
+		for _, fullShare := range []float64{0, 0.5, 0.9, 0.99, 1} {
+			for _, n := range s.Nodes {
+				n.Allocated = resource.Vector{}
+				if rng.Float64() < fullShare {
+					n.Allocated = resource.New(16, 0, 8)
+				} else if rng.IntN(2) == 0 {
+					n.Allocated = resource.New(float64(rng.IntN(12)), 0, int64(rng.IntN(6)))
+				}
+			}
+			cached, plain := NewLedger(s, true), NewLedger(s, true)
+			plain.cache = false
+			for range 200 {
+				start := rng.IntN(2 * n)
+				cached.next, plain.next = start, start
+				d := resource.New(float64(1+rng.IntN(4)), 0, int64(rng.IntN(2)))
+				o := Options{Strategy: Strategy(rng.IntN(2)), ScoreAll: rng.IntN(5) == 0}
+				ss := sets[:rng.IntN(2)]
+				noRole := func(n *cluster.NodeState) bool { return n.Role == "" }
+				got := cached.scan(d, o, ss, noRole)
+				want := plain.scan(d, o, ss, noRole)
+				if got != want || cached.next != plain.next {
+					t.Fatalf("n=%d full=%v start=%d %+v sets %d: cached %d next %d, plain %d next %d", n, fullShare, start, o, len(ss), got, cached.next, want, plain.next)
+				}
+				if got >= 0 && rng.IntN(2) == 0 {
+					cached.Take(got, d)
+					plain.Take(got, d)
+				}
+			}
+		}
+	}
+}
+
 // scanSparse must pick what the dense scan picks (same order, sampling
 // and rotating start): a dense scan is forced by passing the set twice.
 func TestScanSparseMatchesDense(t *testing.T) {
