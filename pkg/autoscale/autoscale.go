@@ -24,6 +24,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/embed"
@@ -366,8 +368,49 @@ func (p *Predictive) placeholders() []cluster.Placeholder {
 	out := make([]cluster.Placeholder, 0, len(p.vis))
 	for _, v := range p.vis {
 		it := p.types[p.cat[v.bucket].Name]
-		out = append(out, cluster.Placeholder{Name: fmt.Sprintf("ph-%s-%d", it.Name, v.seq), Demand: it.Capacity,
+		out = append(out, cluster.Placeholder{Name: PlaceholderName(it.Name, v.seq), Demand: it.Capacity,
 			Count: v.count, PlacementGroup: v.group})
 	}
 	return out
+}
+
+// maxNameLen is the longest Kubernetes object name that is also a label
+// (DNS-1123 label, RFC 1123).
+const maxNameLen = 63
+
+// PlaceholderName names the placeholder set of virtual instance seq of
+// instance type typ: "ph-<type>-<seq>", the type lower-cased with every
+// run of characters other than a-z and 0-9 turned into one '-' (so
+// g4dn.xlarge gives ph-g4dn-xlarge-1) and cut so that the whole name has at
+// most 63 characters. The result is always a DNS-1123 label, which the
+// Kubernetes executor requires: it names the placeholder's Deployment and
+// labels its pods with it, and refuses a name with dots such as the
+// instance types' (pkg/k8s, applier.Unsupported). Names are collision-free
+// within a plugin instance whatever the types are called: seq is unique per
+// virtual instance and is always kept whole as the name's last '-'-separated
+// field, so two virtual instances never share a name even when their
+// sanitised types coincide (m5.xlarge and m5-xlarge) or are cut.
+func PlaceholderName(typ string, seq int) string {
+	suffix := "-" + strconv.Itoa(seq)
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(typ) {
+		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	t := b.String()
+	if room := maxNameLen - len("ph-") - len(suffix); len(t) > room {
+		t = strings.TrimRight(t[:max(room, 0)], "-")
+	}
+	if t == "" {
+		return "ph" + suffix
+	}
+	return "ph-" + t + suffix
 }

@@ -179,8 +179,8 @@ var confScripts = []*confB{
 
 	// Deliberate differences. The Kubernetes executor leaves nodes to the
 	// cluster autoscaler, and a placeholder's name must be a Kubernetes
-	// name (the simulator's autoscale experiment names placeholders after
-	// instance types such as g4dn.xlarge).
+	// name (the simulator takes any; the predictive plugin sanitises the
+	// instance type in its names, autoscale.PlaceholderName).
 	script("nodes and placeholder names").pending("ns/a", workers(1, 1)).
 		do(policy.ReleaseNode{Node: "n1"}, policy.ProvisionNode{InstanceType: "zz", Count: 1},
 			policy.SetPlaceholders{Placeholders: []cluster.Placeholder{{Name: "ph-g4dn.xlarge-1", Demand: dres.New(1, 1, 0), Count: 1}}}).
