@@ -61,6 +61,9 @@ type Executor struct {
 
 	mu      sync.Mutex
 	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+	// rejected is the time of the last future-dated report seen per job,
+	// so that each gets one ReportRejected Event.
+	rejected map[string]time.Time
 
 	// Origin is time 0 of the policies' clock, kept in the ConfigMap
 	// drover-clock so that every scheduler that ever runs against the
@@ -83,7 +86,8 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
-		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{}, Now: time.Now,
+		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{},
+		rejected: map[string]time.Time{}, Now: time.Now,
 	}
 }
 
@@ -164,6 +168,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	for k := range e.reports {
 		if !present[k] {
 			delete(e.reports, k)
+		}
+	}
+	for k := range e.rejected {
+		if !present[k] {
+			delete(e.rejected, k)
 		}
 	}
 	if time.Since(e.noPodGroups) > time.Minute {

@@ -153,6 +153,11 @@ func TestLoadConfig(t *testing.T) {
 		{"empty", "", ""},
 		{"typo", "polcy: fifo\n", "polcy"},
 		{"period", "period: 1ms\n", "period"},
+		{"skew", "reportClockSkew: 2h\n", "reportClockSkew"},
+		{"namespaces", "namespaces: [team-a, Team_B]\n", "namespaces[1]"},
+		{"namespaces twice", "namespaces: [team-a, team-a]\n", "namespaces[1]"},
+		{"namespace and namespaces", "namespace: a\nnamespaces: [b]\n", "namespace and namespaces"},
+		{"namespaced mode", "namespaces: [team-a, team-b]\n", ""},
 	}
 	for _, c := range cases {
 		p := filepath.Join(dir, c.name+".yaml")
