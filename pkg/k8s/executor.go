@@ -270,6 +270,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
 		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+	if len(e.cfg.Namespaces) > 0 {
+		opts.InScope = e.cfg.InScope
+	}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false

@@ -447,6 +447,9 @@ func (e *Executor) newPod(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatu
 		p.Annotations = map[string]string{}
 	}
 	p.Annotations[v1alpha1.AnnotationNode] = node
+	// A report in the template would be one no trainer made, and the
+	// chart's admission policy refuses a pod created with one.
+	delete(p.Annotations, v1alpha1.AnnotationReport)
 	work := e.cfg.DefaultDurationSeconds
 	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
 		work = float64(*d)
