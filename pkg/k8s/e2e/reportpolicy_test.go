@@ -58,7 +58,7 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 	}
 	tc.create(
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: tc.ns},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "drover-trainer"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "drover-trainer"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainer", Namespace: tc.ns},
 				{Kind: "ServiceAccount", Name: "trainer", Namespace: "other"}}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: tc.ns},
