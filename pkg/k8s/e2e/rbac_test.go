@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -92,7 +93,16 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			tc.startScheduler("fifo", nil)
 			tc.create(tc.job("least", v1alpha1.ClassBE, 20, group{name: "worker", replicas: 2, cpu: "1", gpu: "2"}))
-			tc.waitPhase("least", v1alpha1.PhaseSucceeded, 60*time.Second)
+			// Fail at the first refused request: a scheduler missing a
+			// permission mostly retries quietly until the timeout.
+			tc.eventually("least Succeeded with no request refused", 60*time.Second, func() (bool, string) {
+				if got := refused.list(); len(got) > 0 {
+					tc.stopScheduler()
+					t.Fatalf("requests of the scheduler refused under the chart's RBAC: %v", got)
+				}
+				tj := tc.get("least")
+				return tj.Status.Phase == v1alpha1.PhaseSucceeded, fmt.Sprintf("phase %s reason %q", tj.Status.Phase, tj.Status.Reason)
+			})
 			if ok, msg := tc.waitEvent("least", "Completed"); !ok {
 				t.Errorf("no Completed Event (Events are written under the chart's RBAC too): %s", msg)
 			}

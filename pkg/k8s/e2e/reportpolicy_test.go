@@ -46,8 +46,10 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 			policies = append(policies, o.GetKind()+"/"+o.GetName())
 		}
 	}
-	if want := []string{"ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicyBinding/drover-report"}; !slices.Equal(policies, want) {
-		t.Fatalf("the chart renders %v, want %v", policies, want)
+	for _, want := range []string{"ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicyBinding/drover-report"} {
+		if !slices.Contains(policies, want) {
+			t.Fatalf("the chart renders %v, no %s", policies, want)
+		}
 	}
 	// Two jobs' pods, and the RBAC of docs/kubernetes.md: drover-trainer
 	// bound to the trainers' service account; a tenant with a Role that
