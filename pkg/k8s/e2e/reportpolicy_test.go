@@ -64,7 +64,7 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainer", Namespace: tc.ns},
 				{Kind: "ServiceAccount", Name: "trainer", Namespace: "other"}}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: tc.ns},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "patch", "delete"}}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "create", "patch", "delete"}}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: tc.ns},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
 			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "alice"}}},
@@ -129,6 +129,10 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 		{name: "a tenant who may patch pods writes a report", refused: true,
 			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
 				return c.Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), patch(v1alpha1.AnnotationReport, forged()))
+			}},
+		{name: "a tenant writes a report through pods/status", refused: true,
+			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
+				return c.Status().Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), patch(v1alpha1.AnnotationReport, forged()))
 			}},
 		{name: "a tenant creates a pod that carries a report", refused: true,
 			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
