@@ -23,7 +23,6 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/k8s/report"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -60,7 +59,7 @@ type Executor struct {
 	positioned time.Time
 
 	mu      sync.Mutex
-	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+	reports map[string]observed // newest report seen per job (ObserveReport)
 	// rejected is the time of the last future-dated report seen per job,
 	// so that each gets one ReportRejected Event.
 	rejected map[string]time.Time
@@ -86,7 +85,7 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
-		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{},
+		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]observed{},
 		rejected: map[string]time.Time{}, Now: time.Now,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
@@ -241,7 +242,10 @@ func (jv *jobView) waiting() bool {
 }
 
 // copyProgress copies the newest trainer report found on the job's pods
-// into the status, and appends its metric to the eval history. Reports
+// into the status, and appends its metric to the eval history. Only pods
+// the job controls (the owner reference the scheduler sets, with the
+// job's UID) are read: a pod that merely carries the drover.dev/job label
+// is not the job's replica. Reports
 // dated more than ReportClockSkew ahead of the scheduler's clock are not
 // read (a report from 2099 would otherwise stay the newest for good), and
 // a status.progress dated that far ahead, written by such a report before
@@ -250,11 +254,14 @@ func (jv *jobView) waiting() bool {
 // from a checkpoint that a forged report named.
 func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 	now := e.Now()
-	best := e.observedReport(JobKey(jv.tj))
+	best := e.observedReport(JobKey(jv.tj), jv.tj.UID)
 	if best != nil && e.future(best, now) {
 		best = nil
 	}
 	for _, p := range jv.pods {
+		if !metav1.IsControlledBy(p, jv.tj) {
+			continue
+		}
 		r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
 		if err != nil || r == nil || e.future(r, now) {
 			continue
@@ -558,7 +565,8 @@ func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.P
 // a Warning Event (ReportRejected) on the pod, once per report.
 func (e *Executor) ObserveReport(p *corev1.Pod) {
 	name := p.Labels[v1alpha1.LabelJob]
-	if name == "" {
+	owner := metav1.GetControllerOf(p)
+	if name == "" || owner == nil || owner.Kind != "TrainingJob" || owner.Name != name {
 		return
 	}
 	r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
@@ -580,8 +588,8 @@ func (e *Executor) ObserveReport(p *corev1.Pod) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if old := e.reports[key]; old == nil || r.Time.After(old.Time) {
-		e.reports[key] = r
+	if old, ok := e.reports[key]; !ok || old.owner != owner.UID || r.Time.After(old.r.Time) {
+		e.reports[key] = observed{r: r, owner: owner.UID}
 	}
 }
 
@@ -590,8 +598,21 @@ func (e *Executor) future(r *report.Report, now time.Time) bool {
 	return r.Time.After(now.Add(e.cfg.ReportClockSkew.Duration))
 }
 
-func (e *Executor) observedReport(key string) *report.Report {
+// observed is a report the informer delivered, with the UID of the
+// TrainingJob that controls its pod.
+type observed struct {
+	r     *report.Report
+	owner types.UID
+}
+
+// observedReport is the newest report seen on a pod controlled by the job
+// with this key and UID (a job deleted and created again under the same
+// name does not inherit its predecessor's reports).
+func (e *Executor) observedReport(key string, uid types.UID) *report.Report {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.reports[key]
+	if o, ok := e.reports[key]; ok && o.owner == uid {
+		return o.r
+	}
+	return nil
 }

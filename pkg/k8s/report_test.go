@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s/report"
@@ -19,7 +20,8 @@ import (
 // a pod the cycle lists or from the informer (ObserveReport), and a
 // status.progress dated that far ahead is dropped with its checkpoint: a
 // report from 2099 no longer pins the job's progress, and replacement
-// pods do not resume from the checkpoint it named (issue 17 item 3).
+// pods do not resume from the checkpoint it named; and only pods the job
+// controls are read (issue 17 item 3).
 func TestFutureReportsIgnored(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	forged := report.Report{Progress: 1, Checkpoint: "s3://attacker/ckpt", CheckpointProgress: 1,
@@ -34,6 +36,7 @@ func TestFutureReportsIgnored(t *testing.T) {
 		name     string
 		pods     []report.Report // reports on the pods the cycle lists
 		observed []report.Report // reports the informer delivered
+		foreign  []report.Report // reports on pods with the job's label that it does not control
 		status   *v1alpha1.ProgressStatus
 		want     *v1alpha1.ProgressStatus
 	}{
@@ -48,6 +51,8 @@ func TestFutureReportsIgnored(t *testing.T) {
 			want: &v1alpha1.ProgressStatus{Fraction: 0.5, ReportedAt: metav1.NewTime(now.Add(-time.Second))}},
 		{name: "a status pinned in 2099 with no report left is dropped",
 			status: progress(forged), pods: []report.Report{forged}, want: nil},
+		{name: "a pod with the job's label that the job does not control is not read, from the cycle or the informer",
+			pods: []report.Report{real}, foreign: []report.Report{skewed}, want: progress(real)},
 		{name: "a status in the past is kept when no newer report is read",
 			status: progress(real), pods: []report.Report{forged}, want: progress(real)},
 	}
@@ -57,22 +62,33 @@ func TestFutureReportsIgnored(t *testing.T) {
 			cfg.Defaults()
 			e := New(cfg, nil, nil, nil, nil, logr.Discard())
 			e.Now = func() time.Time { return now }
-			tj := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"}}
+			tj := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "uid-j"}}
 			jv := &jobView{tj: tj}
-			pod := func(i int, r report.Report) *corev1.Pod {
+			pod := func(i int, r report.Report, owner types.UID) *corev1.Pod {
 				b, err := report.Patch(r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("j-w-%d", i), Namespace: "ns",
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("j-w-%d", i), Namespace: "ns",
 					Labels:      map[string]string{v1alpha1.LabelJob: "j"},
 					Annotations: map[string]string{v1alpha1.AnnotationReport: annotationValue(t, b)}}}
+				if owner != "" {
+					o := tj.DeepCopy()
+					o.UID = owner
+					p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(o, v1alpha1.GroupVersion.WithKind("TrainingJob"))}
+				}
+				return p
 			}
 			for i, r := range c.observed {
-				e.ObserveReport(pod(i, r))
+				e.ObserveReport(pod(i, r, tj.UID))
+			}
+			for i, r := range c.foreign {
+				e.ObserveReport(pod(100+i, r, "uid-other"))
+				e.ObserveReport(pod(200+i, r, ""))
+				jv.pods = append(jv.pods, pod(100+i, r, "uid-other"), pod(200+i, r, ""))
 			}
 			for i, r := range c.pods {
-				jv.pods = append(jv.pods, pod(i, r))
+				jv.pods = append(jv.pods, pod(i, r, tj.UID))
 			}
 			s := &v1alpha1.TrainingJobStatus{Progress: c.status.DeepCopy()}
 			e.copyProgress(jv, s)

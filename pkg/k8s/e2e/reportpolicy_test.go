@@ -33,7 +33,9 @@ const podNameExtra = "authentication.kubernetes.io/pod-name"
 // the report of the pod its token is bound to and no other pod's, nor
 // without a bound token; a tenant who may create and patch pods may not
 // write a report or create a pod with one; the scheduler may not either;
-// other annotations stay writable, and cluster admins may write reports
+// other annotations stay writable, and cluster admins may write reports.
+// The labels and annotations that make a pod a job's replica are the
+// scheduler's alone: nobody else creates a pod with them or changes them
 // (issue 17 item 3).
 func TestReportOnlyFromItsPod(t *testing.T) {
 	ctx := context.Background()
@@ -96,7 +98,7 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 			return report.Send(ctx, c, tc.ns, pod, r)
 		}
 	}
-	const refusal = "may be written only by that pod"
+	const refusal, notScheduler = "may be written only by that pod", "are set only by the drover scheduler"
 	// The policy takes effect once the API server's policy cache has it.
 	waitRefused(t, "a report on another pod", refusal, sendAs(as(impersonate(trainer, saGroups, boundTo("job-a-worker-0-0"))), "job-b-worker-0-0"))
 
@@ -104,20 +106,20 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 		name    string
 		rc      *rest.Config
 		write   func(c client.Client) error
-		refused bool
+		refused string // a part of the policy's message; empty: allowed
 	}{
 		{name: "a trainer writes its own pod's report",
 			rc: impersonate(trainer, saGroups, boundTo("job-a-worker-0-0")), write: func(c client.Client) error { return sendAs(c, "job-a-worker-0-0")() }},
-		{name: "a trainer writes another job's pod's report", refused: true,
+		{name: "a trainer writes another job's pod's report", refused: refusal,
 			rc: impersonate(trainer, saGroups, boundTo("job-a-worker-0-0")), write: func(c client.Client) error { return sendAs(c, "job-b-worker-0-0")() }},
-		{name: "the trainers' service account without a bound token (no pod name)", refused: true,
+		{name: "the trainers' service account without a bound token (no pod name)", refused: refusal,
 			rc: impersonate(trainer, saGroups, nil), write: func(c client.Client) error { return sendAs(c, "job-a-worker-0-0")() }},
-		{name: "a service account of another namespace bound to a pod of that name", refused: true,
+		{name: "a service account of another namespace bound to a pod of that name", refused: refusal,
 			rc: impersonate(otherTrainer, otherGroups, boundTo("job-a-worker-0-0")),
 			write: func(c client.Client) error {
 				return c.Patch(ctx, podRef(tc.ns, "job-a-worker-0-0"), patch(v1alpha1.AnnotationReport, forged()))
 			}},
-		{name: "a trainer removes another pod's report", refused: true,
+		{name: "a trainer removes another pod's report", refused: refusal,
 			rc: impersonate(trainer, saGroups, boundTo("job-b-worker-0-0")), write: func(c client.Client) error {
 				return c.Patch(ctx, podRef(tc.ns, "job-a-worker-0-0"), client.RawPatch(types.MergePatchType,
 					[]byte(`{"metadata":{"annotations":{"drover.dev/report":null}}}`)))
@@ -126,24 +128,53 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 			rc: impersonate(trainer, saGroups, boundTo("job-a-worker-0-0")), write: func(c client.Client) error {
 				return c.Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), patch("example.com/note", "x"))
 			}},
-		{name: "a tenant who may patch pods writes a report", refused: true,
+		{name: "a tenant who may patch pods writes a report", refused: refusal,
 			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
 				return c.Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), patch(v1alpha1.AnnotationReport, forged()))
 			}},
-		{name: "a tenant writes a report through pods/status", refused: true,
+		{name: "a tenant writes a report through pods/status", refused: refusal,
 			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
 				return c.Status().Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), patch(v1alpha1.AnnotationReport, forged()))
 			}},
-		{name: "a tenant creates a pod that carries a report", refused: true,
+		{name: "a tenant creates a pod that carries a report", refused: refusal,
 			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
 				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job-b-worker-0-9", Namespace: tc.ns,
 					Labels: map[string]string{v1alpha1.LabelJob: "job-b"}, Annotations: map[string]string{v1alpha1.AnnotationReport: forged()}},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 				return c.Create(ctx, p)
 			}},
-		{name: "the scheduler writes a report", refused: true,
+		{name: "the scheduler writes a report", refused: refusal,
 			rc: impersonate(scheduler, schedGroups, boundTo("drover-scheduler-0")), write: func(c client.Client) error {
 				return c.Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), patch(v1alpha1.AnnotationReport, forged()))
+			}},
+		{name: "a trainer changes another replica's attempt label", refused: notScheduler,
+			rc: impersonate(trainer, saGroups, boundTo("job-a-worker-0-0")), write: func(c client.Client) error {
+				return c.Patch(ctx, podRef(tc.ns, "job-b-worker-0-0"), client.RawPatch(types.MergePatchType,
+					[]byte(`{"metadata":{"labels":{"drover.dev/attempt":"7"}}}`)))
+			}},
+		{name: "a trainer changes its own pod's node annotation", refused: notScheduler,
+			rc: impersonate(trainer, saGroups, boundTo("job-a-worker-0-0")), write: func(c client.Client) error {
+				return c.Patch(ctx, podRef(tc.ns, "job-a-worker-0-0"), patch(v1alpha1.AnnotationNode, "elsewhere"))
+			}},
+		{name: "a tenant creates a pod labelled as another job's replica", refused: notScheduler,
+			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
+				return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job-b-worker-0-8", Namespace: tc.ns,
+					Labels: map[string]string{v1alpha1.LabelJob: "job-b"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
+			}},
+		{name: "a tenant creates a pod of its own",
+			rc: impersonate("alice", []string{"system:authenticated"}, nil), write: func(c client.Client) error {
+				return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alices", Namespace: tc.ns},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
+			}},
+		{name: "the scheduler creates a replica pod",
+			rc: impersonate(scheduler, schedGroups, nil), write: func(c client.Client) error {
+				owner := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "job-c", Namespace: tc.ns, UID: "c0ffee"}}
+				return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job-c-worker-0-0", Namespace: tc.ns,
+					Labels:          map[string]string{v1alpha1.LabelJob: "job-c", v1alpha1.LabelGroup: "worker", v1alpha1.LabelAttempt: "1"},
+					Annotations:     map[string]string{v1alpha1.AnnotationNode: "n1"},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, v1alpha1.GroupVersion.WithKind("TrainingJob"))}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
 			}},
 		{name: "a cluster admin writes a report",
 			rc: restCfg, write: func(c client.Client) error { return sendAs(c, "job-b-worker-0-0")() }},
@@ -151,11 +182,11 @@ func TestReportOnlyFromItsPod(t *testing.T) {
 	for _, c := range cases {
 		err := c.write(as(c.rc))
 		switch {
-		case c.refused && !(apierrors.IsForbidden(err) && strings.Contains(err.Error(), refusal)):
+		case c.refused != "" && !(apierrors.IsForbidden(err) && strings.Contains(err.Error(), c.refused)):
 			// The scheduler and alice would be refused by RBAC alone
 			// without the policy; the message says which refused.
-			t.Errorf("%s: %v, want the admission policy's refusal (%q)", c.name, err, refusal)
-		case !c.refused && err != nil:
+			t.Errorf("%s: %v, want the admission policy's refusal (%q)", c.name, err, c.refused)
+		case c.refused == "" && err != nil:
 			t.Errorf("%s: %v, want it allowed", c.name, err)
 		}
 	}
