@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -564,6 +565,12 @@ func TestChartOnAPIServer(t *testing.T) {
 			&rbacv1.ClusterRole{ObjectMeta: metaName("drover-scheduler")},
 			&rbacv1.ClusterRole{ObjectMeta: metaName("drover-trainer")},
 			&schedv1.PriorityClass{ObjectMeta: metaName("drover-placeholder")},
+			&rbacv1.Role{ObjectMeta: metaNS("drover-scheduler")},
+			&rbacv1.Role{ObjectMeta: metaNS("drover-scheduler-leader-election")},
+			&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metaName("drover-report")},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metaName("drover-report")},
+			&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metaName("drover-scheduler-pods")},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metaName("drover-scheduler-pods")},
 		} {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 				t.Errorf("%T %s: %v", o, o.GetName(), err)
