@@ -108,9 +108,11 @@ func NewTransformer(o Options) *Net {
 //
 // The budget is about 2,000 training windows per network: on this
 // project's 2-core CI machine, with the pure-Go backend, a 576-step window
-// costs about 0.9 CPU-seconds forward and backward through either
-// network, so each trains in about 30 CPU-minutes, the order of the
-// paper's 31-38 minutes per network on Philly (Table 4, on a GPU). The
+// costs 0.7-0.9 CPU-seconds forward and backward (0.69 measured for the
+// transformer, docs/forecast.md), so each network trains in 25-30
+// CPU-minutes, the order of the paper's 31-38 minutes per network on
+// Philly (Table 4, on a GPU); forecasting a test week one step ahead and
+// multi-step adds about 12 CPU-minutes for the transformer. The
 // transformer takes them one per step (the warm-up schedule advances per
 // step, so this takes it furthest: 2,000 of its 5,000 warm-up steps, a
 // learning rate rising to 1.0e-3 against the schedule's peak of 2.5e-3);
