@@ -109,7 +109,7 @@ func NewTransformer(o Options) *Net {
 // The budget is about 2,000 training windows per network: on this
 // project's 2-core CI machine, with the pure-Go backend, a 576-step window
 // costs 0.7-0.9 CPU-seconds forward and backward (0.69 measured for the
-// transformer, docs/forecast.md), so each network trains in 25-30
+// transformer, docs/forecast.md), so each network trains in 23-30
 // CPU-minutes, the order of the paper's 31-38 minutes per network on
 // Philly (Table 4, on a GPU); forecasting a test week one step ahead and
 // multi-step adds about 12 CPU-minutes for the transformer. The
