@@ -762,6 +762,15 @@ func (r *Runtime) attempt(c *Cycle, js *cluster.JobState) (cluster.Placement, *S
 		}
 		k = binary.AppendUvarint(k, uint64(len(g.Name)))
 		k = append(k, g.Name...)
+		// The node constraint decides which nodes the group may use:
+		// jobs alike in everything else but it are not alike.
+		if g.Constraint != nil {
+			ck := g.Constraint.Key()
+			k = binary.AppendUvarint(k, uint64(len(ck))+1)
+			k = append(k, ck...)
+		} else {
+			k = binary.AppendUvarint(k, 0)
+		}
 	}
 	for _, counts := range sizes {
 		k = binary.AppendUvarint(k, uint64(len(counts)))
