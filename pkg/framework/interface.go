@@ -199,6 +199,20 @@ type Filter interface {
 	Filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeState) *Status
 }
 
+// UniformFilter is a Filter whose verdict and reason for group g on node n
+// depend only on the node (its room, role, labels and taints) and on the
+// job's replica groups (names, demands, node constraints): never on the
+// job's identity, its state, the time, the random source or what the
+// plugin saw before. When every Filter of a profile is uniform (the
+// node-role rule is), the Runtime's scheduling queue treats jobs alike in
+// their groups and sizes as one class on the generic placement path too:
+// once one of them failed, the others are not placed again until room
+// comes back (see Requeuer), since they would fail with the same reason.
+type UniformFilter interface {
+	Filter
+	Uniform() bool
+}
+
 // Score ranks the feasible nodes for one replica of group g of a job, or
 // (g < 0) for a whole gang on one node. Higher is better. The Runtime
 // normalises each plugin's scores over the feasible nodes to [0, 100]

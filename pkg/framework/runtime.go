@@ -60,10 +60,12 @@ type Runtime struct {
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
 	fast bool
-	opts placement.Options
-	now  placement.Ledger
-	soon placement.Ledger
-	st   Statement
+	// uniform: every Filter is the node-role rule or a UniformFilter.
+	uniform bool
+	opts    placement.Options
+	now     placement.Ledger
+	soon    placement.Ledger
+	st      Statement
 	// cands is the buffer of one cycle's candidates, reused across
 	// cycles: a long queue would otherwise be copied into a fresh slice
 	// every cycle.
@@ -120,9 +122,13 @@ func New(p Profile) (*Runtime, error) {
 	default:
 		r.fast = false
 	}
+	r.uniform = true
 	for _, f := range p.Filter {
 		if _, ok := f.(roleOnly); !ok {
 			r.fast = false
+			if u, ok := f.(UniformFilter); !ok || !u.Uniform() {
+				r.uniform = false
+			}
 		}
 	}
 	r.plugins = r.Plugins()
