@@ -97,7 +97,7 @@ var (
 type drfState struct {
 	total resource.Vector
 	use   map[string]resource.Vector
-	pos   map[*cluster.JobState]int
+	queue cluster.PendingQueue
 }
 
 var drfKey = framework.NewKey[*drfState]("drf")
@@ -108,14 +108,9 @@ func (DRF) Name() string { return DRFName }
 func (DRF) state(c *framework.Cycle) *drfState {
 	return framework.GetOrInit(c, drfKey, func() *drfState {
 		s := c.Snap
-		st := &drfState{total: s.ReadyCapacity(), use: map[string]resource.Vector{}, pos: map[*cluster.JobState]int{}}
+		st := &drfState{total: s.ReadyCapacity(), use: map[string]resource.Vector{}, queue: s.Pending}
 		for _, js := range s.Running {
 			st.use[tenant(js)] = st.use[tenant(js)].Add(js.Job.Demand(js.Counts()))
-		}
-		i := 0
-		for js := range s.Pending.All() {
-			st.pos[js] = i
-			i++
 		}
 		return st
 	})
@@ -127,7 +122,8 @@ func (d DRF) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	share := func(js *cluster.JobState) float64 {
 		return st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total)
 	}
-	return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(st.pos[a], st.pos[b]))
+	pos := func(js *cluster.JobState) int { i, _ := st.queue.Order(js); return i }
+	return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(pos(a), pos(b)))
 }
 
 // Reserve implements framework.Reserve.
