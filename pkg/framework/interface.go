@@ -90,10 +90,17 @@ type Status struct {
 	code   Code
 	reason string
 	plugin string
+	// cause, when set, gives the reason (its Error) the first time it is
+	// read: what-if placements fail by the thousand and read few reasons.
+	cause error
 }
 
 // NewStatus returns a status with a code and a reason.
 func NewStatus(code Code, reason string) *Status { return &Status{code: code, reason: reason} }
+
+// StatusOf returns a status with a code whose reason is err's message,
+// built only if it is read.
+func StatusOf(code Code, err error) *Status { return &Status{code: code, cause: err} }
 
 // Statusf is NewStatus with a format.
 func Statusf(code Code, format string, a ...any) *Status {
@@ -115,6 +122,9 @@ func (s *Status) IsSuccess() bool { return s.Code() == Success }
 func (s *Status) Reason() string {
 	if s == nil {
 		return ""
+	}
+	if s.cause != nil {
+		s.reason, s.cause = s.cause.Error(), nil
 	}
 	return s.reason
 }
@@ -140,9 +150,9 @@ func (s *Status) String() string {
 		return "Success"
 	}
 	if s.plugin == "" {
-		return s.code.String() + ": " + s.reason
+		return s.code.String() + ": " + s.Reason()
 	}
-	return s.code.String() + " (" + s.plugin + "): " + s.reason
+	return s.code.String() + " (" + s.plugin + "): " + s.Reason()
 }
 
 // Plugin is what every plugin implements. Name is the name it is

@@ -451,7 +451,7 @@ func (r *Runtime) place(c *Cycle, l *placement.Ledger, js *cluster.JobState, cou
 	if r.fast {
 		pl, err := placement.Place(l, js.Job, counts, r.opts)
 		if err != nil {
-			return nil, NewStatus(Unschedulable, err.Error()).WithPlugin("placement")
+			return nil, StatusOf(Unschedulable, err).WithPlugin("placement")
 		}
 		return pl, nil
 	}
