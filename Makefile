@@ -39,12 +39,16 @@ sim:
 	$(GO) run ./cmd/drover sim
 
 # Benchmarks; the API-server ones (pkg/k8s/e2e) need the testbin binaries.
+# Every benchmark, -benchtime 3x, written in benchstat's format to
+# docs/bench/DATE-COMMIT.txt with the commit, machine and load noted
+# (hack/bench.sh; DROVER_BENCH=pattern and DROVER_BENCH_PKGS=packages run
+# fewer). Commit the file; docs quote these files.
 bench:
 	@if [ -x hack/testbin/build.sh ]; then \
 		assets=$$(hack/testbin/build.sh | tail -n 1) && \
-		KUBEBUILDER_ASSETS=$$assets $(GO) test -run XXX -bench . -benchtime 3x ./... ; \
+		KUBEBUILDER_ASSETS=$$assets hack/bench.sh ; \
 	else \
-		$(GO) test -run XXX -bench . -benchtime 3x ./... ; \
+		hack/bench.sh ; \
 	fi
 
 # drover beside kube-scheduler v1.34.4 on one API server, same pods, same
