@@ -1,7 +1,9 @@
 #!/bin/sh
 # hack/bench.sh runs Go benchmarks and writes their output, in benchstat's
-# format, to docs/bench/DATE-COMMIT.txt (DATE in UTC; "-dirty" when the
-# work tree has uncommitted changes), headed by configuration lines that
+# format, to docs/bench/DATE-COMMIT[-PATTERN].txt (DATE in UTC; "-dirty"
+# when the work tree has uncommitted changes; PATTERN is DROVER_BENCH's,
+# when set, with other characters than letters and digits as dashes),
+# headed by configuration lines that
 # benchstat reads as keys: the commit, the date, the machine and the load
 # average (uptime) before and after. docs quote these files.
 #
@@ -21,7 +23,12 @@ dirty=""
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 	dirty="-dirty"
 fi
-out=${DROVER_BENCH_OUT:-docs/bench/$(date -u +%Y-%m-%d)-$short$dirty.txt}
+# A run of some benchmarks only is named after its pattern too.
+slug=""
+if [ -n "${DROVER_BENCH:-}" ]; then
+	slug=-$(printf '%s' "$DROVER_BENCH" | tr -c 'A-Za-z0-9' '-' | tr -s '-' | sed 's/^-//; s/-$//')
+fi
+out=${DROVER_BENCH_OUT:-docs/bench/$(date -u +%Y-%m-%d)-$short$dirty$slug.txt}
 mkdir -p "$(dirname "$out")"
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//' || true)
 mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null || true)
