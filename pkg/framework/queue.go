@@ -361,9 +361,7 @@ func (q *schedQueue) skip(c *Cycle, js *cluster.JobState, pos int) bool {
 		q.skipped = append(q.skipped, js)
 		return true
 	}
-	if js.Reason != p.reason {
-		c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: p.reason})
-	}
+	c.St.wait(js, p.reason)
 	if q.mergeable {
 		q.setPos(js, pos)
 		q.skipped = append(q.skipped, js)
@@ -632,9 +630,9 @@ func (q *schedQueue) end(c *Cycle) {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
 			for _, m := range cl.members {
-				if p := q.parked[m.js.Job]; p == m.p && !p.inCands && m.js.Reason != cl.failSt.Reason() {
+				if p := q.parked[m.js.Job]; p == m.p && !p.inCands {
 					p.reason = cl.failSt.Reason()
-					c.St.Record(m.js, policy.Wait{Job: m.js.Job.ID, Reason: p.reason})
+					c.St.wait(m.js, p.reason)
 				}
 			}
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -220,5 +221,40 @@ func TestQueueClassesOnGenericPath(t *testing.T) {
 				t.Errorf("jobs the filter was asked about (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestWaitOnlyWhenReasonChanges: a job that cannot start gets a Wait the
+// first time, and not again while the executor shows that reason (both
+// executors take such a Wait as no change); a job whose shown reason is
+// another gets one. Without the scheduling queue every job is tried every
+// cycle, so the second cycle tries both again.
+func TestWaitOnlyWhenReasonChanges(t *testing.T) {
+	rt, err := framework.New(framework.Profile{Name: "q", Score: pack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.WithoutQueue()
+	w := newWorld().node("n0", 2).pending(job("a", 4, 1), job("b", 4, 1))
+	w.s.Cycle++
+	first := rt.Schedule(w.s)
+	if d := gocmp.Diff([]string{"wait a", "wait b"}, summary(first)); d != "" {
+		t.Fatalf("first cycle (-want +got):\n%s", d)
+	}
+	// The executor applies the Waits; then b's reason is changed behind
+	// the scheduler's back.
+	for js := range w.s.Pending.All() {
+		for _, a := range first {
+			if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+				js.Reason = wa.Reason
+			}
+		}
+		if js.Job.ID == "b" {
+			js.Reason = "something else"
+		}
+	}
+	w.s.Cycle++
+	if d := gocmp.Diff([]string{"wait b"}, summary(rt.Schedule(w.s))); d != "" {
+		t.Errorf("second cycle (-want +got):\n%s", d)
 	}
 }

@@ -315,7 +315,7 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 		case Unresolvable:
 			c.St.Record(js, policy.Reject{Job: js.Job.ID, Reason: st.Reason()})
 		default:
-			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			c.St.wait(js, st.Reason())
 		}
 		return true
 	}
@@ -325,7 +325,7 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 	} else if !r.preempt(c, js, st) {
 		c.failed = append(c.failed, js)
 		if r.q != nil {
-			r.q.failed(c, js, r.plugins, lastWait(c.St.acts, js.Job.ID))
+			r.q.failed(c, js, r.plugins, c.St.reason(js))
 		}
 	}
 	if c.committed {
@@ -374,12 +374,12 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 				r.started(c, js, pl)
 				return true
 			}
-			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			c.St.wait(js, st.Reason())
 			return false
 		case Wait:
 			c.St.Commit()
 			c.committed = true
-			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			c.St.wait(js, st.Reason())
 			return true
 		default:
 			c.St.Discard()
@@ -388,18 +388,8 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 			}
 		}
 	}
-	c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason.Reason()})
+	c.St.wait(js, reason.Reason())
 	return false
-}
-
-// lastWait returns the reason of the last Wait recorded for job id.
-func lastWait(acts []policy.Action, id string) string {
-	for i := len(acts) - 1; i >= 0; i-- {
-		if a, ok := acts[i].(policy.Wait); ok && a.Job == id {
-			return a.Reason
-		}
-	}
-	return ""
 }
 
 func lastStart(acts []policy.Action, id string) cluster.Placement {

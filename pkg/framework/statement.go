@@ -43,6 +43,9 @@ type Statement struct {
 	// labeled lists the jobs SetLabel was recorded for (the scheduling
 	// queue brings a parked job back when its labels change).
 	labeled []*cluster.JobState
+	// waits holds the reason of the last Wait recorded for each job in
+	// this cycle (see wait).
+	waits map[*cluster.JobState]string
 }
 
 type opUndo struct {
@@ -63,6 +66,34 @@ func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 	}
 	st.undo, st.marks = st.undo[:0], st.marks[:0]
 	st.labeled = st.labeled[:0]
+	clear(st.waits)
+}
+
+// wait records that js waits for reason, unless the executor already
+// shows that reason and no other Wait was recorded for js in this cycle:
+// both executors take such a Wait as no change (the simulator sets the
+// same reason; the Kubernetes executor writes nothing and posts no
+// Event), and on a long queue most jobs that cannot start fail for the
+// same reason cycle after cycle, so the Runtime would otherwise hand
+// thousands of them to the executor's validator every cycle.
+func (st *Statement) wait(js *cluster.JobState, reason string) {
+	if _, ok := st.waits[js]; !ok && js.Reason == reason {
+		return
+	}
+	if st.waits == nil {
+		st.waits = map[*cluster.JobState]string{}
+	}
+	st.waits[js] = reason
+	st.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason})
+}
+
+// reason returns the reason js waits for after this cycle's actions so
+// far: the last Wait recorded for it, else the executor's.
+func (st *Statement) reason(js *cluster.JobState) string {
+	if r, ok := st.waits[js]; ok {
+		return r
+	}
+	return js.Reason
 }
 
 // Now is the ledger of what is free now.
