@@ -210,10 +210,11 @@ type Filter interface {
 }
 
 // UniformFilter is a Filter whose verdict and reason for group g on node n
-// depend only on the node (its room, role, labels and taints) and on the
+// depend only on the node's identity, role, labels and taints and on the
 // job's replica groups (names, demands, node constraints): never on the
-// job's identity, its state, the time, the random source or what the
-// plugin saw before. When every Filter of a profile is uniform (the
+// node's free room (placement checks that, monotonically), the job's
+// identity or state, the time, the random source or what the plugin saw
+// before. When every Filter of a profile is uniform (the
 // node-role rule is), the Runtime's scheduling queue treats jobs alike in
 // their groups and sizes as one class on the generic placement path too:
 // once one of them failed, the others are not placed again until room

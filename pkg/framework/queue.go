@@ -116,7 +116,9 @@ type parkedJob struct {
 
 // jobClass is a class of jobs whose attempts are the same.
 type jobClass struct {
-	job   *cluster.Job // a member, for dry runs
+	job *cluster.Job // a member, for dry runs
+	// js is that member's state, for the generic path's dry run (uniform
+	// filters read only its job's groups).
 	js    *cluster.JobState
 	sizes [][]int
 	// jobs lists the parked members (and some that were since unparked:
