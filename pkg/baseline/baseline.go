@@ -37,7 +37,7 @@ const (
 type Priority struct{}
 
 var (
-	_ framework.QueueSort = Priority{}
+	_ framework.KeyedSort = Priority{}
 	_ framework.Requeuer  = Priority{}
 )
 
@@ -47,6 +47,12 @@ func (Priority) Name() string { return PriorityName }
 // Compare implements framework.QueueSort.
 func (Priority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(b.Job.Priority, a.Job.Priority)
+}
+
+// Key implements framework.KeyedSort: minus the priority (exact up to
+// 2^53).
+func (Priority) Key(_ *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	return framework.SortKey{-float64(js.Job.Priority)}
 }
 
 // Requeue implements framework.Requeuer: the order is the job's priority,
@@ -89,7 +95,7 @@ func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState) framework.Events 
 type DRF struct{}
 
 var (
-	_ framework.QueueSort = DRF{}
+	_ framework.KeyedSort = DRF{}
 	_ framework.Reserve   = DRF{}
 	_ framework.Requeuer  = DRF{}
 )
@@ -124,6 +130,14 @@ func (d DRF) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	}
 	pos := func(js *cluster.JobState) int { i, _ := st.queue.Order(js); return i }
 	return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(pos(a), pos(b)))
+}
+
+// Key implements framework.KeyedSort: the dominant share, then the queue
+// position.
+func (d DRF) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	st := d.state(c)
+	pos, _ := st.queue.Order(js)
+	return framework.SortKey{st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total), float64(pos)}
 }
 
 // Reserve implements framework.Reserve.

@@ -100,7 +100,7 @@ func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
 // weight, heaviest first; ties keep queue order.
 type Order struct{}
 
-var _ framework.QueueSort = Order{}
+var _ framework.KeyedSort = Order{}
 
 // Name implements framework.Plugin.
 func (Order) Name() string { return OrderName }
@@ -118,6 +118,17 @@ func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 		return 1
 	}
 	return weightOf(c, b).Compare(weightOf(c, a))
+}
+
+// Key implements framework.KeyedSort: 0 for a TE job, else 1, then the
+// elastic weight's key (heaviest first).
+func (Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	te := 1.0
+	if isTE(js) {
+		te = 0
+	}
+	w := weightOf(c, js).Key()
+	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
 }
 
 // minCounts is the smallest size elastic.Workers proposes (at least one

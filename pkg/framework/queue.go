@@ -698,9 +698,7 @@ func (r *Runtime) walk(c *Cycle) {
 		}
 		cands = append(cands, js)
 	}
-	sortJobs := func(js []*cluster.JobState) {
-		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return qs.Compare(c, a, b) })
-	}
+	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
 	cands = q.reps(c, qs, cands)
 	for i := 0; i < len(cands); i++ {

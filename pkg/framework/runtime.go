@@ -70,6 +70,8 @@ type Runtime struct {
 	// cycles: a long queue would otherwise be copied into a fresh slice
 	// every cycle.
 	cands []*cluster.JobState
+	// keyed is sortJobs' buffer, reused across cycles.
+	keyed []keyedJob
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
 	// q is the scheduling queue (queue.go): nil unless every plugin is a
@@ -287,9 +289,7 @@ func (r *Runtime) queue(c *Cycle) {
 		cands = append(cands, js)
 	}
 	r.cands = cands
-	sortJobs := func(js []*cluster.JobState) {
-		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return p.QueueSort.Compare(c, a, b) })
-	}
+	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
 	for i := 0; i < len(cands); i++ {
 		if !r.try(c, cands[i]) {
@@ -300,6 +300,31 @@ func (r *Runtime) queue(c *Cycle) {
 			sortJobs(cands[i+1:])
 		}
 	}
+}
+
+// sortJobs sorts js stably by the profile's QueueSort: by keys computed
+// once per job when it is a KeyedSort, else by Compare.
+func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
+	ks, ok := r.p.QueueSort.(KeyedSort)
+	if !ok {
+		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return r.p.QueueSort.Compare(c, a, b) })
+		return
+	}
+	k := r.keyed[:0]
+	for _, j := range js {
+		k = append(k, keyedJob{key: ks.Key(c, j), js: j})
+	}
+	slices.SortStableFunc(k, func(a, b keyedJob) int { return CompareKeys(a.key, b.key) })
+	for i := range k {
+		js[i] = k[i].js
+	}
+	clear(k)
+	r.keyed = k[:0]
+}
+
+type keyedJob struct {
+	key SortKey
+	js  *cluster.JobState
 }
 
 // try admits, sizes, places and if need be preempts for one pending job.
