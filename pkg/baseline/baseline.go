@@ -37,7 +37,7 @@ const (
 type Priority struct{}
 
 var (
-	_ framework.KeyedSort = Priority{}
+	_ framework.QueueSort = Priority{}
 	_ framework.Requeuer  = Priority{}
 )
 
@@ -47,12 +47,6 @@ func (Priority) Name() string { return PriorityName }
 // Compare implements framework.QueueSort.
 func (Priority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(b.Job.Priority, a.Job.Priority)
-}
-
-// Key implements framework.KeyedSort: minus the priority (exact up to
-// 2^53).
-func (Priority) Key(_ *framework.Cycle, js *cluster.JobState) framework.SortKey {
-	return framework.SortKey{-float64(js.Job.Priority)}
 }
 
 // Requeue implements framework.Requeuer: the order is the job's priority,

@@ -27,7 +27,7 @@ const (
 // first (DRAGON's waiting queue); ties keep queue order.
 type FCFS struct{}
 
-var _ framework.KeyedSort = FCFS{}
+var _ framework.QueueSort = FCFS{}
 
 // Name implements framework.Plugin.
 func (FCFS) Name() string { return FCFSName }
@@ -39,11 +39,6 @@ func (FCFS) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { retu
 // Compare implements framework.QueueSort.
 func (FCFS) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(a.Enqueued, b.Enqueued)
-}
-
-// Key implements framework.KeyedSort: the enqueue time.
-func (FCFS) Key(_ *framework.Cycle, js *cluster.JobState) framework.SortKey {
-	return framework.SortKey{js.Enqueued}
 }
 
 // DragonPlace is DRAGON's ScheduleJob as a Place plugin: the parameter

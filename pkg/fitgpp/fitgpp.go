@@ -107,7 +107,7 @@ const (
 // fitgpp-class rejects them where the queue had them.
 type TEFirst struct{}
 
-var _ framework.KeyedSort = TEFirst{}
+var _ framework.QueueSort = TEFirst{}
 
 // Name implements framework.Plugin.
 func (TEFirst) Name() string { return TEFirstName }
@@ -125,14 +125,6 @@ func (TEFirst) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 		return 0
 	}
 	return cmp.Compare(rank(a), rank(b))
-}
-
-// Key implements framework.KeyedSort: 1 for a BE job, else 0.
-func (TEFirst) Key(_ *framework.Cycle, js *cluster.JobState) framework.SortKey {
-	if js.Job.Class == cluster.ClassBE {
-		return framework.SortKey{1}
-	}
-	return framework.SortKey{0}
 }
 
 // Class rejects, for good, a job that is neither TE nor BE, with a reason
