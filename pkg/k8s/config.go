@@ -3,11 +3,15 @@ package k8s
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -76,6 +80,13 @@ type Config struct {
 	// the queue.
 	QueuePositions      *int            `json:"queuePositions,omitempty"`
 	QueuePositionPeriod metav1.Duration `json:"queuePositionPeriod,omitempty"`
+	// Tenants maps namespaces to the tenant fair-share policies (drf, the
+	// drover preset's ordering) charge their jobs to; a namespace not
+	// listed is its own tenant. Only the operator who writes this config
+	// decides tenants: a TrainingJob's spec.tenant is ignored, since any
+	// user could name another team's tenant there and jump its place.
+	// Keys are namespace names, values DNS-1123 labels.
+	Tenants map[string]string `json:"tenants,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -151,6 +162,14 @@ func (c *Config) Validate() error {
 	if c.Profile != nil {
 		if _, err := plugins.Profile(*c.Profile); err != nil {
 			return err
+		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(c.Tenants)) {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("tenants: key %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsDNS1123Label(c.Tenants[ns]); len(errs) > 0 {
+			return fmt.Errorf("tenants[%s]: %q is not a DNS-1123 label: %s", ns, c.Tenants[ns], strings.Join(errs, "; "))
 		}
 	}
 	for i, it := range c.Catalog {

@@ -260,7 +260,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Tenants: e.cfg.Tenants}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
@@ -430,6 +430,9 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		var err error
 		if what == "status" {
 			deriveStatus(obj)
+			// Users see the tenant they are charged to (kubectl's wide
+			// Tenant column), on a write the scheduler makes anyway.
+			obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
 			err = e.c.Status().Update(ctx, obj)
 		} else {
 			err = e.c.Update(ctx, obj)

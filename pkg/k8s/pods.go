@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,13 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
 	}
 
+	if jv.badLabels != nil {
+		// Someone wrote labels the scheduler would not have: keep the
+		// valid ones, drop the rest, and say so.
+		next.PolicyLabels = maps.Clone(jv.st.Labels)
+		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.badLabels)
+		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.badLabels.Error())
+	}
 	var podErr error
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
@@ -198,7 +206,7 @@ func podMessage(p *corev1.Pod) string {
 // category is the policy's "category" label when set, else the progress
 // quartile.
 func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
-	for k, v := range PolicyLabels(jv.tj) {
+	for k, v := range jv.st.Labels {
 		if k == "category" || strings.HasSuffix(k, "/category") {
 			return v
 		}

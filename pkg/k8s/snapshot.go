@@ -12,7 +12,6 @@ package k8s
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -65,6 +64,9 @@ type jobView struct {
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
+	// badLabels says which stored policy labels were dropped (reconcile
+	// writes the kept ones back and reports it).
+	badLabels error
 	// fresh is set by reconcile on a new job (no phase yet) whose only
 	// status change would be Pending: the cycle writes it after the
 	// policy ran, and only if the job is still pending then.
@@ -127,6 +129,10 @@ type Options struct {
 	// SchedulerName is drover's; plain pods with it and the opt-in label
 	// become one-replica jobs. Empty disables opt-in.
 	SchedulerName string
+	// Tenants maps namespaces to tenants (Config.Tenants); a namespace not
+	// in it is its own tenant. It must not change while a JobCache made
+	// with it is in use.
+	Tenants map[string]string
 	// Eligibility, when set, keeps node constraints' eligible sets from one
 	// cycle to the next (reset when a node's labels or taints change). Nil
 	// computes them afresh.
@@ -144,6 +150,16 @@ func (o Options) Seconds(t time.Time) float64 {
 		return float64(t.UnixNano()) / 1e9
 	}
 	return t.Sub(o.Origin).Seconds()
+}
+
+// Tenant is the tenant of the jobs of namespace ns: its mapping in
+// Tenants, else ns. Never what a job says of itself (spec.tenant), which
+// any user who may create jobs could set to another team's tenant.
+func (o Options) Tenant(ns string) string {
+	if t, ok := o.Tenants[ns]; ok {
+		return t
+	}
+	return ns
 }
 
 // JobKey is the snapshot job ID of a TrainingJob: namespace/name.
@@ -443,7 +459,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
 		}
 	}
-	st.Labels = PolicyLabels(tj)
+	st.Labels, jv.badLabels = PolicyLabels(tj)
 	for _, e := range tj.Status.Evals {
 		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
 	}
@@ -657,7 +673,7 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 	submit := max(0, o.Seconds(tj.CreationTimestamp.Time))
 	j := &cluster.Job{
 		ID:          JobKey(tj),
-		Tenant:      cmp.Or(tj.Spec.Tenant, tj.Namespace),
+		Tenant:      o.Tenant(tj.Namespace),
 		Priority:    int(tj.Spec.Priority),
 		Submit:      submit,
 		Work:        o.DefaultDuration,
@@ -760,20 +776,6 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
-
-// PolicyLabels decodes the policy labels kept on a TrainingJob; a
-// malformed annotation (edited by hand) reads as no labels.
-func PolicyLabels(tj *v1alpha1.TrainingJob) map[string]string {
-	s := tj.Annotations[v1alpha1.AnnotationLabels]
-	if s == "" {
-		return nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil
-	}
-	return m
-}
 
 // Reasons a pending job is held out of the queue.
 const (

@@ -1,0 +1,243 @@
+package k8s
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/policy"
+)
+
+// Tests of what tenants can do to the scheduler (issue 17, items 1, 2
+// and 4): the state the scheduler reads back and the identity it
+// charges.
+
+// tjB builds TrainingJobs for these tests.
+type tjB struct{ tj v1alpha1.TrainingJob }
+
+func aJob(name string) *tjB { return &tjB{tj: testJob(name, t0, 1, "2", "1")} }
+
+func (b *tjB) ns(ns string) *tjB     { b.tj.Namespace = ns; return b }
+func (b *tjB) tenant(t string) *tjB  { b.tj.Spec.Tenant = t; return b }
+func (b *tjB) replicas(n int32) *tjB { b.tj.Spec.ReplicaGroups[0].Replicas = n; return b }
+func (b *tjB) annotation(k, v string) *tjB {
+	if b.tj.Annotations == nil {
+		b.tj.Annotations = map[string]string{}
+	}
+	b.tj.Annotations[k] = v
+	return b
+}
+func (b *tjB) labels(kv ...string) *tjB {
+	b.tj.Status.PolicyLabels = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.tj.Status.PolicyLabels[kv[i]] = kv[i+1]
+	}
+	return b
+}
+
+// running places the job's replicas: "node=count" pairs, phase Running.
+func (b *tjB) running(at ...v1alpha1.Assignment) *tjB {
+	b.tj.Status.Phase, b.tj.Status.Attempt, b.tj.Status.Placement = v1alpha1.PhaseRunning, 1, at
+	return b
+}
+func (b *tjB) obj() *v1alpha1.TrainingJob { tj := b.tj.DeepCopy(); return tj }
+
+func on(node string, n int32) v1alpha1.Assignment {
+	return v1alpha1.Assignment{Group: "worker", Node: node, Count: n}
+}
+
+func TestPolicyLabels(t *testing.T) {
+	long := strings.Repeat("v", MaxPolicyLabelValue+1)
+	tests := []struct {
+		name    string
+		job     *tjB
+		want    map[string]string
+		wantErr string // substring; "" for none
+	}{
+		{name: "none", job: aJob("j")},
+		{name: "valid", job: aJob("j").labels("drover.dev/rr-slot", "3", "drover.dev/category", "CC"),
+			want: map[string]string{"drover.dev/rr-slot": "3", "drover.dev/category": "CC"}},
+		// The reviewer's annotation: a user-writable place, never read.
+		{name: "annotation ignored", job: aJob("j").annotation(v1alpha1.AnnotationLabels, `{"drover.dev/rr-slot":"9223372036854775807"}`)},
+		{name: "foreign key, long value, bad UTF-8 dropped", job: aJob("j").labels("drover.dev/ok", "1", "rr-slot", "2", "drover.dev/long", long, "drover.dev/bin", "\xff"),
+			want:    map[string]string{"drover.dev/ok": "1"},
+			wantErr: `trainingjob ns/j: status.policyLabels: dropped 3 of 4 entries: key drover.dev/bin: value is not valid UTF-8 text`},
+		{name: "prefix alone", job: aJob("j").labels("drover.dev/", "1"),
+			wantErr: `key "drover.dev/": not of the form drover.dev/<name>`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PolicyLabels(tc.job.obj())
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("labels (-want +got):\n%s", d)
+			}
+			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	// At most MaxPolicyLabels entries, the first in key order.
+	var kv []string
+	for i := range MaxPolicyLabels + 2 {
+		kv = append(kv, "drover.dev/k"+string(rune('a'+i)), "v")
+	}
+	got, err := PolicyLabels(aJob("j").labels(kv...).obj())
+	if len(got) != MaxPolicyLabels || got["drover.dev/k"+string(rune('a'+MaxPolicyLabels))] != "" || err == nil {
+		t.Errorf("%d labels kept (error %v), want the first %d and an error", len(got), err, MaxPolicyLabels)
+	}
+}
+
+// cycleWith runs cycles of a preset over the objects with a fake client,
+// returning the client and the events recorded.
+func cycleWith(t *testing.T, spec string, cfg Config, cycles int, objs ...client.Object) (client.Client, *record.FakeRecorder) {
+	t.Helper()
+	cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.TrainingJob{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake}).Build()
+	reg, err := plugins.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := reg.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	cfg.QueuePositions = &off
+	cfg.Defaults()
+	rec := record.NewFakeRecorder(100)
+	e := New(cfg, cl, nil, rec, pol, logr.Discard())
+	e.Now = func() time.Time { return t0.Add(time.Minute) }
+	e.Origin = t0
+	for range cycles {
+		if _, err := e.Cycle(context.Background()); err != nil {
+			t.Fatalf("cycle: %v", err)
+		}
+	}
+	return cl, rec
+}
+
+func getJob(t *testing.T, cl client.Client, ns, name string) *v1alpha1.TrainingJob {
+	t.Helper()
+	tj := &v1alpha1.TrainingJob{}
+	if err := cl.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		t.Fatal(err)
+	}
+	return tj
+}
+
+func events(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// Issue 17, item 1: SpeCon's round-robin slot used to be read back from
+// the drover.dev/policy-labels annotation, which the job's owner can
+// write: a slot of 4 there chose the worker of the next job (5 mod 3),
+// and MaxInt64 crashed the scheduler. The annotation is ignored now, and
+// the slot is kept in status.policyLabels.
+func TestPolicyLabelsLiveInStatus(t *testing.T) {
+	n1, n2, n3 := testNode("n1", "16", "8", true), testNode("n2", "16", "8", true), testNode("n3", "16", "8", true)
+	old := aJob("old").running(on("n1", 1)).annotation(v1alpha1.AnnotationLabels, `{"drover.dev/rr-slot":"4"}`).obj()
+	evil := aJob("evil").running(on("n1", 1)).annotation(v1alpha1.AnnotationLabels, `{"drover.dev/rr-slot":"9223372036854775807"}`).obj()
+	next := aJob("next").obj()
+	next.CreationTimestamp.Time = t0.Add(time.Second)
+	cl, _ := cycleWith(t, "default", Config{}, 1, &n1, &n2, &n3, old, evil, next)
+	got := getJob(t, cl, "ns", "next")
+	if d := cmp.Diff(map[string]string{"drover.dev/rr-slot": "0"}, got.Status.PolicyLabels); d != "" {
+		t.Errorf("next: status.policyLabels (-want +got):\n%s", d)
+	}
+	if got.Annotations[v1alpha1.AnnotationLabels] != "" {
+		t.Errorf("next: the annotation was written: %q", got.Annotations[v1alpha1.AnnotationLabels])
+	}
+	if d := cmp.Diff([]v1alpha1.Assignment{on("n1", 1)}, got.Status.Placement); d != "" {
+		t.Errorf("next: placement (-want +got), slot 0 is the first worker:\n%s", d)
+	}
+}
+
+// Labels in status that the scheduler would never have written (someone
+// granted trainingjobs/status wrote them) are dropped, the valid ones
+// kept, with a Warning Event.
+func TestBadStatusLabelsRepaired(t *testing.T) {
+	n1 := testNode("n1", "16", "8", true)
+	j := aJob("j").running(on("n1", 1)).labels("drover.dev/rr-slot", "2", "foreign", "x").obj()
+	cl, rec := cycleWith(t, "fifo", Config{}, 1, &n1, j)
+	if d := cmp.Diff(map[string]string{"drover.dev/rr-slot": "2"}, getJob(t, cl, "ns", "j").Status.PolicyLabels); d != "" {
+		t.Errorf("status.policyLabels (-want +got):\n%s", d)
+	}
+	ev := strings.Join(events(rec), "\n")
+	if !strings.Contains(ev, `Warning PolicyLabelsDropped trainingjob ns/j: status.policyLabels: dropped 1 of 2 entries: key "foreign"`) {
+		t.Errorf("events:\n%s\nwant a PolicyLabelsDropped warning naming the key", ev)
+	}
+}
+
+// Issue 17, item 4: the tenant comes from the namespace, or from the
+// operator's mapping in the scheduler config, never from spec.tenant.
+func TestTenantFromNamespace(t *testing.T) {
+	tests := []struct {
+		name    string
+		tenants map[string]string
+		job     *tjB
+		want    string
+	}{
+		{name: "namespace", job: aJob("j").ns("team-a"), want: "team-a"},
+		{name: "spec.tenant ignored", job: aJob("j").ns("team-a").tenant("team-b"), want: "team-a"},
+		{name: "mapped", tenants: map[string]string{"team-a-dev": "team-a"}, job: aJob("j").ns("team-a-dev").tenant("team-b"), want: "team-a"},
+		{name: "not mapped", tenants: map[string]string{"team-a-dev": "team-a"}, job: aJob("j").ns("team-c").tenant("team-a"), want: "team-c"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := ToJob(tc.job.obj(), Options{Tenants: tc.tenants, DefaultDuration: 60})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Tenant != tc.want {
+				t.Errorf("tenant %q, want %q", j.Tenant, tc.want)
+			}
+		})
+	}
+	// The executor shows it in status.tenant (kubectl's Tenant column).
+	n1 := testNode("n1", "16", "8", true)
+	cl, _ := cycleWith(t, "fifo", Config{Tenants: map[string]string{"ns": "team-a"}}, 1, &n1, aJob("j").tenant("team-b").obj())
+	if got := getJob(t, cl, "ns", "j").Status.Tenant; got != "team-a" {
+		t.Errorf("status.tenant %q, want team-a", got)
+	}
+}
+
+func TestTenantsConfig(t *testing.T) {
+	tests := []struct {
+		tenants map[string]string
+		wantErr string
+	}{
+		{tenants: map[string]string{"team-a-dev": "team-a", "team-a-prod": "team-a"}},
+		{tenants: map[string]string{"Team": "a"}, wantErr: `tenants: key "Team" is not a namespace name`},
+		{tenants: map[string]string{"ns": ""}, wantErr: `tenants[ns]: "" is not a DNS-1123 label`},
+		{tenants: map[string]string{"ns": "a b"}, wantErr: `tenants[ns]: "a b" is not a DNS-1123 label`},
+	}
+	for _, tc := range tests {
+		c := Config{Tenants: tc.tenants}
+		c.Defaults()
+		err := c.Validate()
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v: error %v, want %q", tc.tenants, err, tc.wantErr)
+		}
+	}
+}
+
+var _ = policy.Start{}
