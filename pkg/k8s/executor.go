@@ -115,6 +115,8 @@ func (e *Executor) Run(ctx context.Context) error {
 type CycleResult struct {
 	Actions  []policy.Action
 	Refusals []policy.Refusal
+	// Faults are the policy's panics contained this cycle.
+	Faults []policy.Fault
 }
 
 // Read lists the world from the (cached) client.
@@ -296,8 +298,8 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		errs = append(errs, err)
 	}
 	e.observe(v)
-	acts := e.pol.Schedule(v.Snap)
-	res := &CycleResult{Actions: acts}
+	acts, faults := e.schedule(v.Snap)
+	res := &CycleResult{Actions: acts, Faults: faults}
 	ap := newApplier(e, v, w)
 	defer ap.wait()
 	for _, a := range acts {
@@ -319,6 +321,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	if err := ap.wait(); err != nil {
 		errs = append(errs, err)
+	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.contain(ctx, ap, faults)...)
 	}
 	if ctx.Err() == nil {
 		errs = append(errs, e.markPending(ctx, v, fresh)...)
@@ -500,4 +505,76 @@ func (e *Executor) loadOrigin(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("configmap %s: could not read or create it", key)
+}
+
+// schedule runs the policy on the snapshot without letting a panic of its
+// code stop the process: a policy.Guarded policy (every preset and
+// profile) contains it to one job or plugin; any other is recovered
+// around the whole call, its actions of the cycle dropped.
+func (e *Executor) schedule(s *cluster.Snapshot) (acts []policy.Action, faults []policy.Fault) {
+	if g, ok := e.pol.(policy.Guarded); ok {
+		return g.ScheduleGuarded(s)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			acts, faults = nil, []policy.Fault{{Stage: policy.StageCycle, Value: fmt.Sprint(v)}}
+		}
+	}()
+	return e.pol.Schedule(s), nil
+}
+
+// ReasonPolicyPanic starts the reason of a job failed because the policy
+// panicked while deciding about it.
+const ReasonPolicyPanic = "PolicyPanic"
+
+// contain acts on the faults of the cycle's policy run: each is logged and
+// counted (drover_policy_panics_total); a job the policy panicked on is
+// taken out of the queue for good, so that it cannot take the scheduler
+// down cycle after cycle: a TrainingJob is marked Failed with the panic
+// in its reason and a Warning Event, an opted-in pod or a PodGroup gang is
+// rejected (their way of leaving the queue). A panic outside any one job
+// changes no job; the cycle's other actions stand.
+func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fault) []error {
+	var errs []error
+	for _, f := range faults {
+		e.m.PolicyPanics.WithLabelValues(string(f.Stage)).Inc()
+		e.log.Error(f, "policy panic contained", "policy", e.pol.Name(), "stage", string(f.Stage), "job", f.Job, "plugin", f.Plugin)
+		if f.Job == "" {
+			continue
+		}
+		reason := fmt.Sprintf("%s: policy %s panicked while deciding about this job: %s", ReasonPolicyPanic, e.pol.Name(), f.Value)
+		if f.At != "" {
+			reason += " (at " + f.At + ")"
+		}
+		jv := ap.v.jobs[f.Job]
+		if jv == nil || jv.st == nil {
+			// A plain pod or a gang: reject it (validated: still pending).
+			if err := ap.apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
+				errs = append(errs, fmt.Errorf("job %s: after a policy panic: %w", f.Job, err))
+			}
+			continue
+		}
+		if jv.st.Phase != cluster.Pending {
+			continue // decided for in this cycle after all (cannot happen: its actions were discarded)
+		}
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+				return errPrecondition{"job is no longer pending"}
+			}
+			now := metav1.Time{Time: e.Now()}
+			o.Status.Phase = v1alpha1.PhaseFailed
+			o.Status.Reason = reason
+			o.Status.CompletionTime = &now
+			setTerminal(&o.Status, v1alpha1.PhaseFailed, reason)
+			return nil
+		}); err != nil {
+			if _, ok := err.(errPrecondition); !ok {
+				errs = append(errs, fmt.Errorf("job %s: marking it Failed after a policy panic: %w", f.Job, err))
+			}
+			continue
+		}
+		jv.st.Phase = cluster.Rejected // out of the queue for the rest of the cycle
+		e.event(jv.tj, true, ReasonPolicyPanic, "%s", reason)
+	}
+	return errs
 }

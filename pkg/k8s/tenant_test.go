@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 )
@@ -240,4 +242,73 @@ func TestTenantsConfig(t *testing.T) {
 	}
 }
 
-var _ = policy.Start{}
+// boom is an Admit plugin that panics on one job, as SpeCon's slot
+// overflow did on a tenant's label.
+type boom struct{ job string }
+
+func (*boom) Name() string { return "boom" }
+func (b *boom) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
+	if js.Job.ID == b.job {
+		var slots []int
+		_ = slots[len(js.Job.ID)-20]
+	}
+	return nil
+}
+
+// panicky is a policy that is not Guarded and panics.
+type panicky struct{}
+
+func (panicky) Name() string                               { return "panicky" }
+func (panicky) Schedule(*cluster.Snapshot) []policy.Action { panic("bug") }
+
+// Issue 17, item 1: a plugin that panics on one job costs that job (Failed,
+// with the panic in its reason and a Warning Event), not the process: the
+// other jobs start in the same cycle and the cycle returns.
+func TestPolicyPanicCostsOneJob(t *testing.T) {
+	rt, err := framework.New(framework.Profile{Name: "boom", Admit: []framework.Admit{&boom{job: "ns/boom"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1 := testNode("n1", "16", "8", true)
+	ok1, bad, ok2 := aJob("ok1").obj(), aJob("boom").obj(), aJob("ok2").obj()
+	bad.CreationTimestamp.Time, ok2.CreationTimestamp.Time = t0.Add(time.Second), t0.Add(2*time.Second)
+	cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(&n1, ok1, bad, ok2).WithStatusSubresource(&v1alpha1.TrainingJob{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake}).Build()
+	cfg := Config{}
+	cfg.Defaults()
+	rec := record.NewFakeRecorder(100)
+	e := New(cfg, cl, nil, rec, rt, logr.Discard())
+	e.Now = func() time.Time { return t0.Add(time.Minute) }
+	e.Origin = t0
+	res, err := e.Cycle(context.Background())
+	if err != nil {
+		t.Fatalf("cycle: %v", err)
+	}
+	if len(res.Faults) != 1 || res.Faults[0].Job != "ns/boom" {
+		t.Errorf("faults %+v, want one for ns/boom", res.Faults)
+	}
+	for name, want := range map[string]v1alpha1.TrainingJobPhase{"ok1": v1alpha1.PhaseAdmitted, "ok2": v1alpha1.PhaseAdmitted, "boom": v1alpha1.PhaseFailed} {
+		if got := getJob(t, cl, "ns", name).Status.Phase; got != want {
+			t.Errorf("%s: phase %s, want %s", name, got, want)
+		}
+	}
+	if r := getJob(t, cl, "ns", "boom").Status.Reason; !strings.HasPrefix(r, "PolicyPanic: policy boom panicked while deciding about this job: runtime error: index out of range") ||
+		!strings.Contains(r, "tenant_test.go") {
+		t.Errorf("boom: reason %q", r)
+	}
+	if ev := strings.Join(events(rec), "\n"); !strings.Contains(ev, "Warning PolicyPanic PolicyPanic: policy boom panicked") {
+		t.Errorf("events:\n%s\nwant a PolicyPanic warning", ev)
+	}
+	// The next cycle does not meet the job again.
+	if res, err := e.Cycle(context.Background()); err != nil || len(res.Faults) != 0 {
+		t.Errorf("second cycle: faults %v, error %v", res.Faults, err)
+	}
+
+	// A policy that is not Guarded is recovered around the whole call.
+	e = New(cfg, cl, nil, rec, panicky{}, logr.Discard())
+	e.Now, e.Origin = func() time.Time { return t0.Add(time.Minute) }, t0
+	res, err = e.Cycle(context.Background())
+	if err != nil || len(res.Faults) != 1 || res.Faults[0].Stage != policy.StageCycle || res.Faults[0].Value != "bug" {
+		t.Errorf("unguarded policy: faults %+v, error %v", res.Faults, err)
+	}
+}
