@@ -84,6 +84,18 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
 			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
 			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
+		case jv.badPlacement != nil:
+			// The stored placement fails the checks a policy's Start is
+			// held to (someone edited the status): never act on it.
+			// Requeue the job at the head, like a lost node; the policy
+			// places it afresh.
+			next.Phase = v1alpha1.PhaseSuspended
+			next.Placement = nil
+			next.Migrating = false
+			next.RequeuedAt = &metav1.Time{Time: e.Now()}
+			next.Reason = ReasonPlacementRefused + ": " + jv.badPlacement.Error() + "; requeued"
+			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			e.event(tj, true, ReasonPlacementRefused, "%s", next.Reason)
 		case len(jv.missingNodes) > 0:
 			// A node of the placement is gone: the job cannot run as
 			// placed. Requeue it at the head like a preemption.

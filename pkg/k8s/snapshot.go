@@ -67,6 +67,11 @@ type jobView struct {
 	// badLabels says which stored policy labels were dropped (reconcile
 	// writes the kept ones back and reports it).
 	badLabels error
+	// badPlacement says why status.placement cannot be acted on
+	// (committed.go); reconcile requeues the job.
+	badPlacement error
+	// done are the current attempt's pods that succeeded.
+	done []*corev1.Pod
 	// fresh is set by reconcile on a new job (no phase yet) whose only
 	// status change would be Pending: the cycle writes it after the
 	// policy ran, and only if the job is still pending then.
@@ -251,6 +256,7 @@ func Build(w *World, now time.Time, o Options) *View {
 					jv.succeeded = map[string]int{}
 				}
 				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
+				jv.done = append(jv.done, p)
 			case done && cur:
 				jv.failed = append(jv.failed, p)
 			case !done:
@@ -319,6 +325,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
+	v.checkCommitted()
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
@@ -498,17 +505,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
 		st.Phase = cluster.Running
-		for _, a := range tj.Status.Placement {
-			g, gok := jv.group(a.Group)
-			ni, nok := v.nodeIdx[a.Node]
-			if !gok || !nok {
-				jv.missingNodes = append(jv.missingNodes, a.Node)
-				continue
-			}
-			for range a.Count {
-				st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
-			}
-		}
+		st.Placement, jv.badPlacement = v.storedPlacement(jv)
 		// Charge the placement (pods to be created included) rather than
 		// the pods seen: the informer cache may not show pods created a
 		// moment ago, and the placement is what the scheduler committed to.

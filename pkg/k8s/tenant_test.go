@@ -2,12 +2,16 @@ package k8s
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -311,4 +315,148 @@ func TestPolicyPanicCostsOneJob(t *testing.T) {
 	if err != nil || len(res.Faults) != 1 || res.Faults[0].Stage != policy.StageCycle || res.Faults[0].Value != "bug" {
 		t.Errorf("unguarded policy: faults %+v, error %v", res.Faults, err)
 	}
+}
+
+// idle is a policy that decides nothing, so that a test sees only what
+// the executor does with what it reads back.
+type idle struct{}
+
+func (idle) Name() string                               { return "idle" }
+func (idle) Schedule(*cluster.Snapshot) []policy.Action { return nil }
+
+// Issue 17, item 2: a status.placement written by hand is checked as a
+// policy's Start is before the executor creates or binds anything for
+// it; one that fails is requeued (PlacementRefused), never acted on.
+// What is already bound is a fact and is not checked again.
+func TestStoredPlacementChecked(t *testing.T) {
+	cordoned := testNode("cordoned", "64", "4", true)
+	cordoned.Spec.Unschedulable = true
+	small, other := testNode("small", "64", "4", true), testNode("other", "64", "4", true)
+	gpus4 := func(name string, replicas int32) *tjB {
+		b := aJob(name).replicas(replicas)
+		b.tj.Spec.ReplicaGroups[0].Template.Spec.Containers[0].Resources.Requests[GPUResource] = *resourceQ("4")
+		return b
+	}
+	admitted := func(b *tjB, at ...v1alpha1.Assignment) *v1alpha1.TrainingJob {
+		tj := b.running(at...).obj()
+		tj.Status.Phase = v1alpha1.PhaseAdmitted
+		return tj
+	}
+	bound := func(job, node string, i int) *corev1.Pod {
+		p := replicaPod(job, "worker", node, "1", nil)
+		p.Name = fmt.Sprintf("%s-worker-a1-%d", job, i)
+		p.Spec.Containers[0].Resources.Requests[GPUResource] = *resourceQ("4")
+		return &p
+	}
+	tests := []struct {
+		name    string
+		objs    []client.Object
+		refused map[string]string // job -> substring of its PlacementRefused reason
+		pods    map[string]int    // node -> pods bound after the cycle
+	}{
+		{name: "the reviewer's: 5 x 4 GPUs on a cordoned 4-GPU node",
+			objs:    []client.Object{admitted(gpus4("j", 5), on("cordoned", 5))},
+			refused: map[string]string{"j": "status.placement: node cordoned is not ready"}},
+		{name: "5 x 4 GPUs on a ready 4-GPU node",
+			objs:    []client.Object{admitted(gpus4("j", 5), on("small", 5))},
+			refused: map[string]string{"j": "status.placement: over capacity on node small: needs cpu=10 gpu=20"}},
+		{name: "above the group's maximum",
+			objs:    []client.Object{admitted(gpus4("j", 1), on("small", 5))},
+			refused: map[string]string{"j": "status.placement: group worker: 5 replicas is above max 1"}},
+		{name: "a count of 2^31-1 is not expanded",
+			objs:    []client.Object{admitted(gpus4("j", 1), on("small", 2147483647))},
+			refused: map[string]string{"j": "above max 1"}},
+		{name: "a group the job does not have",
+			objs:    []client.Object{admitted(gpus4("j", 1), v1alpha1.Assignment{Group: "ps", Node: "small", Count: 1})},
+			refused: map[string]string{"j": `group "ps" is not a replica group of the job`}},
+		{name: "a job admitted before keeps the node; the edited one is refused",
+			objs: []client.Object{
+				withAdmitted(admitted(gpus4("first", 1), on("small", 1)), t0),
+				withAdmitted(admitted(gpus4("second", 1), on("small", 1)), t0.Add(time.Second))},
+			refused: map[string]string{"second": "over capacity on node small"},
+			pods:    map[string]int{"small": 1}},
+		{name: "legit: bound replicas on a node cordoned since",
+			objs: []client.Object{gpus4("j", 1).running(on("cordoned", 1)).obj(), bound("j", "cordoned", 0)},
+			pods: map[string]int{"cordoned": 1}},
+		{name: "legit: migrating in place while the old pod terminates",
+			objs: []client.Object{migrating(admitted(gpus4("j", 1), on("small", 1))), terminating(bound("j", "small", 0))},
+			pods: map[string]int{}},
+		{name: "legit: admitted, pods still to create",
+			objs: []client.Object{admitted(gpus4("j", 2), on("small", 1), on("other", 1))},
+			pods: map[string]int{"small": 1, "other": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := append([]client.Object{&cordoned, &small, &other}, tc.objs...)
+			cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.TrainingJob{}).
+				WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake}).Build()
+			cfg := Config{}
+			cfg.Defaults()
+			rec := record.NewFakeRecorder(100)
+			e := New(cfg, cl, nil, rec, idle{}, logr.Discard())
+			e.Now, e.Origin = func() time.Time { return t0.Add(time.Minute) }, t0
+			if _, err := e.Cycle(context.Background()); err != nil {
+				t.Fatalf("cycle: %v", err)
+			}
+			var jobs v1alpha1.TrainingJobList
+			if err := cl.List(context.Background(), &jobs); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, tj := range jobs.Items {
+				if strings.HasPrefix(tj.Status.Reason, ReasonPlacementRefused) {
+					if tj.Status.Phase != v1alpha1.PhaseSuspended || len(tj.Status.Placement) != 0 {
+						t.Errorf("%s: refused but phase %s placement %v", tj.Name, tj.Status.Phase, tj.Status.Placement)
+					}
+					got[tj.Name] = tj.Status.Reason
+				}
+			}
+			for name, want := range tc.refused {
+				if !strings.Contains(got[name], want) {
+					t.Errorf("%s: reason %q, want PlacementRefused with %q", name, got[name], want)
+				}
+			}
+			for name, r := range got {
+				if _, ok := tc.refused[name]; !ok {
+					t.Errorf("%s refused: %s", name, r)
+				}
+			}
+			var pods corev1.PodList
+			if err := cl.List(context.Background(), &pods); err != nil {
+				t.Fatal(err)
+			}
+			perNode := map[string]int{}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+					perNode[p.Spec.NodeName]++
+				}
+			}
+			want := tc.pods
+			if want == nil {
+				want = map[string]int{}
+			}
+			if d := cmp.Diff(want, perNode); d != "" {
+				t.Errorf("live pods bound per node (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func withAdmitted(tj *v1alpha1.TrainingJob, at time.Time) *v1alpha1.TrainingJob {
+	tj.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionTrue, Reason: "Placed",
+		LastTransitionTime: metav1.NewTime(at)}}
+	return tj
+}
+
+func resourceQ(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+func migrating(tj *v1alpha1.TrainingJob) *v1alpha1.TrainingJob {
+	tj.Status.Migrating, tj.Status.Attempt = true, 2
+	return tj
+}
+
+func terminating(p *corev1.Pod) *corev1.Pod {
+	p.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Minute + 10*time.Second)}
+	p.Finalizers = []string{"test/hold"}
+	return p
 }
