@@ -60,6 +60,16 @@ type Config struct {
 	LeaderElection          bool   `json:"leaderElection,omitempty"`
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
 	LeaderElectionID        string `json:"leaderElectionID,omitempty"`
+	// LeaseDuration, RenewDeadline and RetryPeriod time leader election
+	// (controller-runtime's defaults: 15s, 10s, 2s). A standby may take
+	// the Lease LeaseDuration after the leader's last renewal; the leader
+	// renews every RetryPeriod and stops writing, at once, when its last
+	// renewal is RenewDeadline old (Fence), so a leader frozen past its
+	// lease never writes after it resumes. RetryPeriod*1.2 < RenewDeadline
+	// < LeaseDuration.
+	LeaseDuration metav1.Duration `json:"leaseDuration,omitempty"`
+	RenewDeadline metav1.Duration `json:"renewDeadline,omitempty"`
+	RetryPeriod   metav1.Duration `json:"retryPeriod,omitempty"`
 	// MetricsAddr serves Prometheus metrics on /metrics ("0" disables).
 	// Default :8080. HealthAddr serves /healthz and /readyz. Default :8081.
 	MetricsAddr string `json:"metricsAddr,omitempty"`
@@ -121,6 +131,15 @@ func (c *Config) Defaults() {
 	if c.LeaderElectionID == "" {
 		c.LeaderElectionID = "drover-scheduler"
 	}
+	if c.LeaseDuration.Duration == 0 {
+		c.LeaseDuration.Duration = 15 * time.Second
+	}
+	if c.RenewDeadline.Duration == 0 {
+		c.RenewDeadline.Duration = 10 * time.Second
+	}
+	if c.RetryPeriod.Duration == 0 {
+		c.RetryPeriod.Duration = 2 * time.Second
+	}
 	if c.MetricsAddr == "" {
 		c.MetricsAddr = ":8080"
 	}
@@ -155,6 +174,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("queuePositions: %d is not in [0, 1000]", *c.QueuePositions)
 	case c.QueuePositionPeriod.Duration < 0:
 		return fmt.Errorf("queuePositionPeriod: %v is negative", c.QueuePositionPeriod.Duration)
+	case c.RetryPeriod.Duration <= 0 || float64(c.RetryPeriod.Duration)*1.2 >= float64(c.RenewDeadline.Duration):
+		return fmt.Errorf("retryPeriod: %v must be positive and 1.2 times it below renewDeadline %v", c.RetryPeriod.Duration, c.RenewDeadline.Duration)
+	case c.RenewDeadline.Duration >= c.LeaseDuration.Duration:
+		return fmt.Errorf("renewDeadline: %v must be below leaseDuration %v", c.RenewDeadline.Duration, c.LeaseDuration.Duration)
 	}
 	if c.Policy != "" && c.Profile != nil {
 		return fmt.Errorf("policy and profile: give one (policy %q names a preset; profile lists plugins)", c.Policy)

@@ -69,6 +69,10 @@ type Executor struct {
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// fence, with leader election, refuses writes once leadership cannot
+	// be shown (fence.go); nil without leader election.
+	fence *Fence
+
 	// Fault, when set, is called before every API write with a short
 	// description; an error it returns aborts the write. Tests use it to
 	// kill the scheduler in the middle of a cycle.
@@ -87,6 +91,20 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 }
 
+// Fence returns the leadership fence of the executor's writes, nil
+// without leader election.
+func (e *Executor) Fence() *Fence { return e.fence }
+
+// leading returns nil unless the executor runs under leader election and
+// cannot show it still leads (Fence.Check). The cycle asks before each
+// batch of writes, and stops at once on loss.
+func (e *Executor) leading() error {
+	if e.fence == nil {
+		return nil
+	}
+	return e.fence.Check()
+}
+
 // Policy returns the policy the executor runs.
 func (e *Executor) Policy() policy.Policy { return e.pol }
 
@@ -100,6 +118,13 @@ func (e *Executor) Run(ctx context.Context) error {
 		if _, err := e.Cycle(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, ErrNotLeader) {
+				// Another replica may be scheduling: stop now, before the
+				// elector notices; the manager exits and the process
+				// restarts as a standby.
+				e.log.Error(err, "leadership lost; stopping")
+				return err
 			}
 			e.log.Error(err, "scheduling cycle failed")
 		}
@@ -241,6 +266,9 @@ func olderThan(a, b string) bool {
 func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	start := time.Now()
 	defer func() { e.m.CycleSeconds.Observe(time.Since(start).Seconds()) }()
+	if err := e.leading(); err != nil {
+		return nil, err
+	}
 	w, err := e.Read(ctx)
 	if err != nil {
 		return nil, err
@@ -267,11 +295,17 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	var errs []error
 	changed := false
 	var fresh []string
+	if err := e.leading(); err != nil {
+		return nil, err // before the reconcile writes
+	}
 	for _, key := range v.order {
 		jv := v.jobs[key]
 		c, err := e.reconcile(ctx, v, jv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
+			if errors.Is(err, ErrNotLeader) {
+				return nil, errors.Join(errs...)
+			}
 		}
 		changed = changed || c
 		if jv.fresh {
@@ -300,6 +334,10 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	e.observe(v)
 	acts, faults := e.schedule(v.Snap)
 	res := &CycleResult{Actions: acts, Faults: faults}
+	if err := e.leading(); err != nil {
+		// The policy may have run long: check again before its writes.
+		return res, errors.Join(append(errs, err)...)
+	}
 	ap := newApplier(e, v, w)
 	defer ap.wait()
 	for _, a := range acts {
@@ -307,7 +345,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 			var fatal *apiError
 			if errors.As(err, &fatal) {
 				errs = append(errs, err)
-				if ctx.Err() != nil || fatal.abort {
+				if ctx.Err() != nil || fatal.abort || errors.Is(err, ErrNotLeader) {
 					break
 				}
 				continue
@@ -321,6 +359,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	if err := ap.wait(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := e.leading(); err != nil {
+		return res, errors.Join(append(errs, err)...)
 	}
 	if ctx.Err() == nil {
 		errs = append(errs, e.contain(ctx, ap, faults)...)

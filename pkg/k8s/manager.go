@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"fmt"
+	"os"
 	"github.com/drover-sched/drover/pkg/plugins"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -52,7 +55,7 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:        cfg.HealthAddr,
@@ -60,7 +63,28 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 		LeaderElectionID:              cfg.LeaderElectionID,
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-	})
+		LeaseDuration:                 &cfg.LeaseDuration.Duration,
+		RenewDeadline:                 &cfg.RenewDeadline.Duration,
+		RetryPeriod:                   &cfg.RetryPeriod.Duration,
+	}
+	var fence *Fence
+	if cfg.LeaderElection {
+		// The elector's Lease lock, as controller-runtime makes it, behind
+		// a Fence that every write of the executor passes (fence.go).
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, nil, fmt.Errorf("leader election identity: %w", err)
+		}
+		lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, cfg.LeaderElectionNamespace, cfg.LeaderElectionID,
+			resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())}, rest.AddUserAgent(rc, "leader-election"), cfg.RenewDeadline.Duration)
+		if err != nil {
+			return nil, nil, fmt.Errorf("leader election lock: %w", err)
+		}
+		fence = NewFence(lock, cfg.RenewDeadline.Duration)
+		fence.Refused = DefaultMetrics().FencedWrites.Inc
+		opts.LeaderElectionResourceLockInterface = fence
+	}
+	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
@@ -70,8 +94,9 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err
 	}
-	ex := New(cfg, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor(cfg.SchedulerName), pol,
+	ex := New(cfg, WithFence(mgr.GetClient(), fence), mgr.GetAPIReader(), mgr.GetEventRecorderFor(cfg.SchedulerName), pol,
 		ctrl.Log.WithName("drover-scheduler"))
+	ex.fence = fence
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod informer: %w", err)
