@@ -3,7 +3,6 @@ package k8s
 import (
 	"context"
 	"fmt"
-	"github.com/drover-sched/drover/pkg/plugins"
 	"os"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,6 +24,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
