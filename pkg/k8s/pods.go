@@ -149,6 +149,10 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		}
 	}
 	next.ProgressCategory = category(jv, next)
+	// The tenant the job is charged to, once for a job written before it
+	// was shown or after the config's mapping changed (every status
+	// write sets it too).
+	next.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
 	if equality.Semantic.DeepEqual(next, &tj.Status) {
 		return false, podErr
 	}
@@ -157,7 +161,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		// and the start's status write says Admitted. Pending is written
 		// after the policy ran, for the jobs it did not start (Cycle).
 		unset := *next
-		unset.Phase = ""
+		unset.Phase, unset.Tenant = "", tj.Status.Tenant
 		if equality.Semantic.DeepEqual(&unset, &tj.Status) {
 			jv.fresh = true
 			return false, podErr

@@ -220,9 +220,14 @@ func TestTenantFromNamespace(t *testing.T) {
 	}
 	// The executor shows it in status.tenant (kubectl's Tenant column).
 	n1 := testNode("n1", "16", "8", true)
-	cl, _ := cycleWith(t, "fifo", Config{Tenants: map[string]string{"ns": "team-a"}}, 1, &n1, aJob("j").tenant("team-b").obj())
-	if got := getJob(t, cl, "ns", "j").Status.Tenant; got != "team-a" {
-		t.Errorf("status.tenant %q, want team-a", got)
+	// A job started now, and one running from before status.tenant was
+	// shown, both get it.
+	cl, _ := cycleWith(t, "fifo", Config{Tenants: map[string]string{"ns": "team-a"}}, 1, &n1, aJob("j").tenant("team-b").obj(),
+		aJob("old").running(on("n1", 1)).obj())
+	for _, name := range []string{"j", "old"} {
+		if got := getJob(t, cl, "ns", name).Status.Tenant; got != "team-a" {
+			t.Errorf("%s: status.tenant %q, want team-a", name, got)
+		}
 	}
 }
 
