@@ -54,6 +54,9 @@ func (v *View) storedPlacement(jv *jobView) (cluster.Placement, error) {
 // current attempt bound to its node (running, or completed): what
 // reconcile would still create and bind.
 func (v *View) todo(jv *jobView) cluster.Placement {
+	if len(jv.pods)+len(jv.done) == 0 {
+		return jv.st.Placement // nothing created yet (or all gone)
+	}
 	type key struct{ g, n int }
 	bound := map[key]int{}
 	attempt := strconv.Itoa(int(jv.tj.Status.Attempt))
@@ -123,6 +126,9 @@ func (v *View) checkCommitted() {
 		}
 	}
 	for _, c := range cands {
+		if len(c.todo) == 0 {
+			continue // the common case: every replica bound
+		}
 		for ni, d := range c.todo.DemandOn(c.jv.st.Job) {
 			st.free[ni] = st.free[ni].Add(d)
 		}
@@ -150,6 +156,9 @@ func (v *View) checkCommitted() {
 		}
 		if err != nil {
 			c.jv.badPlacement = fmt.Errorf("status.placement: %w", err)
+			continue
+		}
+		if len(c.todo) == 0 {
 			continue
 		}
 		for ni, d := range c.todo.DemandOn(j) {
