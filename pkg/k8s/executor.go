@@ -177,6 +177,12 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			w.PodGroups = pgs.Items
 		}
 	}
+	// ResourceQuotas, for admission against namespace quota (admission.go).
+	var quotas corev1.ResourceQuotaList
+	if err := e.c.List(ctx, &quotas, opts...); err != nil {
+		return nil, fmt.Errorf("listing resourcequotas: %w", err)
+	}
+	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
 		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
@@ -208,17 +214,27 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			if jv.tj.Status.Reason == reason {
 				continue
 			}
+			code, _, _ := strings.Cut(reason, ":")
+			unschedulable := code == ReasonUnschedulable || code == ReasonQuotaExceeded
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
 					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+				}
+				if unschedulable {
+					meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable,
+						Status: metav1.ConditionTrue, Reason: code, Message: strings.TrimSpace(strings.TrimPrefix(reason, code+":"))})
 				}
 				return nil
 			}); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			e.event(jv.tj, strings.HasPrefix(reason, ReasonUnschedulable), "Waiting", "%s", reason)
+			kind := "Waiting"
+			if unschedulable {
+				kind = code // Unschedulable or QuotaExceeded, a Warning
+			}
+			e.event(jv.tj, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)

@@ -92,6 +92,7 @@ func (v *View) addPodJob(p *corev1.Pod, o Options) *cluster.JobState {
 	n := v.Snap.Nodes[ni]
 	n.Allocated = n.Allocated.Add(d)
 	n.Usage = n.Usage.Add(d)
+	v.chargeExtra(ni, p, false)
 	n.Jobs = append(n.Jobs, st)
 	v.Snap.Running = append(v.Snap.Running, st)
 	return nil

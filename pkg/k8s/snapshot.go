@@ -49,6 +49,9 @@ type World struct {
 	// PodGroups are scheduler-plugins PodGroups (empty when the CRD is
 	// not installed).
 	PodGroups []schedv1alpha1.PodGroup
+	// Quotas are the ResourceQuotas of the namespaces drover schedules
+	// TrainingJobs in.
+	Quotas []corev1.ResourceQuota
 }
 
 // jobView ties a TrainingJob to its JobState and its pods.
@@ -62,6 +65,10 @@ type jobView struct {
 	failed    []*corev1.Pod
 	// stuck are terminating pods past their deadline plus the slack.
 	stuck []*corev1.Pod
+	// ext is each group's per-replica extended resources (see
+	// View.groupExtra), computed on first use; quota what one replica
+	// counts against a ResourceQuota (View.jobQuota).
+	ext, quota []corev1.ResourceList
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
@@ -86,6 +93,11 @@ func (jv *jobView) group(name string) (int, bool) {
 type View struct {
 	Snap    *cluster.Snapshot
 	nodeIdx map[string]int
+	// extra is each node's pods and extended resources (extra.go), by
+	// index.
+	extra []nodeExtra
+	// quotas are each namespace's unscoped ResourceQuotas (admission.go).
+	quotas map[string][]*nsQuota
 	jobs    map[string]*jobView
 	pods    map[string]*podJob // opted-in plain pods, by job ID
 	order   []string           // job keys, sorted
@@ -159,6 +171,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
 		pods:    map[string]*podJob{},
+		quotas:  buildQuotas(w.Quotas),
 	}
 	table := o.Nodes
 	if table == nil {
@@ -172,12 +185,15 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.Snap.Eligibility.Reset()
 	}
 	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
+	v.extra = make([]nodeExtra, len(seen))
 	for i, n := range seen {
 		if n == nil { // gone: kept as last seen, so that indices stay
 			v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Gone: true}
+			v.extra[i] = nodeExtra{podCap: -1}
 			continue
 		}
 		v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Ready: nodeReady(n)}
+		v.extra[i] = newNodeExtra(n)
 		v.nodeIdx[n.Name] = i
 	}
 
@@ -251,6 +267,7 @@ func Build(w *World, now time.Time, o Options) *View {
 				n := v.Snap.Nodes[ni]
 				n.Allocated = n.Allocated.Add(d)
 				n.Placeholder = n.Placeholder.Add(d)
+				v.chargeExtra(ni, p, true)
 			}
 			continue
 		}
@@ -293,16 +310,17 @@ func Build(w *World, now time.Time, o Options) *View {
 	})
 	queue := cluster.NewQueue()
 	for _, r := range requeued {
-		if !v.hold(r.st, o) {
+		if !v.hold(r.st, now, o) {
 			queue.PushBack(r.st)
 		}
 	}
 	for _, q := range queued {
-		if !v.hold(q.st, o) {
+		if !v.hold(q.st, now, o) {
 			queue.PushBack(q.st)
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
+	v.markFull()
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
@@ -411,6 +429,7 @@ func (v *View) chargeForeign(p *corev1.Pod) {
 	if p.DeletionTimestamp != nil {
 		n.Releasing = n.Releasing.Add(d)
 	}
+	v.chargeExtra(ni, p, false)
 }
 
 // podNode is the node a replica pod runs on or was assigned to.
@@ -475,6 +494,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			n.Allocated = n.Allocated.Add(dm)
 			n.Usage = n.Usage.Add(dm)
 			n.Releasing = n.Releasing.Add(dm)
+			v.chargeExtra(ni, p, false)
 		}
 	}
 	waiting := graceEnds > 0 // terminating pods not yet stuck
@@ -507,7 +527,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			ni, nok := v.nodeIdx[podNode(p)]
 			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
 				if nok {
-					v.charge(ni, PodDemand(&p.Spec), false)
+					v.charge(ni, p, false)
 				}
 				continue
 			}
@@ -516,7 +536,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 				want[k]--
 				continue
 			}
-			v.charge(ni, PodDemand(&p.Spec), false)
+			v.charge(ni, p, false)
 		}
 		for _, a := range st.Placement {
 			v.chargeJob(jv, a)
@@ -532,7 +552,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		// Preempted: Suspending while its pods checkpoint, then pending.
 		for _, p := range live {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), true)
+				v.charge(ni, p, true)
 			}
 		}
 		if waiting || len(live) > 0 {
@@ -553,13 +573,17 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		st.Phase = cluster.Pending
 		for _, p := range live {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), true)
+				v.charge(ni, p, true)
 			}
 		}
 	}
 }
 
-func (v *View) charge(ni int, d resource.Vector, releasing bool) {
+// charge charges pod p to node ni (its vector, pod slot and extended
+// resources); releasing marks it terminating or about to be.
+func (v *View) charge(ni int, p *corev1.Pod, releasing bool) {
+	d := PodDemand(&p.Spec)
+	v.chargeExtra(ni, p, false)
 	n := v.Snap.Nodes[ni]
 	n.Allocated = n.Allocated.Add(d)
 	n.Usage = n.Usage.Add(d)
@@ -573,6 +597,7 @@ func (v *View) chargeJob(jv *jobView, a cluster.Assignment) {
 	n := v.Snap.Nodes[a.Node]
 	n.Allocated = n.Allocated.Add(g.Demand)
 	n.Usage = n.Usage.Add(g.EffectiveUsage())
+	v.extra[a.Node].add(1, v.groupExtra(jv.st.Job.ID, a.Group), false)
 	if !slices.Contains(n.Jobs, jv.st) {
 		n.Jobs = append(n.Jobs, jv.st)
 	}
@@ -782,14 +807,28 @@ const (
 )
 
 // hold reports whether pending job st must be kept out of the policy's
-// queue, recording why in v.held: a pod that still has scheduling gates
-// (kube-scheduler's PreEnqueue keeps such pods out of its queue too), or a
-// group that no node could ever take one replica of, whatever runs there:
-// its role, taints, labels or capacity refuse it on every node, and no
-// catalogue type the cluster autoscaler could add would take it. Such a
-// job is reported Unschedulable with the reason and re-examined every
-// cycle (a node may join or change).
-func (v *View) hold(st *cluster.JobState, o Options) bool {
+// queue, recording why in v.held, so that it neither blocks the jobs
+// behind it (a head-of-line policy would wait for it for ever) nor makes a
+// policy preempt anything:
+//
+//   - a pod that still has scheduling gates (kube-scheduler's PreEnqueue
+//     keeps such pods out of its queue too);
+//   - Unschedulable: a group that no node could ever take one replica of,
+//     whatever runs there (its role, taints, labels, capacity, pod count
+//     or extended resources refuse it on every node), or minimum replicas
+//     that outnumber what all the nodes that may run them hold when empty
+//     (tooFew), unless a catalogue type the cluster autoscaler could add
+//     would take it;
+//   - a TrainingJob whose pod the API server refused less than
+//     RefusalBackoff ago (backingOff);
+//   - QuotaExceeded: a TrainingJob whose minimum replicas exceed a
+//     ResourceQuota of its namespace, hard minus used (as Kueue admits
+//     against quota before placing).
+//
+// All are judged against the cluster as it is now and re-examined every
+// cycle: a node that joins (or an autoscaler adds) or changes its labels,
+// a pod that ends, a raised quota lets the job in.
+func (v *View) hold(st *cluster.JobState, now time.Time, o Options) bool {
 	if why := v.gated(st.Job.ID); why != "" {
 		v.setHeld(st.Job.ID, why)
 		return true
@@ -797,6 +836,20 @@ func (v *View) hold(st *cluster.JobState, o Options) bool {
 	j := st.Job
 	for g := range j.Groups {
 		if why := v.nowhere(j, g, o); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+	}
+	if why := v.tooFew(j, o); why != "" {
+		v.setHeld(st.Job.ID, why)
+		return true
+	}
+	if jv := v.jobs[st.Job.ID]; jv != nil {
+		if why := backingOff(jv.tj, now); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+		if why := v.overQuota(jv); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
@@ -847,6 +900,7 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 	count := map[string]int{}
 	nodes := 0
 	set := v.Snap.Eligibility.Set(v.Snap.Nodes, grp.Constraint)
+	ext := v.groupExtra(j.ID, g)
 	for i, n := range v.Snap.Nodes {
 		if n.Gone {
 			continue
@@ -860,6 +914,8 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 			why = cluster.WhyNot(&n.Node, grp.Constraint)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
+		case ext != nil && (&nodeExtra{podCap: -1, extCap: v.extra[i].extCap}).short(1, ext) != "":
+			why = "Insufficient " + string(shortExt(v.extra[i].extCap, ext))
 		default:
 			return ""
 		}

@@ -1,0 +1,355 @@
+package k8s
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+)
+
+// Limits the resource vector does not carry.
+//
+// resource.Vector holds CPU, memory, GPU (nvidia.com/gpu), storage
+// (ephemeral-storage) and bandwidth as a fixed array: the simulator's fit
+// checks allocate nothing, and its experiments' outputs depend on exactly
+// those kinds (OASiS's per-kind prices, Dorm's per-kind LP, DRF's shares).
+// A node also limits the number of pods it runs (allocatable `pods`,
+// usually 110) and may advertise any number of extended resources
+// (hugepages-2Mi, rdma/hca, amd.com/gpu, ...), which kube-scheduler's
+// NodeResourcesFit checks as well. Those are kept here, per node, by the
+// Kubernetes executor alone: adding a kind to the vector would change every
+// vector loop of the simulator and the OASiS price parameters' format for
+// a limit the simulator never has, so the simulator keeps its vector (and
+// its outputs) and the executor checks the rest:
+//
+//   - the snapshot counts, on every node, every pod that is not finished
+//     (drover's replicas, committed placements whose pods do not exist
+//     yet, opted-in and gang pods, placeholders and pods of other
+//     schedulers) and their extended-resource requests;
+//   - a node with no pod slot left is offered to policies as not ready
+//     (as a cordoned node is), so no policy places anything there;
+//   - the shared validator asks the executor (validate.Extra) whether a
+//     placement fits these limits too, and refuses one that does not, so
+//     nothing is ever bound over a node's pods or extended resources;
+//   - a replica group whose extended resources no node has enough of is
+//     held Unschedulable (View.nowhere), as one that no node's vector fits.
+
+// podsResource is the allocatable count of pods of a node.
+const podsResource = corev1.ResourcePods
+
+// inVector reports whether resource r is carried by resource.Vector (see
+// Vector), or is the pod count.
+func inVector(r corev1.ResourceName) bool {
+	switch r {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, GPUResource, podsResource:
+		return true
+	}
+	return false
+}
+
+// nodeExtra is what a node holds beyond its vector.
+type nodeExtra struct {
+	// podCap is the node's allocatable pods; -1 when it reports none (a
+	// kubelet always does; hand-made nodes in tests may not): unlimited.
+	podCap int64
+	// pods counts the pods charged to the node; placeholder pods are
+	// counted in phPods too (a real job may take their slots: they are
+	// evicted for it).
+	pods, phPods int64
+	// extCap and ext are the extended resources allocatable and charged
+	// (nil when none); phExt the part held by placeholders.
+	extCap, ext, phExt map[corev1.ResourceName]int64
+}
+
+// newNodeExtra reads a node's allocatable pods and extended resources.
+func newNodeExtra(n *corev1.Node) nodeExtra {
+	x := nodeExtra{podCap: -1}
+	for r, q := range n.Status.Allocatable {
+		switch {
+		case r == podsResource:
+			x.podCap = q.Value()
+		case !inVector(r) && !q.IsZero():
+			if x.extCap == nil {
+				x.extCap = map[corev1.ResourceName]int64{}
+			}
+			x.extCap[r] = q.Value()
+		}
+	}
+	return x
+}
+
+// add charges n pods each requesting ext; placeholder marks them as
+// placeholder pods.
+func (x *nodeExtra) add(n int64, ext corev1.ResourceList, placeholder bool) {
+	x.pods += n
+	if placeholder {
+		x.phPods += n
+	}
+	for r, q := range ext {
+		if x.ext == nil {
+			x.ext = map[corev1.ResourceName]int64{}
+		}
+		x.ext[r] += n * q.Value()
+		if placeholder {
+			if x.phExt == nil {
+				x.phExt = map[corev1.ResourceName]int64{}
+			}
+			x.phExt[r] += n * q.Value()
+		}
+	}
+}
+
+// full reports whether the node cannot take one more pod, even with its
+// placeholders evicted.
+func (x *nodeExtra) full() bool { return x.podCap >= 0 && x.pods-x.phPods >= x.podCap }
+
+// short returns why n more pods each requesting ext do not fit, counting
+// placeholder pods as free (they are evicted for a real job), or "".
+func (x *nodeExtra) short(n int64, ext corev1.ResourceList) string {
+	if x.podCap >= 0 && x.pods-x.phPods+n > x.podCap {
+		return fmt.Sprintf("Too many pods: %d more, %d of %d allocatable in use", n, x.pods-x.phPods, x.podCap)
+	}
+	for _, r := range sortedNames(ext) {
+		q := ext[r]
+		need := n * q.Value()
+		if used := x.ext[r] - x.phExt[r]; used+need > x.extCap[r] {
+			return fmt.Sprintf("Insufficient %s: needs %d, %d of %d allocatable in use", r, need, used, x.extCap[r])
+		}
+	}
+	return ""
+}
+
+// extendedRequests is what one pod of spec s requests of resources the
+// vector does not carry (nil when none). It is computed by
+// k8s.io/component-helpers' PodRequests (kube-scheduler's own: containers
+// summed, restartable init containers as sidecars, the largest init
+// container, pod overhead), with each container's missing requests taken
+// from its limits as the API server defaults them for a pod (a
+// TrainingJob's template is not defaulted).
+func extendedRequests(s *corev1.PodSpec) corev1.ResourceList {
+	if !hasExtended(s) {
+		return nil // the common case: no allocation
+	}
+	out := corev1.ResourceList{}
+	for r, q := range podRequests(s) {
+		if !inVector(r) && !q.IsZero() {
+			out[r] = q
+		}
+	}
+	return out
+}
+
+func hasExtended(s *corev1.PodSpec) bool {
+	has := func(cs []corev1.Container) bool {
+		for i := range cs {
+			for r := range cs[i].Resources.Requests {
+				if !inVector(r) {
+					return true
+				}
+			}
+			for r := range cs[i].Resources.Limits {
+				if !inVector(r) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if has(s.Containers) || has(s.InitContainers) {
+		return true
+	}
+	for r := range s.Overhead {
+		if !inVector(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// podRequests returns a pod's requests as kube-scheduler and the
+// ResourceQuota admission plugin compute them (component-helpers'
+// PodRequests), after filling each container's missing requests from its
+// limits.
+func podRequests(s *corev1.PodSpec) corev1.ResourceList {
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: *defaulted(s)}, resourcehelper.PodResourcesOptions{})
+}
+
+// podLimits is podRequests for limits.
+func podLimits(s *corev1.PodSpec) corev1.ResourceList {
+	return resourcehelper.PodLimits(&corev1.Pod{Spec: *defaulted(s)}, resourcehelper.PodResourcesOptions{})
+}
+
+// defaulted returns s with every container's unset requests set to its
+// limits, as the API server's defaulting does for a pod; s is not
+// modified.
+func defaulted(s *corev1.PodSpec) *corev1.PodSpec {
+	out := s.DeepCopy()
+	fill := func(cs []corev1.Container) {
+		for i := range cs {
+			c := &cs[i]
+			for r, q := range c.Resources.Limits {
+				if _, ok := c.Resources.Requests[r]; ok {
+					continue
+				}
+				if c.Resources.Requests == nil {
+					c.Resources.Requests = corev1.ResourceList{}
+				}
+				c.Resources.Requests[r] = q
+			}
+		}
+	}
+	fill(out.Containers)
+	fill(out.InitContainers)
+	return out
+}
+
+func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(l))
+	for r := range l {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// maxList returns the per-resource maximum of a and b (nil when both are).
+func maxList(a, b corev1.ResourceList) corev1.ResourceList {
+	if len(b) == 0 {
+		return a
+	}
+	out := corev1.ResourceList{}
+	for r, q := range a {
+		out[r] = q
+	}
+	for r, q := range b {
+		if cur, ok := out[r]; !ok || q.Cmp(cur) > 0 {
+			out[r] = q
+		}
+	}
+	return out
+}
+
+// chargeExtra charges pod p to node ni's pods and extended resources.
+func (v *View) chargeExtra(ni int, p *corev1.Pod, placeholder bool) {
+	v.extra[ni].add(1, extendedRequests(&p.Spec), placeholder)
+}
+
+// groupExtra returns the extended resources one replica of group g of job
+// id requests (nil when none).
+func (v *View) groupExtra(id string, g int) corev1.ResourceList {
+	switch {
+	case v.pods[id] != nil:
+		return extendedRequests(&v.pods[id].pod.Spec)
+	case v.jobs[id] != nil:
+		jv := v.jobs[id]
+		if jv.ext == nil {
+			jv.ext = make([]corev1.ResourceList, len(jv.tj.Spec.ReplicaGroups))
+			for i := range jv.tj.Spec.ReplicaGroups {
+				jv.ext[i] = extendedRequests(&jv.tj.Spec.ReplicaGroups[i].Template.Spec)
+			}
+		}
+		if g < len(jv.ext) {
+			return jv.ext[g]
+		}
+	case v.gangs[id] != nil:
+		gj := v.gangs[id]
+		var out corev1.ResourceList
+		for k, p := range gj.members {
+			if gj.group[k] == g {
+				out = maxList(out, extendedRequests(&p.Spec))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// markFull offers every node with no pod slot left to policies as not
+// ready: nothing can be placed there until a pod leaves. Its running jobs
+// are unaffected.
+func (v *View) markFull() {
+	for i, n := range v.Snap.Nodes {
+		if n.Ready && !n.Gone && v.extra[i].full() {
+			n.Ready = false
+		}
+	}
+}
+
+// shortExt returns the first extended resource (by name) of which one
+// replica requesting ext needs more than capacity c.
+func shortExt(c map[corev1.ResourceName]int64, ext corev1.ResourceList) corev1.ResourceName {
+	for _, r := range sortedNames(ext) {
+		q := ext[r]
+		if q.Value() > c[r] {
+			return r
+		}
+	}
+	return ""
+}
+
+// placementExtra checks that placement p of job j, once its current
+// placement is given back, fits the pods and extended resources left on
+// its nodes in ledger x, node by node in first-use order.
+func (v *View) placementExtra(x []nodeExtra, j *cluster.Job, p, current cluster.Placement) error {
+	counts := func(pl cluster.Placement) map[[2]int]int64 {
+		m := map[[2]int]int64{}
+		for _, a := range pl {
+			m[[2]int{a.Group, a.Node}]++
+		}
+		return m
+	}
+	need, have := counts(p), counts(current)
+	seen := map[[2]int]bool{}
+	for _, ni := range p.Nodes() {
+		// One check per node over all groups: sum the pods, then each
+		// group's extended resources on a scratch copy.
+		tmp := x[ni]
+		tmp.ext = maps.Clone(x[ni].ext)
+		for g := range j.Groups {
+			k := [2]int{g, ni}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			d := need[k] - have[k]
+			if d <= 0 {
+				continue
+			}
+			ext := v.groupExtra(j.ID, g)
+			if why := tmp.short(d, ext); why != "" {
+				return fmt.Errorf("over capacity on node %s: %s", v.Snap.Nodes[ni].Name, why)
+			}
+			tmp.add(d, ext, false)
+		}
+	}
+	return nil
+}
+
+// takeExtra charges (sign 1) or returns (sign -1) placement p of job j on
+// ledger x.
+func (v *View) takeExtra(x []nodeExtra, j *cluster.Job, p cluster.Placement, sign int64) {
+	for _, a := range p {
+		ext := v.groupExtra(j.ID, a.Group)
+		if x[a.Node].ext == nil && len(ext) > 0 {
+			x[a.Node].ext = map[corev1.ResourceName]int64{}
+		}
+		x[a.Node].pods += sign
+		for r, q := range ext {
+			x[a.Node].ext[r] += sign * q.Value()
+		}
+	}
+}
+
+// cloneExtra copies a ledger (its maps too).
+func cloneExtra(x []nodeExtra) []nodeExtra {
+	out := slices.Clone(x)
+	for i := range out {
+		out[i].ext = maps.Clone(out[i].ext)
+		out[i].phExt = maps.Clone(out[i].phExt)
+	}
+	return out
+}
