@@ -173,7 +173,7 @@ func cloneQuotas(m map[string][]*nsQuota) map[string][]*nsQuota {
 // limits as component-helpers computes them for admission.
 func quotaUsage(s *corev1.PodSpec) corev1.ResourceList {
 	out := corev1.ResourceList{
-		corev1.ResourcePods:              *resource.NewQuantity(1, resource.DecimalSI),
+		corev1.ResourcePods:               *resource.NewQuantity(1, resource.DecimalSI),
 		corev1.ResourceName("count/pods"): *resource.NewQuantity(1, resource.DecimalSI),
 	}
 	for r, q := range podRequests(s) {

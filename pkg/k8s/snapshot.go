@@ -98,9 +98,9 @@ type View struct {
 	extra []nodeExtra
 	// quotas are each namespace's unscoped ResourceQuotas (admission.go).
 	quotas map[string][]*nsQuota
-	jobs    map[string]*jobView
-	pods    map[string]*podJob // opted-in plain pods, by job ID
-	order   []string           // job keys, sorted
+	jobs   map[string]*jobView
+	pods   map[string]*podJob // opted-in plain pods, by job ID
+	order  []string           // job keys, sorted
 	// held are pending jobs kept out of the policy's queue, with the
 	// reason: a pod still carrying scheduling gates, or a job that no
 	// node could ever accept (Unschedulable). They are never bound and
