@@ -62,11 +62,12 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 	for g := range j.Groups {
 		grp := &j.Groups[g]
 		need = need.Add(grp.Demand.Scale(int64(grp.Min)))
-		set := v.Snap.Eligibility.Set(v.Snap.Nodes, grp.Constraint)
+		static := static(grp.Constraint)
+		set := v.Snap.Eligibility.Set(v.Snap.Nodes, static)
 		ext := v.groupExtra(j.ID, g)
 		total, nodes := 0, 0
 		for i, n := range v.Snap.Nodes {
-			if n.Gone || (n.Role != "" && n.Role != grp.Name) || (!set.Has(i) && !admitsOnceReady(&n.Node, grp.Constraint)) {
+			if n.Gone || (n.Role != "" && n.Role != grp.Name) || (!set.Has(i) && !admitsOnceReady(&n.Node, static)) {
 				continue
 			}
 			nodes++
@@ -96,7 +97,7 @@ func (v *View) catalogTakes(j *cluster.Job, o Options) bool {
 	for g := range j.Groups {
 		grp := &j.Groups[g]
 		if !slices.ContainsFunc(o.Catalog, func(t cluster.InstanceType) bool {
-			return grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, grp.Constraint)
+			return grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, static(grp.Constraint))
 		}) {
 			return false
 		}
@@ -273,15 +274,26 @@ func minCounts(j *cluster.Job) []int {
 }
 
 // overQuota returns why TrainingJob jv's minimum replicas do not fit its
-// namespace's quotas, or "".
+// namespace's quotas, hard minus used minus what the jobs before it in the
+// queue reserve, or "" (and then reserves them). Called in queue order:
+// the jobs offered to the policy in one cycle fit their quotas together,
+// so no policy starts a set of jobs that the quota admission would refuse
+// part of; a job that waits for nodes keeps its reservation, so the
+// namespace's later jobs wait behind it (Kueue's StrictFIFO), while other
+// namespaces' jobs are not held back.
 func (v *View) overQuota(jv *jobView) string {
-	qs := v.quotas[jv.tj.Namespace]
-	if len(qs) == 0 {
+	if len(v.quotas[jv.tj.Namespace]) == 0 {
 		return ""
 	}
-	if why := quotaShort(jv.tj.Namespace, qs, v.jobQuota(jv, minCounts(jv.st.Job))); why != "" {
+	if v.reserved == nil {
+		v.reserved = cloneQuotas(v.quotas)
+	}
+	qs := v.reserved[jv.tj.Namespace]
+	need := v.jobQuota(jv, minCounts(jv.st.Job))
+	if why := quotaShort(jv.tj.Namespace, qs, need); why != "" {
 		return ReasonQuotaExceeded + ": " + why
 	}
+	chargeQuota(qs, need)
 	return ""
 }
 

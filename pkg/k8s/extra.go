@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -352,4 +353,128 @@ func cloneExtra(x []nodeExtra) []nodeExtra {
 		out[i].phExt = maps.Clone(out[i].phExt)
 	}
 	return out
+}
+
+// extFree is every node's free extended resources as of the latest
+// snapshot (capacity less what is charged, placeholders' share counted
+// free), by node name. The NodeTable owns it, so it lives as long as the
+// executor; the constraints of jobs that request extended resources read
+// it (extConstraint).
+type extFree struct {
+	m map[string]map[corev1.ResourceName]int64
+}
+
+// update records this snapshot's free extended resources and reports
+// whether they changed (then node constraints' eligible sets are stale).
+func (f *extFree) update(v *View) bool {
+	var cur map[string]map[corev1.ResourceName]int64
+	for i, n := range v.Snap.Nodes {
+		x := &v.extra[i]
+		if n.Gone || x.extCap == nil {
+			continue
+		}
+		if cur == nil {
+			cur = map[string]map[corev1.ResourceName]int64{}
+		}
+		free := make(map[corev1.ResourceName]int64, len(x.extCap))
+		for r, c := range x.extCap {
+			free[r] = c - x.ext[r] + x.phExt[r]
+		}
+		cur[n.Name] = free
+	}
+	same := len(cur) == len(f.m)
+	for name, free := range cur {
+		if !same {
+			break
+		}
+		same = maps.Equal(free, f.m[name])
+	}
+	f.m = cur
+	return !same
+}
+
+// extConstraint adds to a replica group's node constraint (nodeSelector,
+// affinity, tolerations; nil for none) that a node has the extended
+// resources one replica requests free now, so that every policy places
+// such replicas only where they fit, through the same eligible sets as
+// node selectors (cluster.Eligibility, reset whenever the free amounts
+// change). The resource vector cannot carry them (see the top of this
+// file). What one cycle's placements take is checked by the validator
+// (validate.Extra): two replicas placed in one cycle on a node with room
+// for one are refused, and the next snapshot shows the node full.
+type extConstraint struct {
+	inner cluster.NodeConstraint
+	need  corev1.ResourceList
+	free  *extFree
+	key   string
+}
+
+var _ cluster.NodeConstraint = (*extConstraint)(nil)
+
+// withExtended wraps c when s requests extended resources; free nil
+// (a conversion outside the executor) admits every node.
+func withExtended(c cluster.NodeConstraint, s *corev1.PodSpec, free *extFree) cluster.NodeConstraint {
+	need := extendedRequests(s)
+	if len(need) == 0 || free == nil {
+		return c
+	}
+	var b strings.Builder
+	if c != nil {
+		b.WriteString(c.Key())
+	}
+	b.WriteString("|extended:")
+	for _, r := range sortedNames(need) {
+		q := need[r]
+		fmt.Fprintf(&b, "%s=%d,", r, q.Value())
+	}
+	return &extConstraint{inner: c, need: need, free: free, key: b.String()}
+}
+
+// static returns the part of c that does not depend on what runs on the
+// nodes (its node selector, affinity and tolerations), for judging what a
+// node could ever take.
+func static(c cluster.NodeConstraint) cluster.NodeConstraint {
+	if x, ok := c.(*extConstraint); ok {
+		return x.inner
+	}
+	return c
+}
+
+func (c *extConstraint) Key() string { return c.key }
+
+func (c *extConstraint) Admits(n *cluster.Node) bool {
+	return (c.inner == nil || c.inner.Admits(n)) && c.short(n) == ""
+}
+
+func (c *extConstraint) Why(n *cluster.Node) string {
+	if c.inner != nil {
+		if w := c.inner.Why(n); w != "" {
+			return w
+		}
+	}
+	if r := c.short(n); r != "" {
+		return "Insufficient " + string(r)
+	}
+	return ""
+}
+
+func (c *extConstraint) Preference(n *cluster.Node) int64 {
+	if c.inner == nil {
+		return 0
+	}
+	return c.inner.Preference(n)
+}
+
+func (c *extConstraint) Prefers() bool { return c.inner != nil && c.inner.Prefers() }
+
+// short names the first resource node n has too little of free, or "".
+func (c *extConstraint) short(n *cluster.Node) corev1.ResourceName {
+	free := c.free.m[n.Name]
+	for _, r := range sortedNames(c.need) {
+		q := c.need[r]
+		if free[r] < q.Value() {
+			return r
+		}
+	}
+	return ""
 }

@@ -217,7 +217,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 				if err != nil && invalid == nil {
 					invalid = fmt.Errorf("pod %s: spec.%w", p.Name, err)
 				}
-				grp.Constraint = c
+				grp.Constraint = withExtended(c, &p.Spec, o.Nodes.extFree())
 			}
 			grp.Replicas++
 			d := PodDemand(&p.Spec)

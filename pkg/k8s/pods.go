@@ -427,17 +427,19 @@ func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
 // offered to the policy again after RefusalBackoff). A Warning Event
 // carries the message either way. The caller deletes the pods.
 func (e *Executor) refused(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatus, ref *refusedPod) {
+	s.Placement = nil
+	s.Replicas = nil
 	if ref.permanent() {
 		e.finish(s, v1alpha1.PhaseFailed, ref.reason+": "+ref.Error())
 		e.event(tj, true, "Failed", "%s", s.Reason)
 		return
 	}
 	s.Phase = v1alpha1.PhasePending
-	s.Placement = nil
-	s.Replicas = nil
 	s.Reason = ref.reason + ": " + ref.Error()
+	// The transition time is the backoff's start (backingOff): the
+	// executor's clock, not the condition helper's.
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
-		Reason: ref.reason, Message: ref.Error()})
+		Reason: ref.reason, Message: ref.Error(), LastTransitionTime: metav1.NewTime(e.Now())})
 	if s.Migrating {
 		s.Migrating = false
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,

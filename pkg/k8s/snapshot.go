@@ -96,11 +96,12 @@ type View struct {
 	// extra is each node's pods and extended resources (extra.go), by
 	// index.
 	extra []nodeExtra
-	// quotas are each namespace's unscoped ResourceQuotas (admission.go).
-	quotas map[string][]*nsQuota
-	jobs   map[string]*jobView
-	pods   map[string]*podJob // opted-in plain pods, by job ID
-	order  []string           // job keys, sorted
+	// quotas are each namespace's unscoped ResourceQuotas (admission.go);
+	// reserved the same with the minimum of each queued job charged.
+	quotas, reserved map[string][]*nsQuota
+	jobs             map[string]*jobView
+	pods             map[string]*podJob // opted-in plain pods, by job ID
+	order            []string           // job keys, sorted
 	// held are pending jobs kept out of the policy's queue, with the
 	// reason: a pod still carrying scheduling gates, or a job that no
 	// node could ever accept (Unschedulable). They are never bound and
@@ -176,6 +177,7 @@ func Build(w *World, now time.Time, o Options) *View {
 	table := o.Nodes
 	if table == nil {
 		table = NewNodeTable()
+		o.Nodes = table // jobs' extended-resource constraints read its extFree
 	}
 	seen := table.assign(w.Nodes)
 	v.Snap.Eligibility = o.Eligibility
@@ -293,6 +295,10 @@ func Build(w *World, now time.Time, o Options) *View {
 			v.Snap.Running = append(v.Snap.Running, jv.st)
 		}
 	}
+	// Every pod is charged: the free extended resources are known.
+	if table.ext.update(v) {
+		v.Snap.Eligibility.Reset()
+	}
 	// A preempted job goes back to the head of the queue, the most recently
 	// preempted first (as the simulator's PushFront does); the rest wait in
 	// arrival order.
@@ -357,10 +363,12 @@ type NodeTable struct {
 	// changed is set by assign when a known node's labels or taints
 	// changed (node constraints' eligible sets must be recomputed).
 	changed bool
+	// ext is the nodes' free extended resources (extra.go).
+	ext *extFree
 }
 
 // NewNodeTable returns an empty table.
-func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}} }
+func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}, ext: &extFree{}} }
 
 // assign indexes this cycle's nodes, appending unknown ones, and returns
 // the node at each index, nil for one that is gone.
@@ -720,7 +728,7 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{
 			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
-			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: c,
+			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: withExtended(c, &g.Template.Spec, o.Nodes.extFree()),
 		})
 	}
 	if err := j.Validate(); err != nil {
@@ -899,7 +907,8 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 	var order []string
 	count := map[string]int{}
 	nodes := 0
-	set := v.Snap.Eligibility.Set(v.Snap.Nodes, grp.Constraint)
+	static := static(grp.Constraint)
+	set := v.Snap.Eligibility.Set(v.Snap.Nodes, static)
 	ext := v.groupExtra(j.ID, g)
 	for i, n := range v.Snap.Nodes {
 		if n.Gone {
@@ -910,8 +919,8 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		switch {
 		case n.Role != "" && n.Role != grp.Name:
 			why = "node-role: node(s) are for other replica groups"
-		case !set.Has(i) && !admitsOnceReady(&n.Node, grp.Constraint):
-			why = cluster.WhyNot(&n.Node, grp.Constraint)
+		case !set.Has(i) && !admitsOnceReady(&n.Node, static):
+			why = cluster.WhyNot(&n.Node, static)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
 		case ext != nil && (&nodeExtra{podCap: -1, extCap: v.extra[i].extCap}).short(1, ext) != "":
@@ -928,7 +937,7 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		return "" // no node yet (a scheduler starting before its nodes registered): nothing to judge
 	}
 	for _, t := range o.Catalog {
-		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, grp.Constraint) {
+		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, static) {
 			return ""
 		}
 	}
@@ -960,4 +969,13 @@ func admitsOnceReady(n *cluster.Node, c cluster.NodeConstraint) bool {
 	m := *n
 	m.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t cluster.Taint) bool { return transientTaints[t.Key] })
 	return cluster.Admits(&m, c)
+}
+
+// extFree returns the table's free extended resources; nil for a nil
+// table.
+func (t *NodeTable) extFree() *extFree {
+	if t == nil {
+		return nil
+	}
+	return t.ext
 }
