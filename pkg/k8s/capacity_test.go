@@ -30,6 +30,8 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/validate"
 )
 
 // tjB builds TrainingJobs: one worker group requesting 1 CPU.
@@ -323,13 +325,15 @@ func TestFitCountsPodsAndExtendedResources(t *testing.T) {
 // Item 7, the validator's part: a placement over a node's pods or
 // extended resources is refused with the reason, and the cycle's earlier
 // starts count; placeholder pods' slots are free for a real job.
-func TestFitsExtraRefuses(t *testing.T) {
+func TestValidatorRefusesOverPodsAndExtended(t *testing.T) {
 	const fpga = corev1.ResourceName("example.com/fpga")
-	nodes := []corev1.Node{mkNode("n0").alloc(corev1.ResourcePods, "4").alloc(fpga, "2").obj(), mkNode("n1").alloc(corev1.ResourcePods, "110").obj()}
+	nodes := []corev1.Node{mkNode("n0").alloc(corev1.ResourcePods, "4").obj(), mkNode("n1").alloc(corev1.ResourcePods, "110").obj(),
+		mkNode("n2").alloc(corev1.ResourcePods, "110").alloc(fpga, "2").obj()}
 	ph := mkPod("ph").node("n0").label(v1alpha1.LabelPlaceholder, "p").obj()
 	pods := []corev1.Pod{foreign("o1", "n0").obj(), foreign("o2", "n0").obj(), ph}
 	jobs := []v1alpha1.TrainingJob{*mkTJ("ns", "two", 0).replicas(2, 2).obj(), *mkTJ("ns", "one", time.Second).obj(),
-		*mkTJ("ns", "fpga", 2*time.Second).req(fpga, "3").obj(), *mkTJ("ns", "fpga1", 3*time.Second).req(fpga, "1").obj()}
+		*mkTJ("ns", "fpga", 2*time.Second).req(fpga, "3").obj(), *mkTJ("ns", "fpga1", 3*time.Second).req(fpga, "1").obj(),
+		*mkTJ("ns", "fpga2", 4*time.Second).req(fpga, "2").obj()}
 	at := func(n ...int) cluster.Placement {
 		p := cluster.Placement{}
 		for _, i := range n {
@@ -349,16 +353,23 @@ func TestFitsExtraRefuses(t *testing.T) {
 		{"ns/two", at(0, 0), ""},
 		{"ns/one", at(0), "over capacity on node n0: Too many pods: 1 more, 4 of 4 allocatable in use"},
 		{"ns/one", at(1), ""},
-		{"ns/fpga1", at(1), "over capacity on node n1: Insufficient example.com/fpga: needs 1, 0 of 0 allocatable in use"},
+		// n1 has no FPGA: its node constraint refuses it.
+		{"ns/fpga1", at(1), "node n1 refuses group worker: Insufficient example.com/fpga"},
+		// n2's 2 FPGAs were free when the cycle began; the first start
+		// takes one, so the cycle's ledger refuses 2 more.
+		{"ns/fpga1", at(2), ""},
+		{"ns/fpga2", at(2), "over capacity on node n2: Insufficient example.com/fpga: needs 2, 1 of 2 allocatable in use"},
 	}
 	for _, s := range steps {
 		js := a.Job(s.job)
-		err := a.FitsExtra(js.Job, s.p, nil)
+		// Through the shared validator, as the executor checks a Start.
+		err := validate.Check(a, policy.Start{Job: s.job, Placement: s.p})
 		got := ""
 		if err != nil {
 			got = err.Error()
 		} else {
 			a.take(js.Job, s.p, 1)
+			js.Phase = cluster.Running
 		}
 		if got != s.want {
 			t.Errorf("%s on %v: %q, want %q", s.job, s.p, got, s.want)
