@@ -57,34 +57,50 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 	if len(o.Catalog) > 0 && v.catalogTakes(j, o) {
 		return ""
 	}
-	var need, have dres.Vector
-	any := make([]bool, len(v.Snap.Nodes))
+	// may reports whether node i may run a replica of group g.
+	may := func(g, i int, set cluster.NodeSet, c cluster.NodeConstraint) bool {
+		n := v.Snap.Nodes[i]
+		return !n.Gone && (n.Role == "" || n.Role == j.Groups[g].Name) && (set.Has(i) || admitsOnceReady(&n.Node, c))
+	}
+	sets := make([]cluster.NodeSet, len(j.Groups))
+	var need dres.Vector
 	for g := range j.Groups {
 		grp := &j.Groups[g]
 		need = need.Add(grp.Demand.Scale(int64(grp.Min)))
 		static := static(grp.Constraint)
-		set := v.Snap.Eligibility.Set(v.Snap.Nodes, static)
+		sets[g] = v.Snap.Eligibility.Set(v.Snap.Nodes, static)
 		ext := v.groupExtra(j.ID, g)
 		total, nodes := 0, 0
 		for i, n := range v.Snap.Nodes {
-			if n.Gone || (n.Role != "" && n.Role != grp.Name) || (!set.Has(i) && !admitsOnceReady(&n.Node, static)) {
+			if !may(g, i, sets[g], static) {
 				continue
 			}
 			nodes++
-			any[i] = true
-			total += min(perNode(grp.Demand, n.Capacity, ext, &v.extra[i]), grp.Min)
+			if total += perNode(grp.Demand, n.Capacity, ext, &v.extra[i]); total >= grp.Min {
+				break // enough: the common case ends at the first node or few
+			}
 		}
 		if nodes > 0 && total < grp.Min {
 			return fmt.Sprintf("%s: group %s needs at least %d replicas of %v; the %d node(s) that may run them hold %d even when empty",
-				ReasonUnschedulable, grp.Name, grp.Min, grp.Demand, nodes, total)
+				ReasonUnschedulable, grp.Name, grp.Min, grp.Demand, nodes, min(total, grp.Min))
 		}
 	}
+	if len(j.Groups) < 2 {
+		return "" // one group: the test above implies the next
+	}
+	var have dres.Vector
 	for i, n := range v.Snap.Nodes {
-		if any[i] {
-			have = have.Add(n.Capacity)
+		for g := range j.Groups {
+			if may(g, i, sets[g], static(j.Groups[g].Constraint)) {
+				have = have.Add(n.Capacity)
+				break
+			}
+		}
+		if need.Fits(have) {
+			return ""
 		}
 	}
-	if !have.IsZero() && !need.Fits(have) {
+	if !have.IsZero() {
 		return fmt.Sprintf("%s: the job's minimum replicas need %v, more %s than the nodes that may run them have even when empty (%v)",
 			ReasonUnschedulable, need, need.Short(have), have)
 	}

@@ -351,6 +351,11 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			if o.Status.Phase == "" {
 				o.Status.Phase = v1alpha1.PhasePending // a new job's first write
 			}
+			if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+				// Offered to the policy again: no longer held.
+				meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+					Reason: "Queued", Message: act.Reason})
+			}
 			return nil
 		}); err != nil {
 			return err

@@ -86,7 +86,9 @@ func TestCapacityHeldByNothing(t *testing.T) {
 		}
 		return len(l.Items)
 	}
-	gang := func(name string, n int32) group { return group{name: "worker", replicas: n, cpu: "100m", gpu: "1", mem: "100Mi"} }
+	gang := func(name string, n int32) group {
+		return group{name: "worker", replicas: n, cpu: "100m", gpu: "1", mem: "100Mi"}
+	}
 	four := group{name: "worker", replicas: 1, cpu: "1", gpu: "4"}
 
 	tc.create(in(otherNS, tc.job("huge", v1alpha1.ClassBE, 60, gang("worker", 1024))))
