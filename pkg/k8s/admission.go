@@ -57,12 +57,12 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 	if len(o.Catalog) > 0 && v.catalogTakes(j, o) {
 		return ""
 	}
-	// may reports whether node i may run a replica of group g.
-	may := func(g, i int, set cluster.NodeSet, c cluster.NodeConstraint) bool {
-		n := v.Snap.Nodes[i]
-		return !n.Gone && (n.Role == "" || n.Role == j.Groups[g].Name) && (set.Has(i) || admitsOnceReady(&n.Node, c))
+	var buf [4]cluster.NodeSet
+	sets := buf[:0]
+	if len(j.Groups) > len(buf) {
+		sets = make([]cluster.NodeSet, 0, len(j.Groups))
 	}
-	sets := make([]cluster.NodeSet, len(j.Groups))
+	sets = sets[:len(j.Groups)]
 	var need dres.Vector
 	for g := range j.Groups {
 		grp := &j.Groups[g]
@@ -72,7 +72,7 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 		ext := v.groupExtra(j.ID, g)
 		total, nodes := 0, 0
 		for i, n := range v.Snap.Nodes {
-			if !may(g, i, sets[g], static) {
+			if !v.may(j, g, i, sets[g], static) {
 				continue
 			}
 			nodes++
@@ -91,7 +91,7 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 	var have dres.Vector
 	for i, n := range v.Snap.Nodes {
 		for g := range j.Groups {
-			if may(g, i, sets[g], static(j.Groups[g].Constraint)) {
+			if v.may(j, g, i, sets[g], static(j.Groups[g].Constraint)) {
 				have = have.Add(n.Capacity)
 				break
 			}
@@ -105,6 +105,14 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 			ReasonUnschedulable, need, need.Short(have), have)
 	}
 	return ""
+}
+
+// may reports whether node i (judged empty) may run a replica of group g
+// of j: not gone, its role and constraint c (with set, c's eligible
+// nodes) admit it, once the node lifecycle's transient taints are gone.
+func (v *View) may(j *cluster.Job, g, i int, set cluster.NodeSet, c cluster.NodeConstraint) bool {
+	n := v.Snap.Nodes[i]
+	return !n.Gone && (n.Role == "" || n.Role == j.Groups[g].Name) && (set.Has(i) || admitsOnceReady(&n.Node, c))
 }
 
 // catalogTakes reports whether some catalogue type takes a replica of

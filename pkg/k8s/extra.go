@@ -247,10 +247,15 @@ func (v *View) groupExtra(id string, g int) corev1.ResourceList {
 		return extendedRequests(&v.pods[id].pod.Spec)
 	case v.jobs[id] != nil:
 		jv := v.jobs[id]
-		if jv.ext == nil {
-			jv.ext = make([]corev1.ResourceList, len(jv.tj.Spec.ReplicaGroups))
+		if !jv.extDone { // once per cycle; no allocation when no group has any
+			jv.extDone = true
 			for i := range jv.tj.Spec.ReplicaGroups {
-				jv.ext[i] = extendedRequests(&jv.tj.Spec.ReplicaGroups[i].Template.Spec)
+				if e := extendedRequests(&jv.tj.Spec.ReplicaGroups[i].Template.Spec); e != nil {
+					if jv.ext == nil {
+						jv.ext = make([]corev1.ResourceList, len(jv.tj.Spec.ReplicaGroups))
+					}
+					jv.ext[i] = e
+				}
 			}
 		}
 		if g < len(jv.ext) {
@@ -294,40 +299,99 @@ func shortExt(c map[corev1.ResourceName]int64, ext corev1.ResourceList) corev1.R
 
 // placementExtra checks that placement p of job j, once its current
 // placement is given back, fits the pods and extended resources left on
-// its nodes in ledger x, node by node in first-use order.
+// its nodes in ledger x, node by node in first-use order. It allocates
+// nothing: it runs for every Start a policy returns.
 func (v *View) placementExtra(x []nodeExtra, j *cluster.Job, p, current cluster.Placement) error {
-	counts := func(pl cluster.Placement) map[[2]int]int64 {
-		m := map[[2]int]int64{}
-		for _, a := range pl {
-			m[[2]int{a.Group, a.Node}]++
+	var ext [8]corev1.ResourceList // per group, for the usual few groups
+	anyExt := false
+	for g := range j.Groups {
+		e := v.groupExtra(j.ID, g)
+		if g < len(ext) {
+			ext[g] = e
+		} else if e != nil {
+			return v.placementExtraSlow(x, j, p, current)
 		}
-		return m
+		anyExt = anyExt || e != nil
 	}
-	need, have := counts(p), counts(current)
-	seen := map[[2]int]bool{}
-	for _, ni := range p.Nodes() {
-		// One check per node over all groups: sum the pods, then each
-		// group's extended resources on a scratch copy.
-		tmp := x[ni]
-		tmp.ext = maps.Clone(x[ni].ext)
-		for g := range j.Groups {
-			k := [2]int{g, ni}
-			if seen[k] {
-				continue
+	count := func(pl cluster.Placement, g, ni int) int64 { // g < 0: any group
+		n := int64(0)
+		for _, a := range pl {
+			if a.Node == ni && (g < 0 || a.Group == g) {
+				n++
 			}
-			seen[k] = true
-			d := need[k] - have[k]
-			if d <= 0 {
-				continue
+		}
+		return n
+	}
+	for k, a := range p {
+		ni := a.Node
+		if slices.ContainsFunc(p[:k], func(b cluster.Assignment) bool { return b.Node == ni }) {
+			continue // node checked at its first use
+		}
+		xn := &x[ni]
+		if xn.podCap >= 0 {
+			if d := count(p, -1, ni) - count(current, -1, ni); d > 0 {
+				if why := xn.short(d, nil); why != "" {
+					return fmt.Errorf("over capacity on node %s: %s", v.Snap.Nodes[ni].Name, why)
+				}
 			}
-			ext := v.groupExtra(j.ID, g)
-			if why := tmp.short(d, ext); why != "" {
-				return fmt.Errorf("over capacity on node %s: %s", v.Snap.Nodes[ni].Name, why)
+		}
+		if !anyExt {
+			continue
+		}
+		// Extended resources, summed over the groups placed here.
+		for _, r := range extNames(ext[:min(len(j.Groups), len(ext))]) {
+			need := int64(0)
+			for g := range min(len(j.Groups), len(ext)) {
+				if q, ok := ext[g][r]; ok {
+					need += (count(p, g, ni) - count(current, g, ni)) * q.Value()
+				}
 			}
-			tmp.add(d, ext, false)
+			if used := xn.ext[r] - xn.phExt[r]; need > 0 && used+need > xn.extCap[r] {
+				return fmt.Errorf("over capacity on node %s: Insufficient %s: needs %d, %d of %d allocatable in use", v.Snap.Nodes[ni].Name, r, need, used, xn.extCap[r])
+			}
 		}
 	}
 	return nil
+}
+
+// placementExtraSlow is placementExtra for a job with more than 8 groups
+// (a gang of many replica types): one group at a time, on a scratch copy.
+func (v *View) placementExtraSlow(x []nodeExtra, j *cluster.Job, p, current cluster.Placement) error {
+	tmp := cloneExtra(x)
+	v.takeExtra(tmp, j, current, -1)
+	for _, ni := range p.Nodes() {
+		for g := range j.Groups {
+			d := int64(0)
+			for _, a := range p {
+				if a.Node == ni && a.Group == g {
+					d++
+				}
+			}
+			if d == 0 {
+				continue
+			}
+			ext := v.groupExtra(j.ID, g)
+			if why := tmp[ni].short(d, ext); why != "" {
+				return fmt.Errorf("over capacity on node %s: %s", v.Snap.Nodes[ni].Name, why)
+			}
+			tmp[ni].add(d, ext, false)
+		}
+	}
+	return nil
+}
+
+// extNames returns the resources named in any of ls, sorted.
+func extNames(ls []corev1.ResourceList) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for _, l := range ls {
+		for r := range l {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // takeExtra charges (sign 1) or returns (sign -1) placement p of job j on

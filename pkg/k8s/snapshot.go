@@ -69,6 +69,7 @@ type jobView struct {
 	// View.groupExtra), computed on first use; quota what one replica
 	// counts against a ResourceQuota (View.jobQuota).
 	ext, quota []corev1.ResourceList
+	extDone    bool
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
