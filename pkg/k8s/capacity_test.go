@@ -265,8 +265,16 @@ func TestFitCountsPodsAndExtendedResources(t *testing.T) {
 		pods:  full("busy", 2),
 		jobs:  []*tjB{mkTJ("ns", "a", 0).replicas(3, 3)},
 		// The policy's ledger does not count pods: it chose busy, the
-		// start was refused; nothing is bound over busy's 4 pods.
-		want: nil,
+		// start was refused, and the next snapshot offers busy only to
+		// placements of at most 2 pods (Crowded); nothing is bound over
+		// busy's 4 pods.
+		want: []string{"ns/a-worker-a1-0@idle", "ns/a-worker-a1-1@idle", "ns/a-worker-a1-2@idle"},
+	}, {
+		name:  "150 pods for a node of 110 (here 15 for 11): the rest go elsewhere",
+		nodes: []*nodeB{mkNode("packed").alloc(corev1.ResourcePods, "11"), mkNode("spare").alloc(corev1.ResourcePods, "110")},
+		pods:  full("packed", 1),
+		jobs:  many(15),
+		want:  manyBound(15, 10, "packed", "spare"),
 	}, {
 		name: "an extended resource used up elsewhere",
 		nodes: []*nodeB{mkNode("fpga-busy").alloc(fpga, "2").alloc(corev1.ResourcePods, "110"),
@@ -320,6 +328,29 @@ func TestFitCountsPodsAndExtendedResources(t *testing.T) {
 			}
 		})
 	}
+}
+
+// many is n single-replica jobs of 100m CPU, in name order.
+func many(n int) []*tjB {
+	var out []*tjB
+	for i := range n {
+		out = append(out, mkTJ("ns", fmt.Sprintf("j%02d", i), time.Duration(i)*time.Second).req(corev1.ResourceCPU, "100m"))
+	}
+	return out
+}
+
+// manyBound is where fifo binds many(n): the first k on first, the rest
+// on second.
+func manyBound(n, k int, first, second string) []string {
+	var out []string
+	for i := range n {
+		node := first
+		if i >= k {
+			node = second
+		}
+		out = append(out, fmt.Sprintf("ns/j%02d-worker-a1-0@%s", i, node))
+	}
+	return out
 }
 
 // Item 7, the validator's part: a placement over a node's pods or

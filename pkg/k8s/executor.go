@@ -47,6 +47,8 @@ type Executor struct {
 	nodes *NodeTable
 	// elig keeps node constraints' eligible sets between cycles.
 	elig *cluster.Eligibility
+	// crowded remembers nodes whose pod slots a refused start lacked.
+	crowded Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again later.
 	noPodGroups time.Time
@@ -274,9 +276,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if e.elig == nil {
 		e.elig = cluster.NewEligibility()
 	}
+	if e.crowded == nil {
+		e.crowded = Crowded{}
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
@@ -325,6 +330,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 					break
 				}
 				continue
+			}
+			if tm := (*tooManyPods)(nil); errors.As(err, &tm) {
+				e.crowded.note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)

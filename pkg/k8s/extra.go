@@ -274,12 +274,53 @@ func (v *View) groupExtra(id string, g int) corev1.ResourceList {
 	return nil
 }
 
-// markFull offers every node with no pod slot left to policies as not
-// ready: nothing can be placed there until a pod leaves. Its running jobs
-// are unaffected.
-func (v *View) markFull() {
+// tooManyPods is the validator's refusal of a placement that puts more
+// pods on a node than it has slots left.
+type tooManyPods struct {
+	node string
+	// pods is the node's pod count when it was refused (placeholders not
+	// counted), want how many more the placement needed there.
+	pods, want int64
+	why        string
+}
+
+func (t *tooManyPods) Error() string {
+	return fmt.Sprintf("over capacity on node %s: %s", t.node, t.why)
+}
+
+// Crowded remembers nodes where a placement was refused for want of pod
+// slots, by name: policies do not count pods, and one that chose the node
+// once would choose it again every cycle. Until the node's pod count
+// changes, the snapshot offers it only while it has at least as many
+// slots free as the refused placement wanted there.
+type Crowded map[string]crowd
+
+type crowd struct{ pods, want int64 }
+
+// note records a refusal.
+func (c Crowded) note(t *tooManyPods) {
+	if c != nil {
+		c[t.node] = crowd{pods: t.pods, want: t.want}
+	}
+}
+
+// markFull offers to policies as not ready every node with no pod slot
+// left, or fewer than a placement refused there wanted while its pod count
+// is still what it was then (see Crowded; stale entries are dropped):
+// nothing is placed there until a pod leaves. Its running jobs are
+// unaffected.
+func (v *View) markFull(crowded Crowded) {
 	for i, n := range v.Snap.Nodes {
-		if n.Ready && !n.Gone && v.extra[i].full() {
+		x := &v.extra[i]
+		c, ok := crowded[n.Name]
+		if ok && (n.Gone || c.pods != x.pods-x.phPods) {
+			delete(crowded, n.Name)
+			ok = false
+		}
+		if !n.Ready || n.Gone {
+			continue
+		}
+		if x.full() || (ok && x.podCap-(x.pods-x.phPods) < c.want) {
 			n.Ready = false
 		}
 	}
@@ -331,7 +372,7 @@ func (v *View) placementExtra(x []nodeExtra, j *cluster.Job, p, current cluster.
 		if xn.podCap >= 0 {
 			if d := count(p, -1, ni) - count(current, -1, ni); d > 0 {
 				if why := xn.short(d, nil); why != "" {
-					return fmt.Errorf("over capacity on node %s: %s", v.Snap.Nodes[ni].Name, why)
+					return &tooManyPods{node: v.Snap.Nodes[ni].Name, pods: xn.pods - xn.phPods, want: d, why: why}
 				}
 			}
 		}

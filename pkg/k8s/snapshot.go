@@ -141,6 +141,9 @@ type Options struct {
 	// SchedulerName is drover's; plain pods with it and the opt-in label
 	// become one-replica jobs. Empty disables opt-in.
 	SchedulerName string
+	// Crowded, when set, remembers nodes where a start was refused for want
+	// of pod slots (see Crowded); Build drops entries that are stale.
+	Crowded Crowded
 	// Eligibility, when set, keeps node constraints' eligible sets from one
 	// cycle to the next (reset when a node's labels or taints change). Nil
 	// computes them afresh.
@@ -327,7 +330,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
-	v.markFull()
+	v.markFull(o.Crowded)
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
