@@ -469,13 +469,17 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 		// The pods this start created are gone again (ensurePods):
 		// release the placement now, not a cycle later.
 		attempt := jv.tj.Status.Attempt
-		return e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted || o.Status.Attempt != attempt {
 				return &apiError{err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
 			}
-			e.refused(jv.tj, &o.Status, ref)
+			e.refused(&o.Status, ref)
 			return nil
-		})
+		}); err != nil {
+			return err
+		}
+		e.refusedEvent(jv.tj, ref)
+		return nil
 	}
 	return err
 }

@@ -97,7 +97,8 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 				// The API server refuses the job's pods: release the
 				// placement (or fail the job for a refusal that cannot
 				// change) rather than hold it while retrying every cycle.
-				e.refused(tj, next, ref)
+				e.refused(next, ref)
+				e.refusedEvent(tj, ref)
 				podErr = e.deletePods(ctx, jv, jv.live(), 0)
 				break
 			}
@@ -420,18 +421,18 @@ func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
 	return &refusedPod{reason: reason, err: fmt.Errorf("the API server refuses replica pod %s/%s: %w", p.Namespace, p.Name, err)}
 }
 
-// refused records in status s of TrainingJob tj that the API server
-// refused one of its pods: a permanent refusal fails the job; any other
-// releases its placement (the job is Pending again, with the server's
-// message as its reason and as the Admitted=False condition, and is
-// offered to the policy again after RefusalBackoff). A Warning Event
-// carries the message either way. The caller deletes the pods.
-func (e *Executor) refused(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatus, ref *refusedPod) {
+// refused records in status s that the API server refused one of the
+// job's pods: a permanent refusal fails the job; any other releases its
+// placement (the job is Pending again, with the server's message as its
+// reason and as the Admitted=False condition, and is offered to the
+// policy again after RefusalBackoff). It may run more than once (a status
+// write retried after a conflict); the caller deletes the pods and then
+// calls refusedEvent.
+func (e *Executor) refused(s *v1alpha1.TrainingJobStatus, ref *refusedPod) {
 	s.Placement = nil
 	s.Replicas = nil
 	if ref.permanent() {
 		e.finish(s, v1alpha1.PhaseFailed, ref.reason+": "+ref.Error())
-		e.event(tj, true, "Failed", "%s", s.Reason)
 		return
 	}
 	s.Phase = v1alpha1.PhasePending
@@ -444,6 +445,16 @@ func (e *Executor) refused(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStat
 		s.Migrating = false
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
 			Reason: ref.reason, Message: ref.Error()})
+	}
+}
+
+// refusedEvent is the Warning Event of a refusal (see refused): Failed
+// with the reason for a permanent one, else the reason (QuotaExceeded,
+// PodRefused), so that `kubectl describe` shows the server's message.
+func (e *Executor) refusedEvent(tj *v1alpha1.TrainingJob, ref *refusedPod) {
+	if ref.permanent() {
+		e.event(tj, true, "Failed", "%s: %s", ref.reason, ref.Error())
+		return
 	}
 	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), RefusalBackoff)
 }
