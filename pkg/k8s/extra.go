@@ -32,10 +32,16 @@ import (
 //     yet, opted-in and gang pods, placeholders and pods of other
 //     schedulers) and their extended-resource requests;
 //   - a node with no pod slot left is offered to policies as not ready
-//     (as a cordoned node is), so no policy places anything there;
+//     (as a cordoned node is), so no policy places anything there; so is
+//     a node where a placement was refused for want of slots, to
+//     placements as large, until its pod count changes (Crowded);
+//   - a replica group that requests extended resources has them in its
+//     node constraint (extConstraint): a node without enough free refuses
+//     it, so every policy places it only where it fits;
 //   - the shared validator asks the executor (validate.Extra) whether a
-//     placement fits these limits too, and refuses one that does not, so
-//     nothing is ever bound over a node's pods or extended resources;
+//     placement fits these limits too, after the cycle's earlier actions,
+//     and refuses one that does not, so nothing is ever bound over a
+//     node's pods or extended resources;
 //   - a replica group whose extended resources no node has enough of is
 //     held Unschedulable (View.nowhere), as one that no node's vector fits.
 
