@@ -333,3 +333,63 @@ func backingOff(tj *v1alpha1.TrainingJob, now time.Time) string {
 	}
 	return tj.Status.Reason
 }
+
+// capToQuota lowers, for this cycle's snapshot, the maximum replicas
+// (and the requested count, which policies try first) of each elastic
+// group of TrainingJob jv to what its namespace's quotas leave room for
+// after what is used and what the queued jobs reserve: policies do not
+// see quotas, and one that starts or grows an elastic job past its
+// quota would be refused by the validator every cycle (an elastic job
+// that asks for 4 workers first under a quota of 2 would never start).
+// The job's minimum is never lowered (the job was admitted for it, or is
+// held). Groups grow one at a time in the validator's check, so a job of
+// several elastic groups may still be refused once when all grow
+// together. The cached Job is not modified: the state gets a copy.
+func (v *View) capToQuota(jv *jobView) {
+	qs := v.reserved[jv.tj.Namespace]
+	if len(qs) == 0 || jv.st == nil {
+		return
+	}
+	j := jv.st.Job
+	cur := jv.st.Counts()
+	var groups []cluster.ReplicaGroup
+	for g := range j.Groups {
+		grp := &j.Groups[g]
+		base := grp.Min // pending: the minimum is reserved
+		if jv.st.Phase != cluster.Pending {
+			base = cur[g] // running: its pods are in used
+		}
+		if grp.Max <= base {
+			continue
+		}
+		one := make([]int, len(j.Groups))
+		one[g] = 1
+		usage := v.jobQuota(jv, one)
+		room := 0
+		for c := base; c < grp.Max; c++ {
+			need := corev1.ResourceList{}
+			for r, q := range usage {
+				q = q.DeepCopy()
+				q.Mul(int64(room + 1))
+				need[r] = q
+			}
+			if quotaShort(jv.tj.Namespace, qs, need) != "" {
+				break
+			}
+			room++
+		}
+		if base+room >= grp.Max {
+			continue
+		}
+		if groups == nil {
+			groups = slices.Clone(j.Groups)
+		}
+		groups[g].Max = base + room
+		groups[g].Replicas = min(groups[g].Replicas, groups[g].Max)
+	}
+	if groups != nil {
+		cp := *j
+		cp.Groups = groups
+		jv.st.Job = &cp
+	}
+}

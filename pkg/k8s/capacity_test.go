@@ -749,3 +749,40 @@ func TestQuotaUsageAndShort(t *testing.T) {
 		}
 	}
 }
+
+// Item 5: an elastic job (1 to 4 workers of 1 GPU, asking for 4) under a
+// GPU quota of 2 starts with the 2 workers the quota allows, and is not
+// grown past it. Before the fix its 4 pods were created until the quota
+// refused the third, and the job held its placement of 4.
+func TestElasticJobWithinQuota(t *testing.T) {
+	gpu := corev1.ResourceName("requests.nvidia.com/gpu")
+	q := quota("ns", "gpu", corev1.ResourceList{gpu: resource.MustParse("2")}, corev1.ResourceList{gpu: resource.MustParse("0")})
+	used := 0
+	refuse := func(p *corev1.Pod) error { // the quota admission, on the fake client
+		if used+1 > 2 {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, p.Name,
+				fmt.Errorf("exceeded quota: gpu, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=%d, limited: requests.nvidia.com/gpu=2", used))
+		}
+		used++
+		return nil
+	}
+	h := newHarness(t, "elastic", refuse, ptr(mkNode("n0").alloc(GPUResource, "8").obj()), q,
+		mkTJ("ns", "e", 0).replicas(4, 1).req(GPUResource, "1").obj())
+	for range 4 {
+		h.cycle()
+		// The quota controller's part: used follows the pods.
+		cur := &corev1.ResourceQuota{}
+		if err := h.cl.Get(context.Background(), client.ObjectKeyFromObject(q), cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Status.Used[gpu] = *resource.NewQuantity(int64(used), resource.DecimalSI)
+		if err := h.cl.Update(context.Background(), cur); err != nil { // no status subresource on the fake
+			t.Fatal(err)
+		}
+	}
+	tj := h.job("ns", "e")
+	got := fmt.Sprintf("%s %v bound=%d", tj.Status.Phase, tj.Status.Placement, len(h.bound()))
+	if want := "Admitted [{worker n0 2}] bound=2"; got != want {
+		t.Errorf("elastic job: %s, want %s (reason %q)", got, want, tj.Status.Reason)
+	}
+}

@@ -331,6 +331,16 @@ func Build(w *World, now time.Time, o Options) *View {
 	}
 	v.Snap.Pending = queue.ReadOnly()
 	v.markFull(o.Crowded)
+	if len(v.quotas) > 0 {
+		if v.reserved == nil {
+			v.reserved = cloneQuotas(v.quotas)
+		}
+		for _, key := range v.order {
+			if jv := v.jobs[key]; jv.invalid == nil && v.held[key] == "" {
+				v.capToQuota(jv)
+			}
+		}
+	}
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
