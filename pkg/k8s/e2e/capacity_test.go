@@ -164,3 +164,42 @@ func TestCapacityHeldByNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestElasticJobWithinQuota (issue 17, item 5): under a GPU quota of 2
+// (the real quota admission, which counts each pod created), an elastic
+// job of 1 to 4 one-GPU workers asking for 4 starts with 2 and runs; a
+// job of the namespace created then waits QuotaExceeded. Before the fix the
+// first was placed with 4, two pods refused, and its placement of 4 held.
+func TestElasticJobWithinQuota(t *testing.T) {
+	tc := newCluster(t, 1, "16", "8", standin.Config{TimeScale: 1})
+	ctx := context.Background()
+	gpu := corev1.ResourceName("requests.nvidia.com/gpu")
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: tc.ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{gpu: resource.MustParse("2")}}}
+	tc.create(q)
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{gpu: resource.MustParse("0")}}
+	if err := cl.Status().Update(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	tc.create(tc.job("e", v1alpha1.ClassBE, 3600, group{name: "worker", replicas: 4, min: 1, max: 4, cpu: "1", gpu: "1"}))
+	tc.startScheduler("elastic", nil)
+	tj := tc.waitPhase("e", v1alpha1.PhaseRunning, 30*time.Second)
+	if len(tj.Status.Placement) != 1 || tj.Status.Placement[0].Count != 2 {
+		t.Errorf("placement %v, want 2 workers", tj.Status.Placement)
+	}
+	// A job created now finds the quota used up. (Created together, the
+	// two would each have had their minimum reserved, and e 1 worker.)
+	tc.create(tc.job("later", v1alpha1.ClassBE, 60, group{name: "worker", replicas: 1, cpu: "1", gpu: "1"}))
+	tc.eventually("later held by the quota", 20*time.Second, func() (bool, string) {
+		tj := tc.get("later")
+		return strings.HasPrefix(tj.Status.Reason, "QuotaExceeded: namespace "+tc.ns+": exceeded quota: gpu"), tj.Status.Reason
+	})
+	// Watch a while: no scale-up past the quota, no pod refused.
+	time.Sleep(2 * time.Second)
+	if n := len(tc.pods("e")); n != 2 {
+		t.Errorf("%d pods of e, want 2", n)
+	}
+	if ok, msg := tc.hasEvent("e", "QuotaExceeded"); ok {
+		t.Errorf("a pod of e was refused: %s", msg)
+	}
+}
