@@ -378,13 +378,13 @@ func (v *View) capToQuota(jv *jobView) {
 			}
 			room++
 		}
-		if base+room >= grp.Max {
+		if max(base+room, grp.Min) >= grp.Max {
 			continue
 		}
 		if groups == nil {
 			groups = slices.Clone(j.Groups)
 		}
-		groups[g].Max = base + room
+		groups[g].Max = max(base+room, grp.Min) // a partial start below its minimum may still complete
 		groups[g].Replicas = min(groups[g].Replicas, groups[g].Max)
 	}
 	if groups != nil {
