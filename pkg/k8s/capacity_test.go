@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,7 +111,9 @@ type harness struct {
 	e   *Executor
 	rec *record.FakeRecorder
 	now time.Time
-	// creates counts pod creations tried.
+	// creates counts pod creations tried. Starts run concurrently: mu
+	// guards it and the refuse callback.
+	mu      sync.Mutex
 	creates int
 }
 
@@ -122,11 +125,15 @@ func newHarness(t *testing.T, pol string, refuse func(*corev1.Pod) error, objs .
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake,
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if p, ok := obj.(*corev1.Pod); ok {
+					h.mu.Lock()
 					h.creates++
+					var err error
 					if refuse != nil {
-						if err := refuse(p); err != nil {
-							return err
-						}
+						err = refuse(p)
+					}
+					h.mu.Unlock()
+					if err != nil {
+						return err
 					}
 				}
 				return c.Create(ctx, obj, opts...)
