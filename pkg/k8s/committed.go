@@ -119,7 +119,7 @@ func (v *View) checkCommitted() {
 		return
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return a.at.Compare(b.at) })
-	st := &storedState{v: v, free: make([]resource.Vector, len(v.Snap.Nodes))}
+	st := &storedState{v: v, free: make([]resource.Vector, len(v.Snap.Nodes)), extra: cloneExtra(v.extra)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			st.free[i] = n.Free().Add(n.Placeholder)
@@ -132,6 +132,7 @@ func (v *View) checkCommitted() {
 		for ni, d := range c.todo.DemandOn(c.jv.st.Job) {
 			st.free[ni] = st.free[ni].Add(d)
 		}
+		v.takeExtra(st.extra, c.jv.st.Job, c.todo, -1)
 	}
 	for _, c := range cands {
 		j := c.jv.st.Job
@@ -150,6 +151,10 @@ func (v *View) checkCommitted() {
 				st.free[ni] = st.free[ni].Add(d)
 			}
 		}
+		// Its old pods count against the nodes' pod slots until they are
+		// gone, so the pod and extended-resource limits are left to the
+		// validator's check of the migration itself.
+		st.skipExtra = c.jv.tj.Status.Migrating
 		err := validate.Committed(st, j, c.jv.st.Placement, c.todo)
 		for ni, d := range own {
 			st.free[ni] = st.free[ni].Sub(d)
@@ -164,17 +169,33 @@ func (v *View) checkCommitted() {
 		for ni, d := range c.todo.DemandOn(j) {
 			st.free[ni] = st.free[ni].Sub(d)
 		}
+		v.takeExtra(st.extra, j, c.todo, 1)
 	}
 }
 
 // storedState is the validate.State stored placements are checked
-// against: the snapshot's nodes and what they have free.
+// against: the snapshot's nodes and what they have free, resources and
+// (validate.Extra) pod slots and extended resources.
 type storedState struct {
-	v    *View
-	free []resource.Vector
+	v         *View
+	free      []resource.Vector
+	extra     []nodeExtra
+	skipExtra bool
 }
 
-var _ validate.State = (*storedState)(nil)
+var (
+	_ validate.State = (*storedState)(nil)
+	_ validate.Extra = (*storedState)(nil)
+)
+
+// FitsExtra implements validate.Extra: the pods and extended resources
+// left on the nodes, as the applier checks a Start.
+func (s *storedState) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
+	if s.skipExtra {
+		return nil
+	}
+	return s.v.placementExtra(s.extra, j, p, current)
+}
 
 func (s *storedState) Job(string) *cluster.JobState    { return nil }
 func (s *storedState) Nodes() []*cluster.NodeState     { return s.v.Snap.Nodes }

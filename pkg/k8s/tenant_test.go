@@ -28,22 +28,22 @@ import (
 // and 4): the state the scheduler reads back and the identity it
 // charges.
 
-// tjB builds TrainingJobs for these tests.
-type tjB struct{ tj v1alpha1.TrainingJob }
+// tenantJob builds TrainingJobs for these tests.
+type tenantJob struct{ tj v1alpha1.TrainingJob }
 
-func aJob(name string) *tjB { return &tjB{tj: testJob(name, t0, 1, "2", "1")} }
+func aJob(name string) *tenantJob { return &tenantJob{tj: testJob(name, t0, 1, "2", "1")} }
 
-func (b *tjB) ns(ns string) *tjB     { b.tj.Namespace = ns; return b }
-func (b *tjB) tenant(t string) *tjB  { b.tj.Spec.Tenant = t; return b }
-func (b *tjB) replicas(n int32) *tjB { b.tj.Spec.ReplicaGroups[0].Replicas = n; return b }
-func (b *tjB) annotation(k, v string) *tjB {
+func (b *tenantJob) ns(ns string) *tenantJob     { b.tj.Namespace = ns; return b }
+func (b *tenantJob) tenant(t string) *tenantJob  { b.tj.Spec.Tenant = t; return b }
+func (b *tenantJob) replicas(n int32) *tenantJob { b.tj.Spec.ReplicaGroups[0].Replicas = n; return b }
+func (b *tenantJob) annotation(k, v string) *tenantJob {
 	if b.tj.Annotations == nil {
 		b.tj.Annotations = map[string]string{}
 	}
 	b.tj.Annotations[k] = v
 	return b
 }
-func (b *tjB) labels(kv ...string) *tjB {
+func (b *tenantJob) labels(kv ...string) *tenantJob {
 	b.tj.Status.PolicyLabels = map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		b.tj.Status.PolicyLabels[kv[i]] = kv[i+1]
@@ -52,11 +52,11 @@ func (b *tjB) labels(kv ...string) *tjB {
 }
 
 // running places the job's replicas: "node=count" pairs, phase Running.
-func (b *tjB) running(at ...v1alpha1.Assignment) *tjB {
+func (b *tenantJob) running(at ...v1alpha1.Assignment) *tenantJob {
 	b.tj.Status.Phase, b.tj.Status.Attempt, b.tj.Status.Placement = v1alpha1.PhaseRunning, 1, at
 	return b
 }
-func (b *tjB) obj() *v1alpha1.TrainingJob { tj := b.tj.DeepCopy(); return tj }
+func (b *tenantJob) obj() *v1alpha1.TrainingJob { tj := b.tj.DeepCopy(); return tj }
 
 func on(node string, n int32) v1alpha1.Assignment {
 	return v1alpha1.Assignment{Group: "worker", Node: node, Count: n}
@@ -66,7 +66,7 @@ func TestPolicyLabels(t *testing.T) {
 	long := strings.Repeat("v", MaxPolicyLabelValue+1)
 	tests := []struct {
 		name    string
-		job     *tjB
+		job     *tenantJob
 		want    map[string]string
 		wantErr string // substring; "" for none
 	}{
@@ -199,7 +199,7 @@ func TestTenantFromNamespace(t *testing.T) {
 	tests := []struct {
 		name    string
 		tenants map[string]string
-		job     *tjB
+		job     *tenantJob
 		want    string
 	}{
 		{name: "namespace", job: aJob("j").ns("team-a"), want: "team-a"},
@@ -337,12 +337,14 @@ func TestStoredPlacementChecked(t *testing.T) {
 	cordoned := testNode("cordoned", "64", "4", true)
 	cordoned.Spec.Unschedulable = true
 	small, other := testNode("small", "64", "4", true), testNode("other", "64", "4", true)
-	gpus4 := func(name string, replicas int32) *tjB {
+	tiny := testNode("tiny", "64", "8", true) // room for 3 replicas, slots for 2 pods
+	tiny.Status.Allocatable[corev1.ResourcePods] = *resourceQ("2")
+	gpus4 := func(name string, replicas int32) *tenantJob {
 		b := aJob(name).replicas(replicas)
 		b.tj.Spec.ReplicaGroups[0].Template.Spec.Containers[0].Resources.Requests[GPUResource] = *resourceQ("4")
 		return b
 	}
-	admitted := func(b *tjB, at ...v1alpha1.Assignment) *v1alpha1.TrainingJob {
+	admitted := func(b *tenantJob, at ...v1alpha1.Assignment) *v1alpha1.TrainingJob {
 		tj := b.running(at...).obj()
 		tj.Status.Phase = v1alpha1.PhaseAdmitted
 		return tj
@@ -371,6 +373,9 @@ func TestStoredPlacementChecked(t *testing.T) {
 		{name: "a count of 2^31-1 is not expanded",
 			objs:    []client.Object{admitted(gpus4("j", 1), on("small", 2147483647))},
 			refused: map[string]string{"j": "above max 1"}},
+		{name: "more pods than the node's pod slots",
+			objs:    []client.Object{admitted(aJob("j").replicas(3), on("tiny", 3))},
+			refused: map[string]string{"j": "status.placement: over capacity on node tiny: Too many pods: 3 more, 0 of 2 allocatable in use"}},
 		{name: "a group the job does not have",
 			objs:    []client.Object{admitted(gpus4("j", 1), v1alpha1.Assignment{Group: "ps", Node: "small", Count: 1})},
 			refused: map[string]string{"j": `group "ps" is not a replica group of the job`}},
@@ -392,7 +397,7 @@ func TestStoredPlacementChecked(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := append([]client.Object{&cordoned, &small, &other}, tc.objs...)
+			objs := append([]client.Object{&cordoned, &small, &other, &tiny}, tc.objs...)
 			cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.TrainingJob{}).
 				WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake}).Build()
 			cfg := Config{}
