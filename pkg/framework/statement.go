@@ -43,9 +43,10 @@ type Statement struct {
 	// labeled lists the jobs SetLabel was recorded for (the scheduling
 	// queue brings a parked job back when its labels change).
 	labeled []*cluster.JobState
-	// waits holds the reason of the last Wait recorded for each job in
-	// this cycle (see wait).
-	waits map[*cluster.JobState]string
+	// waits holds, for each job a Wait was recorded for in this cycle,
+	// the index in acts of the last one (see wait; an index that a
+	// Discard has cut off, or that now holds another action, is no Wait).
+	waits map[*cluster.JobState]int
 }
 
 type opUndo struct {
@@ -77,20 +78,34 @@ func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 // same reason cycle after cycle, so the Runtime would otherwise hand
 // thousands of them to the executor's validator every cycle.
 func (st *Statement) wait(js *cluster.JobState, reason string) {
-	if _, ok := st.waits[js]; !ok && js.Reason == reason {
+	if _, ok := st.lastWait(js); !ok && js.Reason == reason {
 		return
 	}
 	if st.waits == nil {
-		st.waits = map[*cluster.JobState]string{}
+		st.waits = map[*cluster.JobState]int{}
 	}
-	st.waits[js] = reason
+	st.waits[js] = len(st.acts)
 	st.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason})
+}
+
+// lastWait returns the reason of the last Wait recorded for js in this
+// cycle and not discarded since, if any.
+func (st *Statement) lastWait(js *cluster.JobState) (string, bool) {
+	i, ok := st.waits[js]
+	if !ok || i >= len(st.acts) {
+		return "", false
+	}
+	w, ok := st.acts[i].(policy.Wait)
+	if !ok || w.Job != js.Job.ID {
+		return "", false
+	}
+	return w.Reason, true
 }
 
 // reason returns the reason js waits for after this cycle's actions so
 // far: the last Wait recorded for it, else the executor's.
 func (st *Statement) reason(js *cluster.JobState) string {
-	if r, ok := st.waits[js]; ok {
+	if r, ok := st.lastWait(js); ok {
 		return r
 	}
 	return js.Reason
