@@ -198,6 +198,7 @@ func (r *Registry) New(spec string) (Policy, error) {
 // policies in --policy; a key given twice is an error.
 func ParseSpec(spec string) (string, Params, error) {
 	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	name = strings.TrimSpace(name) // "fifo : k=v" names fifo, not "fifo " (found by FuzzParseSpec)
 	if name == "" {
 		return "", nil, fmt.Errorf("empty policy name in %q", spec)
 	}
