@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,38 @@ func TestSimTraceFormatAndReasons(t *testing.T) {
 	}
 	if !strings.Contains(out, `"rejected": {`) || !strings.Contains(out, "more gpu than any node has") {
 		t.Errorf("JSON lacks the rejected reasons:\n%s", out)
+	}
+}
+
+// TestSimPSTrace: a generic trace with parameter-server groups carries
+// OASiS's job model, so oasis, rrh, dorm and ps-drf schedule its jobs
+// instead of rejecting every one (issue 17 item 11).
+func TestSimPSTrace(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "ps.csv")
+	body := "id,submit_s,duration_s,gpu,cpu,replicas,min_replicas,max_replicas,ps_replicas,ps_cpu,utility\n" +
+		"a,0,3600,1,1,2,1,4,1,1,sigmoid:100:0:7200\n" +
+		"b,10,7200,2,1,1,1,2,1,1,sigmoid:50:0:9000\n" +
+		"c,20,1800,1,1,1,1,1,1,1,sigmoid:10:0:9000\n"
+	if err := os.WriteFile(trace, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := drover(t, "sim", "--trace", trace, "--cluster", "2:gpu=8,cpu=48,mem_gib=384,role=worker+1:cpu=8,mem_gib=30,role=ps",
+		"--policy", "oasis,rrh,dorm,ps-drf", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Results []struct {
+			Policy  string
+			Metrics map[string]float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Metrics["completed"] < 1 {
+			t.Errorf("%s completed %v of 3 jobs:\n%s", r.Policy, r.Metrics["completed"], out)
+		}
 	}
 }

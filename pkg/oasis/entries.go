@@ -183,6 +183,9 @@ const (
 	MaxSlots = 100_000
 	MinScale = 1e-6
 	MaxScale = 1e6
+	// MaxBound bounds the given price bounds uw, up, lw, lp: times
+	// MaxScale and summed over slots they stay finite.
+	MaxBound = 1e100
 )
 
 // oasisParams are the oasis plugin's parameters.
@@ -237,10 +240,10 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 		if b.UP, err = parseVec("up", p["up"]); err != nil {
 			return nil, err
 		}
-		if b.LW, err = p.FloatIn("lw", 0, math.SmallestNonzeroFloat64, math.MaxFloat64); err != nil {
+		if b.LW, err = p.FloatIn("lw", 0, math.SmallestNonzeroFloat64, MaxBound); err != nil {
 			return nil, err
 		}
-		if b.LP, err = p.FloatIn("lp", 0, math.SmallestNonzeroFloat64, math.MaxFloat64); err != nil {
+		if b.LP, err = p.FloatIn("lp", 0, math.SmallestNonzeroFloat64, MaxBound); err != nil {
 			return nil, err
 		}
 		b = b.Scale(scale)
