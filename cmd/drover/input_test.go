@@ -31,7 +31,9 @@ func TestSimBadInput(t *testing.T) {
 	psCols := write("pscols.csv", "submit_s,duration_s,gpu,epochs\n0,10,1,3\n")
 	psBad := write("psbad.csv", "submit_s,duration_s,gpu,ps_replicas,ps_cpu,mini_batch_s\n0,10,1,1,1,50\n")
 	cl := "1:gpu=8,cpu=48,mem_gib=384"
-	tr := func(args ...string) []string { return append([]string{"sim", "--trace", good, "--cluster", cl}, args...) }
+	tr := func(args ...string) []string {
+		return append([]string{"sim", "--trace", good, "--cluster", cl}, args...)
+	}
 	tests := []struct {
 		name string
 		args []string
