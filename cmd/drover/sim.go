@@ -56,7 +56,14 @@ Examples:
   drover sim --experiment overview --out results/   # per-job CSVs and SVG charts
 
 Policy parameters follow a colon, separated by semicolons:
-  --policy 'fifo:placement=spread,k8s-default'`,
+  --policy 'fifo:placement=spread,k8s-default'
+
+The trace format (generic or philly) is told by the header row unless
+--trace-format names it. Every number given here, in the cluster spec, in a
+trace or as a policy parameter has bounds (docs/simulator.md, "Bounds of
+the command line"); a value outside them is an error naming the flag or
+the file, line and field. The table lists rejected and unfinished jobs by
+reason below the rows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
 	}
@@ -67,7 +74,7 @@ Policy parameters follow a colon, separated by semicolons:
 	fl.StringVar(&f.traceFmt, "trace-format", "", "trace format: generic or philly (default: by the header row)")
 	fl.StringVarP(&f.policies, "policy", "p", "", "comma-separated policies for --trace (default: the overview set)")
 	fl.StringSliceVar(&f.profiles, "profile", nil, "profile file(s) (YAML: plugins per extension point, see docs/ARCHITECTURE.md) to run with --trace, by their name")
-	fl.StringVar(&f.cluster, "cluster", "", "cluster for --trace, e.g. '64:gpu=8,cpu=48,mem_gib=384' (see docs)")
+	fl.StringVar(&f.cluster, "cluster", "", "cluster for --trace, e.g. '64:gpu=8,cpu=48,mem_gib=384' (keys, roles and bounds: docs/simulator.md)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed (first seed of multi-seed experiments)")
 	fl.IntVar(&f.seeds, "seeds", 0, fmt.Sprintf("number of seeds, 1 to %d (default: the experiment's)", maxSeeds))
 	fl.StringVarP(&f.format, "format", "o", "table", "output format: table or json")
