@@ -345,7 +345,7 @@ type srvCost struct {
 func (o *OASiS) BestSchedule(j *cluster.Job, first int) *Plan {
 	p := j.PS
 	T := o.cfg.Slots
-	if first >= T {
+	if first >= T || CheckJob(j) != nil { // never read a model the job lacks
 		return nil
 	}
 	W := WorkerSlots(p, o.cfg.Slot)
