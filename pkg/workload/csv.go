@@ -394,9 +394,6 @@ func (p *rowParser) psParams(j *cluster.Job) *cluster.PSParams {
 		WorkerBW:    p.num("worker_bw_mbs", 1, 1e-6, 1e9),
 	}
 	pp.PSBW = p.num("ps_bw_mbs", pp.WorkerBW*float64(w.Replicas)/float64(ps.Replicas), 1e-6, 1e12)
-	if pp.WorkerBW <= 0 || pp.PSBW <= 0 {
-		p.fail("worker_bw_mbs", errors.New("bandwidths must be positive"))
-	}
 	if s, ok := p.str("sensitivity"); ok {
 		switch s {
 		case "insensitive", "sensitive", "critical":
