@@ -583,13 +583,25 @@ func resourceList(v dres.Vector) corev1.ResourceList {
 	return l
 }
 
-// EnsurePriorityClass creates the placeholder PriorityClass (value -10)
-// when it is missing.
+// EnsurePriorityClass makes sure the placeholder PriorityClass exists. The
+// chart creates it, so the scheduler's role has only get on it (by name):
+// create on priorityclasses would let a stolen token add a globalDefault
+// class. It is read from the API server (not the cache, which would need
+// list and watch on every PriorityClass) and created, with value -10, only
+// when missing, for installs without the chart that grant create.
 func (e *Executor) EnsurePriorityClass(ctx context.Context) error {
-	pc := &schedv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.PlaceholderPriorityClass}, Value: -10,
+	name := e.cfg.PlaceholderPriorityClass
+	err := e.api.Get(ctx, client.ObjectKey{Name: name}, &schedv1.PriorityClass{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading PriorityClass %s: %w", name, err)
+	}
+	pc := &schedv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: -10,
 		Description: "drover overprovisioning placeholders: evicted by any real pod (cluster-autoscaler convention)"}
 	if err := e.c.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
+		return fmt.Errorf("PriorityClass %s is missing and creating it failed (install the chart, or create it with value -10): %w", name, err)
 	}
 	return nil
 }

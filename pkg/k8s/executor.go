@@ -23,7 +23,6 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/k8s/report"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -60,7 +59,10 @@ type Executor struct {
 	positioned time.Time
 
 	mu      sync.Mutex
-	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+	reports map[string]observed // newest report seen per job (ObserveReport)
+	// rejected is the time of the last future-dated report seen per job,
+	// so that each gets one ReportRejected Event.
+	rejected map[string]time.Time
 
 	// Origin is time 0 of the policies' clock, kept in the ConfigMap
 	// drover-clock so that every scheduler that ever runs against the
@@ -83,7 +85,8 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
-		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{}, Now: time.Now,
+		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]observed{},
+		rejected: map[string]time.Time{}, Now: time.Now,
 	}
 }
 
@@ -164,6 +167,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	for k := range e.reports {
 		if !present[k] {
 			delete(e.reports, k)
+		}
+	}
+	for k := range e.rejected {
+		if !present[k] {
+			delete(e.rejected, k)
 		}
 	}
 	if time.Since(e.noPodGroups) > time.Minute {
@@ -261,6 +269,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
 		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+	if len(e.cfg.Namespaces) > 0 {
+		opts.InScope = e.cfg.InScope
+	}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false

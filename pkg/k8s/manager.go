@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +55,7 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:                        Scheme(),
+		Cache:                         cacheOptions(cfg),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:        cfg.HealthAddr,
 		LeaderElection:                cfg.LeaderElection,
@@ -106,6 +108,29 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 		return nil, nil, err
 	}
 	return mgr, ex, nil
+}
+
+// cacheOptions narrows the informers to what the scheduler's role lets it
+// watch (charts/drover/templates/rbac.yaml; docs/kubernetes.md, "Least
+// privilege"): placeholder Deployments in their namespace only, so that
+// the role on Deployments is a Role there; in the namespaced mode
+// (Config.Namespaces) TrainingJobs and PodGroups in those namespaces only,
+// while pods stay watched in every namespace, because pods of other
+// workloads take capacity on the nodes drover places on. Nodes are
+// cluster-scoped and watched whole.
+func cacheOptions(cfg Config) cache.Options {
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.PlaceholderNamespace: {}}},
+	}}
+	if len(cfg.Namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range cfg.Namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+		// An empty (not nil) map: every namespace, not the defaults.
+		o.ByObject[&corev1.Pod{}] = cache.ByObject{Namespaces: map[string]cache.Config{}}
+	}
+	return o
 }
 
 func observe(ex *Executor, o any) {

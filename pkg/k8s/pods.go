@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
@@ -241,17 +242,36 @@ func (jv *jobView) waiting() bool {
 }
 
 // copyProgress copies the newest trainer report found on the job's pods
-// into the status, and appends its metric to the eval history.
+// into the status, and appends its metric to the eval history. Only pods
+// the job controls (the owner reference the scheduler sets, with the
+// job's UID) are read: a pod that merely carries the drover.dev/job label
+// is not the job's replica. Reports
+// dated more than ReportClockSkew ahead of the scheduler's clock are not
+// read (a report from 2099 would otherwise stay the newest for good), and
+// a status.progress dated that far ahead, written by such a report before
+// this check or by hand, is dropped with its checkpoint, so that the
+// trainers' real reports are read again and no replacement pod resumes
+// from a checkpoint that a forged report named.
 func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
-	best := e.observedReport(JobKey(jv.tj))
+	now := e.Now()
+	best := e.observedReport(JobKey(jv.tj), jv.tj.UID)
+	if best != nil && e.future(best, now) {
+		best = nil
+	}
 	for _, p := range jv.pods {
+		if !metav1.IsControlledBy(p, jv.tj) {
+			continue
+		}
 		r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
-		if err != nil || r == nil {
+		if err != nil || r == nil || e.future(r, now) {
 			continue
 		}
 		if best == nil || r.Time.After(best.Time) {
 			best = r
 		}
+	}
+	if s.Progress != nil && s.Progress.ReportedAt.After(now.Add(e.cfg.ReportClockSkew.Duration)) {
+		s.Progress = nil
 	}
 	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
 		return
@@ -434,6 +454,9 @@ func (e *Executor) newPod(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatu
 		p.Annotations = map[string]string{}
 	}
 	p.Annotations[v1alpha1.AnnotationNode] = node
+	// A report in the template would be one no trainer made, and the
+	// chart's admission policy refuses a pod created with one.
+	delete(p.Annotations, v1alpha1.AnnotationReport)
 	work := e.cfg.DefaultDurationSeconds
 	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
 		work = float64(*d)
@@ -537,10 +560,13 @@ func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.P
 // ObserveReport records the report on a replica pod as the informer
 // delivers it. A trainer that checkpoints on SIGTERM writes its report and
 // exits at once, so the pod may be gone before the next cycle reads it;
-// the informer's update event still carries it.
+// the informer's update event still carries it. A report dated more than
+// ReportClockSkew ahead of the scheduler's clock is not recorded; it gets
+// a Warning Event (ReportRejected) on the pod, once per report.
 func (e *Executor) ObserveReport(p *corev1.Pod) {
 	name := p.Labels[v1alpha1.LabelJob]
-	if name == "" {
+	owner := metav1.GetControllerOf(p)
+	if name == "" || owner == nil || owner.Kind != "TrainingJob" || owner.Name != name {
 		return
 	}
 	r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
@@ -548,15 +574,45 @@ func (e *Executor) ObserveReport(p *corev1.Pod) {
 		return
 	}
 	key := p.Namespace + "/" + name
+	if now := e.Now(); e.future(r, now) {
+		e.mu.Lock()
+		seen := e.rejected[key].Equal(r.Time)
+		e.rejected[key] = r.Time
+		e.mu.Unlock()
+		if !seen {
+			e.log.V(1).Info("report dated in the future ignored", "pod", p.Namespace+"/"+p.Name, "time", r.Time, "now", now)
+			e.event(p, true, "ReportRejected", "drover.dev/report dated %s is more than %v ahead of the scheduler's clock (%s); ignored",
+				r.Time.UTC().Format(time.RFC3339), e.cfg.ReportClockSkew.Duration, now.UTC().Format(time.RFC3339))
+		}
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if old := e.reports[key]; old == nil || r.Time.After(old.Time) {
-		e.reports[key] = r
+	if old, ok := e.reports[key]; !ok || old.owner != owner.UID || r.Time.After(old.r.Time) {
+		e.reports[key] = observed{r: r, owner: owner.UID}
 	}
 }
 
-func (e *Executor) observedReport(key string) *report.Report {
+// future reports whether r is dated more than ReportClockSkew after now.
+func (e *Executor) future(r *report.Report, now time.Time) bool {
+	return r.Time.After(now.Add(e.cfg.ReportClockSkew.Duration))
+}
+
+// observed is a report the informer delivered, with the UID of the
+// TrainingJob that controls its pod.
+type observed struct {
+	r     *report.Report
+	owner types.UID
+}
+
+// observedReport is the newest report seen on a pod controlled by the job
+// with this key and UID (a job deleted and created again under the same
+// name does not inherit its predecessor's reports).
+func (e *Executor) observedReport(key string, uid types.UID) *report.Report {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.reports[key]
+	if o, ok := e.reports[key]; ok && o.owner == uid {
+		return o.r
+	}
+	return nil
 }

@@ -132,6 +132,11 @@ type Options struct {
 	// cycle to the next (reset when a node's labels or taints change). Nil
 	// computes them afresh.
 	Eligibility *cluster.Eligibility
+	// InScope, when set, says which namespaces the scheduler works in
+	// (Config.Namespaces): gang and opted-in pods elsewhere are not jobs,
+	// only capacity taken on their nodes, since the scheduler may not be
+	// allowed to bind them. Nil: every namespace.
+	InScope func(namespace string) bool
 }
 
 // Seconds converts a time to the snapshot clock: seconds since the
@@ -211,11 +216,12 @@ func Build(w *World, now time.Time, o Options) *View {
 	for i := range w.Pods {
 		p := &w.Pods[i]
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		if name := gangOf(p, o.SchedulerName); name != "" {
+		inScope := o.InScope == nil || o.InScope(p.Namespace)
+		if name := gangOf(p, o.SchedulerName); name != "" && inScope {
 			v.addGangPod(p, name)
 			continue
 		}
-		if !done && optedIn(p, o.SchedulerName) {
+		if !done && inScope && optedIn(p, o.SchedulerName) {
 			if st := v.addPodJob(p, o); st != nil {
 				queued = append(queued, qItem{p.CreationTimestamp.Time, st.Job.ID, st})
 			}
