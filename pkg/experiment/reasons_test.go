@@ -47,3 +47,14 @@ func TestWriteTableReasons(t *testing.T) {
 		t.Errorf("table (-want +got):\n%s", d)
 	}
 }
+
+// meanCounts divides once, so means print as short decimals.
+func TestMeanCounts(t *testing.T) {
+	ms := []map[string]float64{{"a": 24}, {"a": 24}, {"a": 24}, {"a": 24, "b": 1}, {"a": 23}}
+	if d := cmp.Diff(map[string]float64{"a": 23.8, "b": 0.2}, meanCounts(ms, 5)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if got := meanCounts([]map[string]float64{nil, nil}, 2); got != nil {
+		t.Errorf("no reasons: %v, want nil", got)
+	}
+}
