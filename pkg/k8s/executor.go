@@ -46,6 +46,8 @@ type Executor struct {
 	nodes *NodeTable
 	// elig keeps node constraints' eligible sets between cycles.
 	elig *cluster.Eligibility
+	// crowded remembers nodes whose pod slots a refused start lacked.
+	crowded Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again later.
 	noPodGroups time.Time
@@ -185,6 +187,12 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			w.PodGroups = pgs.Items
 		}
 	}
+	// ResourceQuotas, for admission against namespace quota (admission.go).
+	var quotas corev1.ResourceQuotaList
+	if err := e.c.List(ctx, &quotas, opts...); err != nil {
+		return nil, fmt.Errorf("listing resourcequotas: %w", err)
+	}
+	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
 		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
@@ -216,17 +224,27 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			if jv.tj.Status.Reason == reason {
 				continue
 			}
+			code, _, _ := strings.Cut(reason, ":")
+			unschedulable := code == ReasonUnschedulable || code == ReasonQuotaExceeded
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
 					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+				}
+				if unschedulable {
+					meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable,
+						Status: metav1.ConditionTrue, Reason: code, Message: strings.TrimSpace(strings.TrimPrefix(reason, code+":"))})
 				}
 				return nil
 			}); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			e.event(jv.tj, strings.HasPrefix(reason, ReasonUnschedulable), "Waiting", "%s", reason)
+			kind := "Waiting"
+			if unschedulable {
+				kind = code // Unschedulable or QuotaExceeded, a Warning
+			}
+			e.event(jv.tj, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)
@@ -266,9 +284,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if e.elig == nil {
 		e.elig = cluster.NewEligibility()
 	}
+	if e.crowded == nil {
+		e.crowded = Crowded{}
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded}
 	if len(e.cfg.Namespaces) > 0 {
 		opts.InScope = e.cfg.InScope
 	}
@@ -320,6 +341,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 					break
 				}
 				continue
+			}
+			if tm := (*tooManyPods)(nil); errors.As(err, &tm) {
+				e.crowded.note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)

@@ -88,7 +88,7 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	// the manager starts them together: otherwise the first cycle's lists
 	// start them one after another, each waiting for its own initial list.
 	// PodGroups only when their CRD is installed (the cycle copes without).
-	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}}
+	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}, &corev1.ResourceQuota{}}
 	if _, err := mgr.GetRESTMapper().RESTMapping(schedv1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(),
 		schedv1alpha1.SchemeGroupVersion.Version); err == nil {
 		kinds = append(kinds, &schedv1alpha1.PodGroup{})

@@ -94,11 +94,12 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
 			}
 			podErr = e.ensurePods(ctx, jv, next)
-			if inv := (*invalidPod)(nil); errors.As(podErr, &inv) {
-				// A template the API server refuses will never run: fail
-				// the job with the server's message instead of retrying.
-				e.finish(next, v1alpha1.PhaseFailed, inv.Error())
-				e.event(tj, true, "Failed", "%s", inv.Error())
+			if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
+				// The API server refuses the job's pods: release the
+				// placement (or fail the job for a refusal that cannot
+				// change) rather than hold it while retrying every cycle.
+				e.refused(next, ref)
+				e.refusedEvent(tj, ref)
 				podErr = e.deletePods(ctx, jv, jv.live(), 0)
 				break
 			}
@@ -324,6 +325,7 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 		used[g][podIndex(p.Name)] = true
 	}
 	var errs []error
+	var created []*corev1.Pod
 	if err := e.deletePods(ctx, jv, stale, tj.Grace()); err != nil {
 		errs = append(errs, err)
 	}
@@ -364,9 +366,19 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 				continue
 			}
 			if err := e.createPod(ctx, p); err != nil {
+				if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+					// The rest would be refused too, or start a job that
+					// cannot have all its pods: stop, and take back the
+					// pods this call created (they have not run).
+					if derr := e.deletePods(ctx, jv, created, 0); derr != nil {
+						return joinErrs([]error{err, derr})
+					}
+					return err
+				}
 				errs = append(errs, err)
 				continue
 			}
+			created = append(created, p)
 			if err := e.bind(ctx, p, a.Node); err != nil {
 				errs = append(errs, err)
 			}
@@ -390,11 +402,82 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 	return joinErrs(errs)
 }
 
-// invalidPod is a replica pod the API server refuses as invalid.
-type invalidPod struct{ err error }
+// refusedPod is a replica pod the API server refused to create, with
+// the typed reason: ReasonInvalidPod (the spec is invalid) and
+// ReasonPodSecurity (the namespace's Pod Security level forbids it) cannot
+// change, so the job fails; ReasonQuotaExceeded (a ResourceQuota) and
+// ReasonPodRefused (any other admission refusal: a webhook, a LimitRange,
+// a terminating namespace, drover's own RBAC) may, so the job releases
+// its placement and waits.
+type refusedPod struct {
+	reason string
+	err    error
+}
 
-func (i *invalidPod) Error() string { return i.err.Error() }
-func (i *invalidPod) Unwrap() error { return i.err }
+func (r *refusedPod) Error() string { return r.err.Error() }
+func (r *refusedPod) Unwrap() error { return r.err }
+
+// permanent reports whether the refusal cannot change without a new spec.
+func (r *refusedPod) permanent() bool {
+	return r.reason == ReasonInvalidPod || r.reason == ReasonPodSecurity
+}
+
+// classifyRefusal returns the refusal of pod p that err is, or nil when
+// err is not one (a conflict, a timeout: retried as any API error).
+func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
+	reason := ""
+	switch {
+	case apierrors.IsInvalid(err):
+		reason = ReasonInvalidPod
+	case !apierrors.IsForbidden(err):
+		return nil
+	case strings.Contains(err.Error(), "violates PodSecurity"):
+		reason = ReasonPodSecurity
+	case strings.Contains(err.Error(), "exceeded quota"):
+		reason = ReasonQuotaExceeded
+	default:
+		reason = ReasonPodRefused
+	}
+	return &refusedPod{reason: reason, err: fmt.Errorf("the API server refuses replica pod %s/%s: %w", p.Namespace, p.Name, err)}
+}
+
+// refused records in status s that the API server refused one of the
+// job's pods: a permanent refusal fails the job; any other releases its
+// placement (the job is Pending again, with the server's message as its
+// reason and as the Admitted=False condition, and is offered to the
+// policy again after RefusalBackoff). It may run more than once (a status
+// write retried after a conflict); the caller deletes the pods and then
+// calls refusedEvent.
+func (e *Executor) refused(s *v1alpha1.TrainingJobStatus, ref *refusedPod) {
+	s.Placement = nil
+	s.Replicas = nil
+	if ref.permanent() {
+		e.finish(s, v1alpha1.PhaseFailed, ref.reason+": "+ref.Error())
+		return
+	}
+	s.Phase = v1alpha1.PhasePending
+	s.Reason = ref.reason + ": " + ref.Error()
+	// The transition time is the backoff's start (backingOff): the
+	// executor's clock, not the condition helper's.
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+		Reason: ref.reason, Message: ref.Error(), LastTransitionTime: metav1.NewTime(e.Now())})
+	if s.Migrating {
+		s.Migrating = false
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
+			Reason: ref.reason, Message: ref.Error()})
+	}
+}
+
+// refusedEvent is the Warning Event of a refusal (see refused): Failed
+// with the reason for a permanent one, else the reason (QuotaExceeded,
+// PodRefused), so that `kubectl describe` shows the server's message.
+func (e *Executor) refusedEvent(tj *v1alpha1.TrainingJob, ref *refusedPod) {
+	if ref.permanent() {
+		e.event(tj, true, "Failed", "%s: %s", ref.reason, ref.Error())
+		return
+	}
+	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), RefusalBackoff)
+}
 
 func joinErrs(errs []error) error {
 	switch len(errs) {
@@ -404,7 +487,7 @@ func joinErrs(errs []error) error {
 		return errs[0]
 	}
 	for _, e := range errs {
-		if inv := (*invalidPod)(nil); errors.As(e, &inv) {
+		if ref := (*refusedPod)(nil); errors.As(e, &ref) {
 			return e
 		}
 	}
@@ -503,8 +586,8 @@ func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 		*p = *cur
 		return nil
 	}
-	if apierrors.IsInvalid(err) {
-		return &invalidPod{err: fmt.Errorf("the API server refuses replica pod %s: %w", p.Name, err)}
+	if ref := classifyRefusal(p, err); ref != nil {
+		return ref
 	}
 	if err != nil {
 		return &apiError{err: fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)}

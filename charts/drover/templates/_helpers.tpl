@@ -91,6 +91,9 @@ ClusterRole; here they are created, bound, patched and deleted.
 - apiGroups: ["scheduling.x-k8s.io"]
   resources: ["podgroups/status"]
   verbs: ["get", "update", "patch"]
+- apiGroups: [""]
+  resources: ["resourcequotas"]      # admission against namespace quota (read only)
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch", "update"]
