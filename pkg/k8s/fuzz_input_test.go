@@ -5,9 +5,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-
-	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 )
 
 // FuzzLoadConfig: any scheduler config file loads to an error or to a
@@ -38,27 +37,35 @@ func FuzzLoadConfig(f *testing.F) {
 	})
 }
 
-// FuzzPolicyLabels: the policy-label annotation decodes to nil or to a map
-// that encodes and decodes to itself; never a panic. (The tenant helper
-// owns the decoder; this fuzzes what main has.)
+// FuzzPolicyLabels: whatever status.policyLabels holds, PolicyLabels
+// never panics and returns only entries that were stored and pass
+// CheckPolicyLabel, within MaxPolicyLabels and MaxPolicyLabelBytes, with
+// a nil error exactly when every stored entry was kept. (The tenant helper
+// owns the decoder; this fuzzes its contract as documented.)
 func FuzzPolicyLabels(f *testing.F) {
-	for _, s := range []string{`{"drover.dev/rr-slot":"9223372036854775807"}`, `{"a":"b","c":""}`, `{"a":1}`, `null`, `{`, ``, `{"a":"\u0000"}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Add(PolicyLabelPrefix+"rr-slot", "9223372036854775807", PolicyLabelPrefix+"x", "")
+	f.Add("a", "b", PolicyLabelPrefix, "\x00")
+	f.Add(PolicyLabelPrefix+"k", strings.Repeat("v", 5000), PolicyLabelPrefix+"\xff", "1")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		tj := testJob("j", t0, 1, "1", "0")
-		tj.Annotations = map[string]string{v1alpha1.AnnotationLabels: s}
-		m := PolicyLabels(&tj)
-		if m == nil {
-			return
+		tj.Status.PolicyLabels = map[string]string{k1: v1, k2: v2}
+		stored := maps.Clone(tj.Status.PolicyLabels)
+		m, err := PolicyLabels(&tj)
+		size := 0
+		for k, v := range m {
+			if sv, ok := stored[k]; !ok || sv != v {
+				t.Fatalf("%q=%q was not stored as such", k, v)
+			}
+			if cerr := CheckPolicyLabel(k, v); cerr != nil {
+				t.Fatalf("returned %q=%q that CheckPolicyLabel refuses: %v", k, v, cerr)
+			}
+			size += len(k) + len(v)
 		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatalf("%q: %v", s, err)
+		if len(m) > MaxPolicyLabels || size > MaxPolicyLabelBytes {
+			t.Fatalf("%d labels, %d bytes", len(m), size)
 		}
-		tj.Annotations[v1alpha1.AnnotationLabels] = string(b)
-		if m2 := PolicyLabels(&tj); !maps.Equal(m, m2) {
-			t.Fatalf("%q: %v re-read as %v", s, m, m2)
+		if (err == nil) != (len(m) == len(stored)) {
+			t.Fatalf("kept %d of %d, error %v", len(m), len(stored), err)
 		}
 	})
 }
