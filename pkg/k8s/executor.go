@@ -493,11 +493,6 @@ func (e *Executor) updateStatus(ctx context.Context, jv *jobView, mutate func(*v
 	return e.write(ctx, jv, "status", mutate)
 }
 
-// updateMeta is updateStatus for metadata (annotations).
-func (e *Executor) updateMeta(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
-	return e.write(ctx, jv, "meta", mutate)
-}
-
 func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate func(*v1alpha1.TrainingJob) error) error {
 	if err := e.fault("update " + what + " " + JobKey(jv.tj)); err != nil {
 		return err
@@ -508,20 +503,16 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		if err := mutate(obj); err != nil {
 			return err
 		}
-		var err error
-		if what == "status" {
-			deriveStatus(obj)
-			// Users see the tenant they are charged to (kubectl's wide
-			// Tenant column), on a write the scheduler makes anyway.
-			obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
-			err = e.c.Status().Update(ctx, obj)
-		} else {
-			err = e.c.Update(ctx, obj)
-		}
+		deriveStatus(obj)
+		// Users see the tenant they are charged to (kubectl's wide
+		// Tenant column), on a write the scheduler makes anyway.
+		obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
+		// Only the status subresource: policy state lives there too
+		// (status.policyLabels), so the scheduler needs no update or
+		// patch on TrainingJobs themselves, which tenants own.
+		err := e.c.Status().Update(ctx, obj)
 		if err == nil {
-			if what == "status" {
-				e.m.transition(before, obj, e.Now())
-			}
+			e.m.transition(before, obj, e.Now())
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -759,6 +760,9 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spec.replicaGroups[%d].template.spec.%w", i, err)
 		}
+		if err := checkDemand(&g.Template.Spec, hi); err != nil {
+			return nil, fmt.Errorf("spec.replicaGroups[%d].%w", i, err)
+		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{
 			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
 			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: withExtended(c, &g.Template.Spec, o.Nodes.extFree()),
@@ -768,6 +772,64 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// maxQuantity bounds each resource quantity a pod template may request, in
+// the resource's own unit (cores, bytes, GPUs): a million cores, a PiB of
+// memory or storage, a million GPUs. Beyond these, Quantity.MilliValue and
+// Value overflow int64 (cpu: 1e18 read as zero demand, memory: 8Ei as a
+// negative one).
+var maxQuantity = map[corev1.ResourceName]float64{
+	corev1.ResourceCPU:              1e6,
+	corev1.ResourceMemory:           1 << 50,
+	GPUResource:                     1e6,
+	corev1.ResourceEphemeralStorage: 1 << 50,
+}
+
+// maxGroupDemand bounds a group's demand at its largest replica count, in
+// drover's units, leaving a factor of 1000 below int64's maximum for the
+// sums over jobs and nodes.
+const maxGroupDemand = math.MaxInt64 / 1000
+
+// checkDemand fails when a quantity of the pod template is beyond
+// maxQuantity, or when the template's demand times maxReplicas overflows
+// maxGroupDemand; errors name the field below the replica group.
+func checkDemand(s *corev1.PodSpec, maxReplicas int32) error {
+	lists := func(prefix string, cs []corev1.Container) error {
+		for i := range cs {
+			for _, l := range []struct {
+				name string
+				rl   corev1.ResourceList
+			}{{"requests", cs[i].Resources.Requests}, {"limits", cs[i].Resources.Limits}} {
+				for r, q := range l.rl {
+					if max, ok := maxQuantity[r]; ok {
+						if x := q.AsApproximateFloat64(); !(x <= max) {
+							return fmt.Errorf("template.spec.%s[%d].resources.%s.%s: %s is above the limit %v", prefix, i, l.name, r, q.String(), max)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := lists("containers", s.Containers); err != nil {
+		return err
+	}
+	if err := lists("initContainers", s.InitContainers); err != nil {
+		return err
+	}
+	for r, q := range s.Overhead {
+		if max, ok := maxQuantity[r]; ok && !(q.AsApproximateFloat64() <= max) {
+			return fmt.Errorf("template.spec.overhead.%s: %s is above the limit %v", r, q.String(), max)
+		}
+	}
+	d := PodDemand(s)
+	for k, v := range d {
+		if float64(v)*float64(max(maxReplicas, 1)) > maxGroupDemand {
+			return fmt.Errorf("template: %s demand %d x %d replicas overflows", resource.Kind(k), v, maxReplicas)
+		}
+	}
+	return nil
 }
 
 // Vector converts a resource list to drover's vector.
