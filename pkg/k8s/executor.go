@@ -73,6 +73,10 @@ type Executor struct {
 	// description; an error it returns aborts the write. Tests use it to
 	// kill the scheduler in the middle of a cycle.
 	Fault func(op string) error
+	// OnCycle, when set, is called by Run after every cycle with its
+	// result (failed cycles included, Err set). The soak test uses it to
+	// record cycle times and how much of the world each cycle read.
+	OnCycle func(*CycleResult)
 }
 
 // New returns an executor. reader may be nil, in which case c is used for
@@ -97,11 +101,19 @@ func (e *Executor) Run(ctx context.Context) error {
 	t := time.NewTicker(e.cfg.Period.Duration)
 	defer t.Stop()
 	for {
-		if _, err := e.Cycle(ctx); err != nil {
+		res, err := e.Cycle(ctx)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			e.log.Error(err, "scheduling cycle failed")
+		}
+		if e.OnCycle != nil {
+			if res == nil {
+				res = &CycleResult{}
+			}
+			res.Err = err
+			e.OnCycle(res)
 		}
 		select {
 		case <-ctx.Done():
@@ -115,6 +127,13 @@ func (e *Executor) Run(ctx context.Context) error {
 type CycleResult struct {
 	Actions  []policy.Action
 	Refusals []policy.Refusal
+	// Jobs and Pods are how many TrainingJobs and pods the cycle read
+	// from the cache (its work grows with these); Duration is how long it
+	// took, reading included.
+	Jobs, Pods int
+	Duration   time.Duration
+	// Err is the cycle's error (set by Run for OnCycle).
+	Err error
 }
 
 // Read lists the world from the (cached) client.
@@ -238,14 +257,19 @@ func olderThan(a, b string) bool {
 // actions.
 func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	start := time.Now()
-	defer func() { e.m.CycleSeconds.Observe(time.Since(start).Seconds()) }()
+	res := &CycleResult{}
+	defer func() {
+		res.Duration = time.Since(start)
+		e.m.CycleSeconds.Observe(res.Duration.Seconds())
+	}()
 	w, err := e.Read(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
+	res.Jobs, res.Pods = len(w.Jobs), len(w.Pods)
 	if e.Origin.IsZero() {
 		if err := e.loadOrigin(ctx); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	e.cycle++
@@ -297,7 +321,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	e.observe(v)
 	acts := e.pol.Schedule(v.Snap)
-	res := &CycleResult{Actions: acts}
+	res.Actions = acts
 	ap := newApplier(e, v, w)
 	defer ap.wait()
 	for _, a := range acts {

@@ -128,6 +128,8 @@ type testCluster struct {
 	// rest, when set, is the scheduler's connection to the API server
 	// instead of restCfg (a test puts a faulty proxy in between).
 	rest *rest.Config
+	// onCycle, when set, is installed as the executor's OnCycle hook.
+	onCycle func(*k8s.CycleResult)
 }
 
 var nsCount int
@@ -209,6 +211,7 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 		tc.t.Fatal(err)
 	}
 	ex.Fault = fault
+	ex.OnCycle = tc.onCycle
 	tc.ex = ex
 	ctx, stop := context.WithCancel(context.Background())
 	tc.stop = stop
