@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,17 @@ type Executor struct {
 	reported map[types.UID]bool
 	// positioned is when queue positions were last written (queue.go).
 	positioned time.Time
+	// indexed is set when the client's cache has the live indexes
+	// (live.go): a cycle then reads only unfinished TrainingJobs and pods.
+	indexed bool
+	// finished counts the finished TrainingJobs for drover_jobs when the
+	// cycle does not read them (indexed).
+	finished *finishedJobs
+
+	// progress holds, per job, progress copied from reports but not yet
+	// written to the API server (Config.ProgressPeriod); Read lays it over
+	// the cached status, and any status write of the job carries it.
+	progress map[string]*deferredProgress
 
 	mu      sync.Mutex
 	reports map[string]*report.Report // newest report seen per job (ObserveReport)
@@ -87,7 +99,8 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
-		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{}, Now: time.Now,
+		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{},
+		progress: map[string]*deferredProgress{}, Now: time.Now,
 	}
 }
 
@@ -145,7 +158,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	}
 	w.Nodes = nodes.Items
 	var pods corev1.PodList
-	if err := e.c.List(ctx, &pods); err != nil {
+	var podOpts []client.ListOption
+	if e.indexed {
+		podOpts = append(podOpts, client.MatchingFields{IndexPod: podLive})
+	}
+	if err := e.c.List(ctx, &pods, podOpts...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	w.Pods = pods.Items
@@ -154,7 +171,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	if e.cfg.Namespace != "" {
 		opts = append(opts, client.InNamespace(e.cfg.Namespace))
 	}
-	if err := e.c.List(ctx, &jobs, opts...); err != nil {
+	jobOpts := opts
+	if e.indexed {
+		jobOpts = append(slices.Clone(opts), client.MatchingFields{IndexJobLive: "true"})
+	}
+	if err := e.c.List(ctx, &jobs, jobOpts...); err != nil {
 		return nil, fmt.Errorf("listing trainingjobs: %w", err)
 	}
 	w.Jobs = jobs.Items
@@ -170,10 +191,29 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			}
 		}
 	}
-	// Forget jobs that are gone, so the bookkeeping does not grow forever.
+	if e.indexed {
+		// The finished pods of running jobs: how a job completes or fails.
+		for i := range w.Jobs {
+			tj := &w.Jobs[i]
+			if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
+				continue
+			}
+			var done corev1.PodList
+			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
+				return nil, fmt.Errorf("listing finished pods of %s: %w", JobKey(tj), err)
+			}
+			w.Pods = append(w.Pods, done.Items...)
+		}
+	}
+	// Forget jobs that are gone (or finished, with the live indexes), so
+	// the bookkeeping does not grow with the jobs that ever ran.
 	present := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
-		present[JobKey(&w.Jobs[i])] = true
+		key := JobKey(&w.Jobs[i])
+		present[key] = true
+		if dp := e.progress[key]; dp != nil {
+			dp.overlay(&w.Jobs[i])
+		}
 	}
 	for k := range e.written {
 		if !present[k] {
@@ -183,6 +223,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	for k := range e.reports {
 		if !present[k] {
 			delete(e.reports, k)
+		}
+	}
+	for k := range e.progress {
+		if !present[k] {
+			delete(e.progress, k)
 		}
 	}
 	if time.Since(e.noPodGroups) > time.Minute {
@@ -465,6 +510,11 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()
+			if what == "status" {
+				// The write carried any deferred progress (jv.tj has it
+				// laid over; a re-read object got it below).
+				delete(e.progress, JobKey(obj))
+			}
 			e.mu.Unlock()
 			return nil
 		}
@@ -475,6 +525,13 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		fresh := &v1alpha1.TrainingJob{}
 		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", JobKey(obj), err)}
+		}
+		if what == "status" {
+			e.mu.Lock()
+			if dp := e.progress[JobKey(fresh)]; dp != nil {
+				dp.overlay(fresh)
+			}
+			e.mu.Unlock()
 		}
 		obj = fresh
 	}

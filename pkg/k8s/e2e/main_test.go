@@ -190,6 +190,9 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 	cfg := k8s.Config{Policy: policySpec, Namespace: tc.ns, MetricsAddr: "0", HealthAddr: "0"}
 	cfg.Period.Duration = 100 * time.Millisecond
 	cfg.StuckAfter.Duration = 2 * time.Second
+	// Status lags the trainers' reports by at most 2 s rather than the
+	// default 10 s, as the period is 100 ms rather than 1 s.
+	cfg.ProgressPeriod.Duration = 2 * time.Second
 	if tc.tune != nil {
 		tc.tune(&cfg)
 	}

@@ -213,6 +213,7 @@ func TestSoak(t *testing.T) {
 	// The default period (1 s), not the e2e tests' 100 ms.
 	tc.tune = func(c *k8s.Config) {
 		c.Period.Duration = time.Second
+		c.ProgressPeriod.Duration = 10 * time.Second
 	}
 	var mu sync.Mutex
 	var cycles []*k8s.CycleResult
