@@ -73,6 +73,11 @@ type Executor struct {
 
 	mu      sync.Mutex
 	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+	// made remembers the replica pods this executor created (and bound)
+	// until the informer cache shows them, by namespace/name, so that a
+	// cycle reading a lagging cache neither creates them again
+	// (AlreadyExists) nor binds them again (Conflict).
+	made map[string]madePod
 
 	// Origin is time 0 of the policies' clock, kept in the ConfigMap
 	// drover-clock so that every scheduler that ever runs against the
@@ -100,7 +105,7 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
 		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{},
-		progress: map[string]*deferredProgress{}, Now: time.Now,
+		progress: map[string]*deferredProgress{}, made: map[string]madePod{}, Now: time.Now,
 	}
 }
 
@@ -165,7 +170,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	if err := e.c.List(ctx, &pods, podOpts...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	w.Pods = pods.Items
+	w.Pods = e.withMade(pods.Items)
 	var jobs v1alpha1.TrainingJobList
 	var opts []client.ListOption
 	if e.cfg.Namespace != "" {
@@ -578,4 +583,58 @@ func (e *Executor) loadOrigin(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("configmap %s: could not read or create it", key)
+}
+
+// madePod is a pod this executor created, as the API server returned it
+// (with the node once bound).
+type madePod struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// madeFor is how long a created pod is remembered at most: the cache
+// normally shows it within a cycle or two; a pod deleted before the cache
+// saw it is forgotten after this.
+const madeFor = 30 * time.Second
+
+// remember records a pod this executor created or bound.
+func (e *Executor) remember(p *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.made[p.Namespace+"/"+p.Name] = madePod{pod: p.DeepCopy(), at: time.Now()}
+}
+
+// withMade adds to the pods listed from the cache those this executor
+// created that the cache does not show yet, and forgets those it shows.
+func (e *Executor) withMade(pods []corev1.Pod) []corev1.Pod {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.made) == 0 {
+		return pods
+	}
+	lagging := map[string]int{} // made pods the cache shows unbound, by key
+	for i := range pods {
+		key := pods[i].Namespace + "/" + pods[i].Name
+		m, ok := e.made[key]
+		switch {
+		case !ok:
+		case pods[i].UID != m.pod.UID || pods[i].Spec.NodeName != "" || m.pod.Spec.NodeName == "":
+			delete(e.made, key) // the cache caught up (or holds another pod of that name)
+		default:
+			lagging[key] = i
+		}
+	}
+	now := time.Now()
+	for key, m := range e.made {
+		if now.Sub(m.at) > madeFor {
+			delete(e.made, key)
+			continue
+		}
+		if i, ok := lagging[key]; ok {
+			pods[i] = *m.pod.DeepCopy() // the cache has it, without the binding yet
+		} else {
+			pods = append(pods, *m.pod.DeepCopy())
+		}
+	}
+	return pods
 }

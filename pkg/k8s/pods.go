@@ -492,6 +492,7 @@ func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 	if err != nil {
 		return &apiError{err: fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)}
 	}
+	e.remember(p)
 	return nil
 }
 
@@ -510,6 +511,11 @@ func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
 	switch {
 	case err == nil:
 		e.m.Bindings.Inc()
+		if p.Labels[v1alpha1.LabelJob] != "" {
+			bound := p.DeepCopy()
+			bound.Spec.NodeName = node
+			e.remember(bound)
+		}
 		return nil
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		// Already bound (by an earlier run of this step) or gone.

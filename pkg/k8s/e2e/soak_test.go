@@ -256,7 +256,7 @@ func TestSoak(t *testing.T) {
 	mu.Lock()
 	firstBusy := len(cycles)
 	mu.Unlock()
-	timeout := time.Duration(sc.jobs)*50*time.Millisecond + 2*time.Minute
+	timeout := time.Duration(sc.jobs)*200*time.Millisecond + 2*time.Minute
 	started := 0 // attempts: each is a start
 	tc.eventually("every job Succeeded", timeout, func() (bool, string) {
 		var l v1alpha1.TrainingJobList
