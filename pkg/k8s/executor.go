@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -339,14 +340,32 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	var errs []error
 	changed := false
 	var fresh []string
-	for _, key := range v.order {
+	// Jobs are reconciled concurrently (each touches only its own job, its
+	// pods and the executor's locked bookkeeping): a cycle in which
+	// hundreds of jobs complete writes their statuses startWorkers at a
+	// time instead of one round trip after another.
+	type outcome struct {
+		changed bool
+		err     error
+	}
+	outs := make([]outcome, len(v.order))
+	var rg errgroup.Group
+	rg.SetLimit(startWorkers)
+	for i, key := range v.order {
 		jv := v.jobs[key]
-		c, err := e.reconcile(ctx, v, jv)
-		if err != nil {
+		rg.Go(func() error {
+			c, err := e.reconcile(ctx, v, jv)
+			outs[i] = outcome{c, err}
+			return nil
+		})
+	}
+	_ = rg.Wait()
+	for i, key := range v.order {
+		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 		}
-		changed = changed || c
-		if jv.fresh {
+		changed = changed || outs[i].changed
+		if v.jobs[key].fresh {
 			fresh = append(fresh, key)
 		}
 	}

@@ -42,8 +42,11 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		return true, err
 	}
 	for _, p := range jv.stuck {
-		if !e.reported[p.UID] {
-			e.reported[p.UID] = true
+		e.mu.Lock()
+		first := !e.reported[p.UID]
+		e.reported[p.UID] = true
+		e.mu.Unlock()
+		if first {
 			e.event(tj, true, "TerminationStuck", "pod %s is still terminating %s after its grace period ended; no longer waiting for it",
 				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
 		}
