@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -216,7 +217,11 @@ func TestRenderDefaults(t *testing.T) {
 	want := []string{
 		"ClusterRole/drover-scheduler", "ClusterRole/drover-trainer", "ClusterRoleBinding/drover-scheduler",
 		"ConfigMap/drover-scheduler", "CustomResourceDefinition/trainingjobs.drover.dev", "Deployment/drover-scheduler",
-		"PriorityClass/drover-placeholder", "Service/drover-scheduler", "ServiceAccount/drover-scheduler",
+		"PriorityClass/drover-placeholder", "Role/drover-scheduler", "Role/drover-scheduler-leader-election",
+		"RoleBinding/drover-scheduler", "RoleBinding/drover-scheduler-leader-election",
+		"Service/drover-scheduler", "ServiceAccount/drover-scheduler",
+		"ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicy/drover-scheduler-pods",
+		"ValidatingAdmissionPolicyBinding/drover-report", "ValidatingAdmissionPolicyBinding/drover-scheduler-pods",
 	}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("objects %v, want %v", got, want)
@@ -322,7 +327,7 @@ func TestRenderNonDefault(t *testing.T) {
 		t.Fatalf("the non-default config does not load: %v", err)
 	}
 	if cfg.Policy != "" || cfg.Profile == nil || cfg.Profile.Name != "spread-priority" || cfg.Period.Duration != 2*time.Second ||
-		cfg.Namespace != "team-a" || cfg.PlaceholderNamespace != "placeholders" || cfg.LeaderElectionID != "drover-lease" ||
+		!slices.Equal(cfg.Namespaces, []string{"team-a", "team-b"}) || cfg.PlaceholderNamespace != "placeholders" || cfg.LeaderElectionID != "drover-lease" ||
 		cfg.MetricsAddr != ":9090" || cfg.HealthAddr != ":9091" || len(cfg.Catalog) != 1 || *cfg.QueuePositions != 0 {
 		t.Errorf("config %+v", cfg)
 	}
@@ -513,7 +518,7 @@ func TestChartOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, ns := range []string{namespace, "monitoring"} {
+	for _, ns := range []string{namespace, "monitoring", "placeholders", "team-a", "team-b"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metaName(ns)}); err != nil {
 			t.Fatal(err)
 		}
@@ -560,6 +565,12 @@ func TestChartOnAPIServer(t *testing.T) {
 			&rbacv1.ClusterRole{ObjectMeta: metaName("drover-scheduler")},
 			&rbacv1.ClusterRole{ObjectMeta: metaName("drover-trainer")},
 			&schedv1.PriorityClass{ObjectMeta: metaName("drover-placeholder")},
+			&rbacv1.Role{ObjectMeta: metaNS("drover-scheduler")},
+			&rbacv1.Role{ObjectMeta: metaNS("drover-scheduler-leader-election")},
+			&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metaName("drover-report")},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metaName("drover-report")},
+			&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metaName("drover-scheduler-pods")},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metaName("drover-scheduler-pods")},
 		} {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 				t.Errorf("%T %s: %v", o, o.GetName(), err)

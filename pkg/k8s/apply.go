@@ -40,6 +40,10 @@ type applier struct {
 	// free is what each node can still take this cycle, placeholder
 	// capacity included.
 	free []dres.Vector
+	// extra is the cycle's ledger of pods and extended resources per node,
+	// quota of ResourceQuota usage per namespace (validate.Extra).
+	extra []nodeExtra
+	quota map[string][]*nsQuota
 	// g runs the API calls of validated starts concurrently: validation
 	// and the ledger stay sequential, in the policy's order, but one
 	// job's status write, pod creations and Bindings need not wait for
@@ -69,7 +73,7 @@ func (a *applier) wait() error {
 }
 
 func newApplier(e *Executor, v *View, w *World) *applier {
-	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes))}
+	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: cloneExtra(v.extra), quota: cloneQuotas(v.quotas)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			a.free[i] = n.Free().Add(n.Placeholder)
@@ -81,7 +85,35 @@ func newApplier(e *Executor, v *View, w *World) *applier {
 var (
 	_ validate.State   = (*applier)(nil)
 	_ validate.Limited = (*applier)(nil)
+	_ validate.Extra   = (*applier)(nil)
 )
+
+// FitsExtra implements validate.Extra: the placement fits the pods and
+// extended resources left on its nodes, and, for a TrainingJob, the
+// ResourceQuotas of its namespace (hard minus used, less what this
+// cycle's earlier starts and resizes took).
+func (a *applier) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
+	if err := a.v.placementExtra(a.extra, j, p, current); err != nil {
+		return err
+	}
+	if jv := a.v.jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
+			if why := quotaShort(jv.tj.Namespace, qs, a.v.jobQuota(jv, delta(j, p, current))); why != "" {
+				return fmt.Errorf("%s: %s", ReasonQuotaExceeded, why)
+			}
+		}
+	}
+	return nil
+}
+
+// delta returns the replicas per group placement p adds to current.
+func delta(j *cluster.Job, p, current cluster.Placement) []int {
+	d := p.Counts(len(j.Groups))
+	for g, c := range current.Counts(len(j.Groups)) {
+		d[g] -= c
+	}
+	return d
+}
 
 // Job implements validate.State: an opted-in pod or a TrainingJob whose
 // spec converted.
@@ -137,9 +169,22 @@ func (a *applier) Unsupported(act policy.Action) error {
 	return nil
 }
 
+// take charges (sign 1) or returns (sign -1) placement p of job j on the
+// cycle's ledgers: node vectors, pods and extended resources, and the
+// namespace's quotas.
 func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
 	for ni, d := range p.DemandOn(j) {
 		a.free[ni] = a.free[ni].Sub(d.Scale(sign))
+	}
+	a.v.takeExtra(a.extra, j, p, sign)
+	if jv := a.v.jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
+			counts := p.Counts(len(j.Groups))
+			for g := range counts {
+				counts[g] *= int(sign)
+			}
+			chargeQuota(qs, a.v.jobQuota(jv, counts))
+		}
 	}
 }
 
@@ -275,7 +320,13 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return err
 		}
 		st := jv.tj.Status
-		return e.ensurePods(ctx, jv, &st)
+		if err := e.ensurePods(ctx, jv, &st); err != nil {
+			// The resize is written: whatever failed (a refused pod
+			// included) is the next cycle's reconcile's to finish, not a
+			// refusal of the action.
+			return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
+		}
+		return nil
 	case policy.Reject:
 		jv := a.v.jobs[act.Job]
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -303,6 +354,11 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			o.Status.Reason = act.Reason
 			if o.Status.Phase == "" {
 				o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+			}
+			if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+				// Offered to the policy again: no longer held.
+				meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+					Reason: "Queued", Message: act.Reason})
 			}
 			return nil
 		}); err != nil {
@@ -397,6 +453,10 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse,
 				Reason: "Resumed", Message: "placed on " + desc})
 		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+				Reason: "Placed", Message: "placed on " + desc})
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -408,7 +468,24 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 	e.m.Actions.WithLabelValues("start").Inc()
 	e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
 	st := jv.tj.Status
-	return e.ensurePods(ctx, jv, &st)
+	err := e.ensurePods(ctx, jv, &st)
+	if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+		// The pods this start created are gone again (ensurePods):
+		// release the placement now, not a cycle later.
+		attempt := jv.tj.Status.Attempt
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != v1alpha1.PhaseAdmitted || o.Status.Attempt != attempt {
+				return &apiError{err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
+			}
+			e.refused(&o.Status, ref)
+			return nil
+		}); err != nil {
+			return err
+		}
+		e.refusedEvent(jv.tj, ref)
+		return nil
+	}
+	return err
 }
 
 // startReplicas is status.replicas of a job just placed: per group of the
@@ -444,7 +521,11 @@ func preemptReason(p policy.Preempt) string {
 func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p cluster.Placement) error {
 	for ni, d := range p.DemandOn(j) {
 		n := a.v.Snap.Nodes[ni]
-		if n.Placeholder.IsZero() || d.Fits(n.Free()) {
+		// Placeholder pods hold pod slots too, which the cycle's ledger
+		// (charged with this job already) counted as free for a real job.
+		x := &a.extra[ni]
+		fits := func() bool { return d.Fits(n.Free()) && (x.podCap < 0 || x.pods <= x.podCap) }
+		if n.Placeholder.IsZero() || fits() {
 			continue
 		}
 		for i := range a.w.Pods {
@@ -452,7 +533,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.DeletionTimestamp != nil {
 				continue
 			}
-			if d.Fits(n.Free()) {
+			if fits() {
 				break
 			}
 			if err := a.e.fault("evict placeholder " + pod.Name); err != nil {
@@ -464,6 +545,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			pd := PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
+			x.add(-1, extendedRequests(&pod.Spec), true)
 			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
 		}
 	}
@@ -587,13 +669,25 @@ func resourceList(v dres.Vector) corev1.ResourceList {
 	return l
 }
 
-// EnsurePriorityClass creates the placeholder PriorityClass (value -10)
-// when it is missing.
+// EnsurePriorityClass makes sure the placeholder PriorityClass exists. The
+// chart creates it, so the scheduler's role has only get on it (by name):
+// create on priorityclasses would let a stolen token add a globalDefault
+// class. It is read from the API server (not the cache, which would need
+// list and watch on every PriorityClass) and created, with value -10, only
+// when missing, for installs without the chart that grant create.
 func (e *Executor) EnsurePriorityClass(ctx context.Context) error {
-	pc := &schedv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.PlaceholderPriorityClass}, Value: -10,
+	name := e.cfg.PlaceholderPriorityClass
+	err := e.api.Get(ctx, client.ObjectKey{Name: name}, &schedv1.PriorityClass{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading PriorityClass %s: %w", name, err)
+	}
+	pc := &schedv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: -10,
 		Description: "drover overprovisioning placeholders: evicted by any real pod (cluster-autoscaler convention)"}
 	if err := e.c.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
+		return fmt.Errorf("PriorityClass %s is missing and creating it failed (install the chart, or create it with value -10): %w", name, err)
 	}
 	return nil
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -34,8 +37,18 @@ type Config struct {
 	// Default drover.
 	SchedulerName string `json:"schedulerName,omitempty"`
 	// Namespace limits the TrainingJobs scheduled to one namespace; empty
-	// means all.
+	// means all. It does not narrow the scheduler's informers or its
+	// permissions: for that, see Namespaces.
 	Namespace string `json:"namespace,omitempty"`
+	// Namespaces turns on the namespaced mode: the scheduler schedules
+	// TrainingJobs, PodGroups and opted-in pods of these namespaces only,
+	// and watches TrainingJobs and PodGroups in them only, so that its
+	// RBAC can be RoleBindings in these namespaces (the chart renders them
+	// from this list) instead of cluster-wide writes. It still reads pods
+	// of every namespace: pods of other workloads take capacity on the
+	// nodes it places on. Empty: every namespace. Give Namespace or
+	// Namespaces, not both. See docs/kubernetes.md, "Least privilege".
+	Namespaces []string `json:"namespaces,omitempty"`
 	// DefaultDurationSeconds is the work assumed for a job without
 	// spec.estimatedDurationSeconds. Default 3600.
 	DefaultDurationSeconds float64 `json:"defaultDurationSeconds,omitempty"`
@@ -85,6 +98,12 @@ type Config struct {
 	// Below Period, every new report is written at the next cycle (one
 	// status write per running job per cycle). Default 10s.
 	ProgressPeriod metav1.Duration `json:"progressPeriod,omitempty"`
+	// ReportClockSkew is how far in the future of the scheduler's clock a
+	// trainer's progress report (the drover.dev/report annotation) may be
+	// dated and still be read. Reports keep the newest by their time, so a
+	// report dated in 2099 would otherwise pin the job's progress for
+	// good; a later one is ignored (and logged). Default 1m, at most 1h.
+	ReportClockSkew metav1.Duration `json:"reportClockSkew,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -141,6 +160,9 @@ func (c *Config) Defaults() {
 	if c.ProgressPeriod.Duration == 0 {
 		c.ProgressPeriod.Duration = 10 * time.Second
 	}
+	if c.ReportClockSkew.Duration == 0 {
+		c.ReportClockSkew.Duration = time.Minute
+	}
 }
 
 // Validate checks the fields; errors name the field.
@@ -158,6 +180,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("queuePositionPeriod: %v is negative", c.QueuePositionPeriod.Duration)
 	case c.ProgressPeriod.Duration < 0:
 		return fmt.Errorf("progressPeriod: %v is negative", c.ProgressPeriod.Duration)
+	case c.ReportClockSkew.Duration < 0 || c.ReportClockSkew.Duration > time.Hour:
+		return fmt.Errorf("reportClockSkew: %v is not in [0, 1h]", c.ReportClockSkew.Duration)
+	case c.Namespace != "" && len(c.Namespaces) > 0:
+		return fmt.Errorf("namespace and namespaces: give one (namespace %q filters TrainingJobs; namespaces is the namespaced mode)", c.Namespace)
+	}
+	seen := map[string]bool{}
+	for i, ns := range c.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("namespaces[%d]: %q is not a namespace name: %s", i, ns, strings.Join(errs, "; "))
+		}
+		if seen[ns] {
+			return fmt.Errorf("namespaces[%d]: %q is listed twice", i, ns)
+		}
+		seen[ns] = true
 	}
 	if c.Policy != "" && c.Profile != nil {
 		return fmt.Errorf("policy and profile: give one (policy %q names a preset; profile lists plugins)", c.Policy)
@@ -211,4 +247,10 @@ func (c *Config) catalog() []cluster.InstanceType {
 		out = append(out, cluster.InstanceType{Name: it.Name, Capacity: Vector(it.Capacity), PricePerHour: it.PricePerHour})
 	}
 	return out
+}
+
+// InScope reports whether the scheduler works in namespace ns: true for
+// every namespace unless Namespaces (the namespaced mode) lists others.
+func (c *Config) InScope(ns string) bool {
+	return len(c.Namespaces) == 0 || slices.Contains(c.Namespaces, ns)
 }

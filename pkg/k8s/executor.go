@@ -25,7 +25,6 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/k8s/report"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -49,6 +48,8 @@ type Executor struct {
 	nodes *NodeTable
 	// elig keeps node constraints' eligible sets between cycles.
 	elig *cluster.Eligibility
+	// crowded remembers nodes whose pod slots a refused start lacked.
+	crowded Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again later.
 	noPodGroups time.Time
@@ -73,7 +74,10 @@ type Executor struct {
 	progress map[string]*deferredProgress
 
 	mu      sync.Mutex
-	reports map[string]*report.Report // newest report seen per job (ObserveReport)
+	reports map[string]observed // newest report seen per job (ObserveReport)
+	// rejected is the time of the last future-dated report seen per job,
+	// so that each gets one ReportRejected Event.
+	rejected map[string]time.Time
 	// made remembers the replica pods this executor created (and bound)
 	// until the informer cache shows them, by namespace/name, so that a
 	// cycle reading a lagging cache neither creates them again
@@ -105,8 +109,8 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
-		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]*report.Report{},
-		progress: map[string]*deferredProgress{}, made: map[string]madePod{}, Now: time.Now,
+		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]observed{},
+		rejected: map[string]time.Time{}, progress: map[string]*deferredProgress{}, made: map[string]madePod{}, Now: time.Now,
 	}
 }
 
@@ -245,6 +249,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			delete(e.progress, k)
 		}
 	}
+	for k := range e.rejected {
+		if !present[k] {
+			delete(e.rejected, k)
+		}
+	}
 	if time.Since(e.noPodGroups) > time.Minute {
 		var pgs schedv1alpha1.PodGroupList
 		if err := e.c.List(ctx, &pgs, opts...); err != nil {
@@ -256,6 +265,12 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			w.PodGroups = pgs.Items
 		}
 	}
+	// ResourceQuotas, for admission against namespace quota (admission.go).
+	var quotas corev1.ResourceQuotaList
+	if err := e.c.List(ctx, &quotas, opts...); err != nil {
+		return nil, fmt.Errorf("listing resourcequotas: %w", err)
+	}
+	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
 		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
@@ -287,17 +302,27 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			if jv.tj.Status.Reason == reason {
 				continue
 			}
+			code, _, _ := strings.Cut(reason, ":")
+			unschedulable := code == ReasonUnschedulable || code == ReasonQuotaExceeded
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
 					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+				}
+				if unschedulable {
+					meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable,
+						Status: metav1.ConditionTrue, Reason: code, Message: strings.TrimSpace(strings.TrimPrefix(reason, code+":"))})
 				}
 				return nil
 			}); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			e.event(jv.tj, strings.HasPrefix(reason, ReasonUnschedulable), "Waiting", "%s", reason)
+			kind := "Waiting"
+			if unschedulable {
+				kind = code // Unschedulable or QuotaExceeded, a Warning
+			}
+			e.event(jv.tj, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)
@@ -342,9 +367,15 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if e.elig == nil {
 		e.elig = cluster.NewEligibility()
 	}
+	if e.crowded == nil {
+		e.crowded = Crowded{}
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded}
+	if len(e.cfg.Namespaces) > 0 {
+		opts.InScope = e.cfg.InScope
+	}
 	v := Build(w, e.Now(), opts)
 	var errs []error
 	changed := false
@@ -411,6 +442,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 					break
 				}
 				continue
+			}
+			if tm := (*tooManyPods)(nil); errors.As(err, &tm) {
+				e.crowded.note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)

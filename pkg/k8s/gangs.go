@@ -217,7 +217,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 				if err != nil && invalid == nil {
 					invalid = fmt.Errorf("pod %s: spec.%w", p.Name, err)
 				}
-				grp.Constraint = c
+				grp.Constraint = withExtended(c, &p.Spec, o.Nodes.extFree())
 			}
 			grp.Replicas++
 			d := PodDemand(&p.Spec)
@@ -263,7 +263,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 	var graceEnds float64
 	for _, p := range terminating {
 		if ni, ok := v.nodeIdx[podNode(p)]; ok {
-			v.charge(ni, PodDemand(&p.Spec), true)
+			v.charge(ni, p, true)
 			st.Placement = append(st.Placement, cluster.Assignment{Group: 0, Node: ni})
 		}
 		if d := p.DeletionTimestamp.Time; !now.After(d.Add(o.StuckAfter)) {
@@ -273,7 +273,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 	if len(terminating) > 0 {
 		for _, p := range gj.members {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), false)
+				v.charge(ni, p, false)
 			}
 		}
 		if len(st.Placement) == 0 || len(j.Groups) == 0 {
@@ -301,6 +301,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 		}
 		placed++
 		st.Placement = append(st.Placement, cluster.Assignment{Group: gj.group[k], Node: ni})
+		v.chargeExtra(ni, p, false)
 		if p.Status.StartTime != nil && (st.FirstStart < 0 || o.Seconds(p.Status.StartTime.Time) < st.FirstStart) {
 			st.FirstStart = o.Seconds(p.Status.StartTime.Time)
 			st.LastStart = st.FirstStart

@@ -55,18 +55,13 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:                        Scheme(),
+		Cache:                         cacheOptions(cfg),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:        cfg.HealthAddr,
 		LeaderElection:                cfg.LeaderElection,
 		LeaderElectionID:              cfg.LeaderElectionID,
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		// managedFields are the bulk of a small object and nothing here
-		// reads them: every cached pod and TrainingJob, finished ones
-		// included, costs less memory without them. Updates sent from a
-		// cached copy leave the server's managedFields alone (an unset
-		// field is not a request to clear it).
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)
@@ -105,7 +100,7 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	// the manager starts them together: otherwise the first cycle's lists
 	// start them one after another, each waiting for its own initial list.
 	// PodGroups only when their CRD is installed (the cycle copes without).
-	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}}
+	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}, &corev1.ResourceQuota{}}
 	if _, err := mgr.GetRESTMapper().RESTMapping(schedv1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(),
 		schedv1alpha1.SchemeGroupVersion.Version); err == nil {
 		kinds = append(kinds, &schedv1alpha1.PodGroup{})
@@ -125,6 +120,36 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 		return nil, nil, err
 	}
 	return mgr, ex, nil
+}
+
+// cacheOptions narrows the informers to what the scheduler's role lets it
+// watch (charts/drover/templates/rbac.yaml; docs/kubernetes.md, "Least
+// privilege"): placeholder Deployments in their namespace only, so that
+// the role on Deployments is a Role there; in the namespaced mode
+// (Config.Namespaces) TrainingJobs and PodGroups in those namespaces only,
+// while pods stay watched in every namespace, because pods of other
+// workloads take capacity on the nodes drover places on. Nodes are
+// cluster-scoped and watched whole.
+func cacheOptions(cfg Config) cache.Options {
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.PlaceholderNamespace: {}}},
+	},
+		// managedFields are the bulk of a small object and nothing here
+		// reads them: every cached pod and TrainingJob, finished ones
+		// included, costs less memory without them. Updates sent from a
+		// cached copy leave the server's managedFields alone (an unset
+		// field is not a request to clear it).
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(cfg.Namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range cfg.Namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+		// An empty (not nil) map: every namespace, not the defaults.
+		o.ByObject[&corev1.Pod{}] = cache.ByObject{Namespaces: map[string]cache.Config{}}
+	}
+	return o
 }
 
 func observe(ex *Executor, o any) {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
@@ -96,11 +97,12 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
 			}
 			podErr = e.ensurePods(ctx, jv, next)
-			if inv := (*invalidPod)(nil); errors.As(podErr, &inv) {
-				// A template the API server refuses will never run: fail
-				// the job with the server's message instead of retrying.
-				e.finish(next, v1alpha1.PhaseFailed, inv.Error())
-				e.event(tj, true, "Failed", "%s", inv.Error())
+			if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
+				// The API server refuses the job's pods: release the
+				// placement (or fail the job for a refusal that cannot
+				// change) rather than hold it while retrying every cycle.
+				e.refused(next, ref)
+				e.refusedEvent(tj, ref)
 				podErr = e.deletePods(ctx, jv, jv.live(), 0)
 				break
 			}
@@ -250,17 +252,36 @@ func (jv *jobView) waiting() bool {
 }
 
 // copyProgress copies the newest trainer report found on the job's pods
-// into the status, and appends its metric to the eval history.
+// into the status, and appends its metric to the eval history. Only pods
+// the job controls (the owner reference the scheduler sets, with the
+// job's UID) are read: a pod that merely carries the drover.dev/job label
+// is not the job's replica. Reports
+// dated more than ReportClockSkew ahead of the scheduler's clock are not
+// read (a report from 2099 would otherwise stay the newest for good), and
+// a status.progress dated that far ahead, written by such a report before
+// this check or by hand, is dropped with its checkpoint, so that the
+// trainers' real reports are read again and no replacement pod resumes
+// from a checkpoint that a forged report named.
 func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
-	best := e.observedReport(JobKey(jv.tj))
+	now := e.Now()
+	best := e.observedReport(JobKey(jv.tj), jv.tj.UID)
+	if best != nil && e.future(best, now) {
+		best = nil
+	}
 	for _, p := range jv.pods {
+		if !metav1.IsControlledBy(p, jv.tj) {
+			continue
+		}
 		r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
-		if err != nil || r == nil {
+		if err != nil || r == nil || e.future(r, now) {
 			continue
 		}
 		if best == nil || r.Time.After(best.Time) {
 			best = r
 		}
+	}
+	if s.Progress != nil && s.Progress.ReportedAt.After(now.Add(e.cfg.ReportClockSkew.Duration)) {
+		s.Progress = nil
 	}
 	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
 		return
@@ -313,6 +334,7 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 		used[g][podIndex(p.Name)] = true
 	}
 	var errs []error
+	var created []*corev1.Pod
 	if err := e.deletePods(ctx, jv, stale, tj.Grace()); err != nil {
 		errs = append(errs, err)
 	}
@@ -353,9 +375,19 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 				continue
 			}
 			if err := e.createPod(ctx, p); err != nil {
+				if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+					// The rest would be refused too, or start a job that
+					// cannot have all its pods: stop, and take back the
+					// pods this call created (they have not run).
+					if derr := e.deletePods(ctx, jv, created, 0); derr != nil {
+						return joinErrs([]error{err, derr})
+					}
+					return err
+				}
 				errs = append(errs, err)
 				continue
 			}
+			created = append(created, p)
 			if err := e.bind(ctx, p, a.Node); err != nil {
 				errs = append(errs, err)
 			}
@@ -379,11 +411,82 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 	return joinErrs(errs)
 }
 
-// invalidPod is a replica pod the API server refuses as invalid.
-type invalidPod struct{ err error }
+// refusedPod is a replica pod the API server refused to create, with
+// the typed reason: ReasonInvalidPod (the spec is invalid) and
+// ReasonPodSecurity (the namespace's Pod Security level forbids it) cannot
+// change, so the job fails; ReasonQuotaExceeded (a ResourceQuota) and
+// ReasonPodRefused (any other admission refusal: a webhook, a LimitRange,
+// a terminating namespace, drover's own RBAC) may, so the job releases
+// its placement and waits.
+type refusedPod struct {
+	reason string
+	err    error
+}
 
-func (i *invalidPod) Error() string { return i.err.Error() }
-func (i *invalidPod) Unwrap() error { return i.err }
+func (r *refusedPod) Error() string { return r.err.Error() }
+func (r *refusedPod) Unwrap() error { return r.err }
+
+// permanent reports whether the refusal cannot change without a new spec.
+func (r *refusedPod) permanent() bool {
+	return r.reason == ReasonInvalidPod || r.reason == ReasonPodSecurity
+}
+
+// classifyRefusal returns the refusal of pod p that err is, or nil when
+// err is not one (a conflict, a timeout: retried as any API error).
+func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
+	reason := ""
+	switch {
+	case apierrors.IsInvalid(err):
+		reason = ReasonInvalidPod
+	case !apierrors.IsForbidden(err):
+		return nil
+	case strings.Contains(err.Error(), "violates PodSecurity"):
+		reason = ReasonPodSecurity
+	case strings.Contains(err.Error(), "exceeded quota"):
+		reason = ReasonQuotaExceeded
+	default:
+		reason = ReasonPodRefused
+	}
+	return &refusedPod{reason: reason, err: fmt.Errorf("the API server refuses replica pod %s/%s: %w", p.Namespace, p.Name, err)}
+}
+
+// refused records in status s that the API server refused one of the
+// job's pods: a permanent refusal fails the job; any other releases its
+// placement (the job is Pending again, with the server's message as its
+// reason and as the Admitted=False condition, and is offered to the
+// policy again after RefusalBackoff). It may run more than once (a status
+// write retried after a conflict); the caller deletes the pods and then
+// calls refusedEvent.
+func (e *Executor) refused(s *v1alpha1.TrainingJobStatus, ref *refusedPod) {
+	s.Placement = nil
+	s.Replicas = nil
+	if ref.permanent() {
+		e.finish(s, v1alpha1.PhaseFailed, ref.reason+": "+ref.Error())
+		return
+	}
+	s.Phase = v1alpha1.PhasePending
+	s.Reason = ref.reason + ": " + ref.Error()
+	// The transition time is the backoff's start (backingOff): the
+	// executor's clock, not the condition helper's.
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+		Reason: ref.reason, Message: ref.Error(), LastTransitionTime: metav1.NewTime(e.Now())})
+	if s.Migrating {
+		s.Migrating = false
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
+			Reason: ref.reason, Message: ref.Error()})
+	}
+}
+
+// refusedEvent is the Warning Event of a refusal (see refused): Failed
+// with the reason for a permanent one, else the reason (QuotaExceeded,
+// PodRefused), so that `kubectl describe` shows the server's message.
+func (e *Executor) refusedEvent(tj *v1alpha1.TrainingJob, ref *refusedPod) {
+	if ref.permanent() {
+		e.event(tj, true, "Failed", "%s: %s", ref.reason, ref.Error())
+		return
+	}
+	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), RefusalBackoff)
+}
 
 func joinErrs(errs []error) error {
 	switch len(errs) {
@@ -393,7 +496,7 @@ func joinErrs(errs []error) error {
 		return errs[0]
 	}
 	for _, e := range errs {
-		if inv := (*invalidPod)(nil); errors.As(e, &inv) {
+		if ref := (*refusedPod)(nil); errors.As(e, &ref) {
 			return e
 		}
 	}
@@ -443,6 +546,9 @@ func (e *Executor) newPod(tj *v1alpha1.TrainingJob, s *v1alpha1.TrainingJobStatu
 		p.Annotations = map[string]string{}
 	}
 	p.Annotations[v1alpha1.AnnotationNode] = node
+	// A report in the template would be one no trainer made, and the
+	// chart's admission policy refuses a pod created with one.
+	delete(p.Annotations, v1alpha1.AnnotationReport)
 	work := e.cfg.DefaultDurationSeconds
 	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
 		work = float64(*d)
@@ -489,8 +595,8 @@ func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 		*p = *cur
 		return nil
 	}
-	if apierrors.IsInvalid(err) {
-		return &invalidPod{err: fmt.Errorf("the API server refuses replica pod %s: %w", p.Name, err)}
+	if ref := classifyRefusal(p, err); ref != nil {
+		return ref
 	}
 	if err != nil {
 		return &apiError{err: fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)}
@@ -552,10 +658,13 @@ func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.P
 // ObserveReport records the report on a replica pod as the informer
 // delivers it. A trainer that checkpoints on SIGTERM writes its report and
 // exits at once, so the pod may be gone before the next cycle reads it;
-// the informer's update event still carries it.
+// the informer's update event still carries it. A report dated more than
+// ReportClockSkew ahead of the scheduler's clock is not recorded; it gets
+// a Warning Event (ReportRejected) on the pod, once per report.
 func (e *Executor) ObserveReport(p *corev1.Pod) {
 	name := p.Labels[v1alpha1.LabelJob]
-	if name == "" {
+	owner := metav1.GetControllerOf(p)
+	if name == "" || owner == nil || owner.Kind != "TrainingJob" || owner.Name != name {
 		return
 	}
 	r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
@@ -563,17 +672,47 @@ func (e *Executor) ObserveReport(p *corev1.Pod) {
 		return
 	}
 	key := p.Namespace + "/" + name
+	if now := e.Now(); e.future(r, now) {
+		e.mu.Lock()
+		seen := e.rejected[key].Equal(r.Time)
+		e.rejected[key] = r.Time
+		e.mu.Unlock()
+		if !seen {
+			e.log.V(1).Info("report dated in the future ignored", "pod", p.Namespace+"/"+p.Name, "time", r.Time, "now", now)
+			e.event(p, true, "ReportRejected", "drover.dev/report dated %s is more than %v ahead of the scheduler's clock (%s); ignored",
+				r.Time.UTC().Format(time.RFC3339), e.cfg.ReportClockSkew.Duration, now.UTC().Format(time.RFC3339))
+		}
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if old := e.reports[key]; old == nil || r.Time.After(old.Time) {
-		e.reports[key] = r
+	if old, ok := e.reports[key]; !ok || old.owner != owner.UID || r.Time.After(old.r.Time) {
+		e.reports[key] = observed{r: r, owner: owner.UID}
 	}
 }
 
-func (e *Executor) observedReport(key string) *report.Report {
+// future reports whether r is dated more than ReportClockSkew after now.
+func (e *Executor) future(r *report.Report, now time.Time) bool {
+	return r.Time.After(now.Add(e.cfg.ReportClockSkew.Duration))
+}
+
+// observed is a report the informer delivered, with the UID of the
+// TrainingJob that controls its pod.
+type observed struct {
+	r     *report.Report
+	owner types.UID
+}
+
+// observedReport is the newest report seen on a pod controlled by the job
+// with this key and UID (a job deleted and created again under the same
+// name does not inherit its predecessor's reports).
+func (e *Executor) observedReport(key string, uid types.UID) *report.Report {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.reports[key]
+	if o, ok := e.reports[key]; ok && o.owner == uid {
+		return o.r
+	}
+	return nil
 }
 
 // deferredProgress is what the scheduler saw of a running job but has not

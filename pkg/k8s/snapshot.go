@@ -49,6 +49,9 @@ type World struct {
 	// PodGroups are scheduler-plugins PodGroups (empty when the CRD is
 	// not installed).
 	PodGroups []schedv1alpha1.PodGroup
+	// Quotas are the ResourceQuotas of the namespaces drover schedules
+	// TrainingJobs in.
+	Quotas []corev1.ResourceQuota
 }
 
 // jobView ties a TrainingJob to its JobState and its pods.
@@ -62,6 +65,11 @@ type jobView struct {
 	failed    []*corev1.Pod
 	// stuck are terminating pods past their deadline plus the slack.
 	stuck []*corev1.Pod
+	// ext is each group's per-replica extended resources (see
+	// View.groupExtra), computed on first use; quota what one replica
+	// counts against a ResourceQuota (View.jobQuota).
+	ext, quota []corev1.ResourceList
+	extDone    bool
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
@@ -86,9 +94,15 @@ func (jv *jobView) group(name string) (int, bool) {
 type View struct {
 	Snap    *cluster.Snapshot
 	nodeIdx map[string]int
-	jobs    map[string]*jobView
-	pods    map[string]*podJob // opted-in plain pods, by job ID
-	order   []string           // job keys, sorted
+	// extra is each node's pods and extended resources (extra.go), by
+	// index.
+	extra []nodeExtra
+	// quotas are each namespace's unscoped ResourceQuotas (admission.go);
+	// reserved the same with the minimum of each queued job charged.
+	quotas, reserved map[string][]*nsQuota
+	jobs             map[string]*jobView
+	pods             map[string]*podJob // opted-in plain pods, by job ID
+	order            []string           // job keys, sorted
 	// held are pending jobs kept out of the policy's queue, with the
 	// reason: a pod still carrying scheduling gates, or a job that no
 	// node could ever accept (Unschedulable). They are never bound and
@@ -127,10 +141,18 @@ type Options struct {
 	// SchedulerName is drover's; plain pods with it and the opt-in label
 	// become one-replica jobs. Empty disables opt-in.
 	SchedulerName string
+	// Crowded, when set, remembers nodes where a start was refused for want
+	// of pod slots (see Crowded); Build drops entries that are stale.
+	Crowded Crowded
 	// Eligibility, when set, keeps node constraints' eligible sets from one
 	// cycle to the next (reset when a node's labels or taints change). Nil
 	// computes them afresh.
 	Eligibility *cluster.Eligibility
+	// InScope, when set, says which namespaces the scheduler works in
+	// (Config.Namespaces): gang and opted-in pods elsewhere are not jobs,
+	// only capacity taken on their nodes, since the scheduler may not be
+	// allowed to bind them. Nil: every namespace.
+	InScope func(namespace string) bool
 }
 
 // Seconds converts a time to the snapshot clock: seconds since the
@@ -159,10 +181,12 @@ func Build(w *World, now time.Time, o Options) *View {
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
 		pods:    map[string]*podJob{},
+		quotas:  buildQuotas(w.Quotas),
 	}
 	table := o.Nodes
 	if table == nil {
 		table = NewNodeTable()
+		o.Nodes = table // jobs' extended-resource constraints read its extFree
 	}
 	seen := table.assign(w.Nodes)
 	v.Snap.Eligibility = o.Eligibility
@@ -172,12 +196,15 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.Snap.Eligibility.Reset()
 	}
 	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
+	v.extra = make([]nodeExtra, len(seen))
 	for i, n := range seen {
 		if n == nil { // gone: kept as last seen, so that indices stay
 			v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Gone: true}
+			v.extra[i] = nodeExtra{podCap: -1}
 			continue
 		}
 		v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Ready: nodeReady(n)}
+		v.extra[i] = newNodeExtra(n)
 		v.nodeIdx[n.Name] = i
 	}
 
@@ -210,11 +237,12 @@ func Build(w *World, now time.Time, o Options) *View {
 	for i := range w.Pods {
 		p := &w.Pods[i]
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		if name := gangOf(p, o.SchedulerName); name != "" {
+		inScope := o.InScope == nil || o.InScope(p.Namespace)
+		if name := gangOf(p, o.SchedulerName); name != "" && inScope {
 			v.addGangPod(p, name)
 			continue
 		}
-		if !done && optedIn(p, o.SchedulerName) {
+		if !done && inScope && optedIn(p, o.SchedulerName) {
 			if st := v.addPodJob(p, o); st != nil {
 				queued = append(queued, qItem{p.CreationTimestamp.Time, st.Job.ID, st})
 			}
@@ -251,6 +279,7 @@ func Build(w *World, now time.Time, o Options) *View {
 				n := v.Snap.Nodes[ni]
 				n.Allocated = n.Allocated.Add(d)
 				n.Placeholder = n.Placeholder.Add(d)
+				v.chargeExtra(ni, p, true)
 			}
 			continue
 		}
@@ -276,6 +305,10 @@ func Build(w *World, now time.Time, o Options) *View {
 			v.Snap.Running = append(v.Snap.Running, jv.st)
 		}
 	}
+	// Every pod is charged: the free extended resources are known.
+	if table.ext.update(v) {
+		v.Snap.Eligibility.Reset()
+	}
 	// A preempted job goes back to the head of the queue, the most recently
 	// preempted first (as the simulator's PushFront does); the rest wait in
 	// arrival order.
@@ -293,16 +326,27 @@ func Build(w *World, now time.Time, o Options) *View {
 	})
 	queue := cluster.NewQueue()
 	for _, r := range requeued {
-		if !v.hold(r.st, o) {
+		if !v.hold(r.st, now, o) {
 			queue.PushBack(r.st)
 		}
 	}
 	for _, q := range queued {
-		if !v.hold(q.st, o) {
+		if !v.hold(q.st, now, o) {
 			queue.PushBack(q.st)
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
+	v.markFull(o.Crowded)
+	if len(v.quotas) > 0 {
+		if v.reserved == nil {
+			v.reserved = cloneQuotas(v.quotas)
+		}
+		for _, key := range v.order {
+			if jv := v.jobs[key]; jv.invalid == nil && v.held[key] == "" {
+				v.capToQuota(jv)
+			}
+		}
+	}
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
@@ -339,10 +383,12 @@ type NodeTable struct {
 	// changed is set by assign when a known node's labels or taints
 	// changed (node constraints' eligible sets must be recomputed).
 	changed bool
+	// ext is the nodes' free extended resources (extra.go).
+	ext *extFree
 }
 
 // NewNodeTable returns an empty table.
-func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}} }
+func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}, ext: &extFree{}} }
 
 // assign indexes this cycle's nodes, appending unknown ones, and returns
 // the node at each index, nil for one that is gone.
@@ -411,6 +457,7 @@ func (v *View) chargeForeign(p *corev1.Pod) {
 	if p.DeletionTimestamp != nil {
 		n.Releasing = n.Releasing.Add(d)
 	}
+	v.chargeExtra(ni, p, false)
 }
 
 // podNode is the node a replica pod runs on or was assigned to.
@@ -475,6 +522,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			n.Allocated = n.Allocated.Add(dm)
 			n.Usage = n.Usage.Add(dm)
 			n.Releasing = n.Releasing.Add(dm)
+			v.chargeExtra(ni, p, false)
 		}
 	}
 	waiting := graceEnds > 0 // terminating pods not yet stuck
@@ -507,7 +555,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			ni, nok := v.nodeIdx[podNode(p)]
 			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
 				if nok {
-					v.charge(ni, PodDemand(&p.Spec), false)
+					v.charge(ni, p, false)
 				}
 				continue
 			}
@@ -516,7 +564,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 				want[k]--
 				continue
 			}
-			v.charge(ni, PodDemand(&p.Spec), false)
+			v.charge(ni, p, false)
 		}
 		for _, a := range st.Placement {
 			v.chargeJob(jv, a)
@@ -532,7 +580,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		// Preempted: Suspending while its pods checkpoint, then pending.
 		for _, p := range live {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), true)
+				v.charge(ni, p, true)
 			}
 		}
 		if waiting || len(live) > 0 {
@@ -553,13 +601,17 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		st.Phase = cluster.Pending
 		for _, p := range live {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), true)
+				v.charge(ni, p, true)
 			}
 		}
 	}
 }
 
-func (v *View) charge(ni int, d resource.Vector, releasing bool) {
+// charge charges pod p to node ni (its vector, pod slot and extended
+// resources); releasing marks it terminating or about to be.
+func (v *View) charge(ni int, p *corev1.Pod, releasing bool) {
+	d := PodDemand(&p.Spec)
+	v.chargeExtra(ni, p, false)
 	n := v.Snap.Nodes[ni]
 	n.Allocated = n.Allocated.Add(d)
 	n.Usage = n.Usage.Add(d)
@@ -573,6 +625,7 @@ func (v *View) chargeJob(jv *jobView, a cluster.Assignment) {
 	n := v.Snap.Nodes[a.Node]
 	n.Allocated = n.Allocated.Add(g.Demand)
 	n.Usage = n.Usage.Add(g.EffectiveUsage())
+	v.extra[a.Node].add(1, v.groupExtra(jv.st.Job.ID, a.Group), false)
 	if !slices.Contains(n.Jobs, jv.st) {
 		n.Jobs = append(n.Jobs, jv.st)
 	}
@@ -695,7 +748,7 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{
 			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
-			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: c,
+			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: withExtended(c, &g.Template.Spec, o.Nodes.extFree()),
 		})
 	}
 	if err := j.Validate(); err != nil {
@@ -782,14 +835,28 @@ const (
 )
 
 // hold reports whether pending job st must be kept out of the policy's
-// queue, recording why in v.held: a pod that still has scheduling gates
-// (kube-scheduler's PreEnqueue keeps such pods out of its queue too), or a
-// group that no node could ever take one replica of, whatever runs there:
-// its role, taints, labels or capacity refuse it on every node, and no
-// catalogue type the cluster autoscaler could add would take it. Such a
-// job is reported Unschedulable with the reason and re-examined every
-// cycle (a node may join or change).
-func (v *View) hold(st *cluster.JobState, o Options) bool {
+// queue, recording why in v.held, so that it neither blocks the jobs
+// behind it (a head-of-line policy would wait for it for ever) nor makes a
+// policy preempt anything:
+//
+//   - a pod that still has scheduling gates (kube-scheduler's PreEnqueue
+//     keeps such pods out of its queue too);
+//   - Unschedulable: a group that no node could ever take one replica of,
+//     whatever runs there (its role, taints, labels, capacity, pod count
+//     or extended resources refuse it on every node), or minimum replicas
+//     that outnumber what all the nodes that may run them hold when empty
+//     (tooFew), unless a catalogue type the cluster autoscaler could add
+//     would take it;
+//   - a TrainingJob whose pod the API server refused less than
+//     RefusalBackoff ago (backingOff);
+//   - QuotaExceeded: a TrainingJob whose minimum replicas exceed a
+//     ResourceQuota of its namespace, hard minus used (as Kueue admits
+//     against quota before placing).
+//
+// All are judged against the cluster as it is now and re-examined every
+// cycle: a node that joins (or an autoscaler adds) or changes its labels,
+// a pod that ends, a raised quota lets the job in.
+func (v *View) hold(st *cluster.JobState, now time.Time, o Options) bool {
 	if why := v.gated(st.Job.ID); why != "" {
 		v.setHeld(st.Job.ID, why)
 		return true
@@ -797,6 +864,20 @@ func (v *View) hold(st *cluster.JobState, o Options) bool {
 	j := st.Job
 	for g := range j.Groups {
 		if why := v.nowhere(j, g, o); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+	}
+	if why := v.tooFew(j, o); why != "" {
+		v.setHeld(st.Job.ID, why)
+		return true
+	}
+	if jv := v.jobs[st.Job.ID]; jv != nil {
+		if why := backingOff(jv.tj, now); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+		if why := v.overQuota(jv); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
@@ -846,7 +927,9 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 	var order []string
 	count := map[string]int{}
 	nodes := 0
-	set := v.Snap.Eligibility.Set(v.Snap.Nodes, grp.Constraint)
+	static := static(grp.Constraint)
+	set := v.Snap.Eligibility.Set(v.Snap.Nodes, static)
+	ext := v.groupExtra(j.ID, g)
 	for i, n := range v.Snap.Nodes {
 		if n.Gone {
 			continue
@@ -856,10 +939,12 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		switch {
 		case n.Role != "" && n.Role != grp.Name:
 			why = "node-role: node(s) are for other replica groups"
-		case !set.Has(i) && !admitsOnceReady(&n.Node, grp.Constraint):
-			why = cluster.WhyNot(&n.Node, grp.Constraint)
+		case !set.Has(i) && !admitsOnceReady(&n.Node, static):
+			why = cluster.WhyNot(&n.Node, static)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
+		case ext != nil && (&nodeExtra{podCap: -1, extCap: v.extra[i].extCap}).short(1, ext) != "":
+			why = "Insufficient " + string(shortExt(v.extra[i].extCap, ext))
 		default:
 			return ""
 		}
@@ -872,7 +957,7 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		return "" // no node yet (a scheduler starting before its nodes registered): nothing to judge
 	}
 	for _, t := range o.Catalog {
-		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, grp.Constraint) {
+		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, static) {
 			return ""
 		}
 	}
@@ -904,4 +989,13 @@ func admitsOnceReady(n *cluster.Node, c cluster.NodeConstraint) bool {
 	m := *n
 	m.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t cluster.Taint) bool { return transientTaints[t.Key] })
 	return cluster.Admits(&m, c)
+}
+
+// extFree returns the table's free extended resources; nil for a nil
+// table.
+func (t *NodeTable) extFree() *extFree {
+	if t == nil {
+		return nil
+	}
+	return t.ext
 }

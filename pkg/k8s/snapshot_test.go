@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,11 @@ func TestLoadConfig(t *testing.T) {
 		{"empty", "", ""},
 		{"typo", "polcy: fifo\n", "polcy"},
 		{"period", "period: 1ms\n", "period"},
+		{"skew", "reportClockSkew: 2h\n", "reportClockSkew"},
+		{"namespaces", "namespaces: [team-a, Team_B]\n", "namespaces[1]"},
+		{"namespaces twice", "namespaces: [team-a, team-a]\n", "namespaces[1]"},
+		{"namespace and namespaces", "namespace: a\nnamespaces: [b]\n", "namespace and namespaces"},
+		{"namespaced mode", "namespaces: [team-a, team-b]\n", ""},
 	}
 	for _, c := range cases {
 		p := filepath.Join(dir, c.name+".yaml")
@@ -355,5 +361,51 @@ func TestExecutorNodeIdentity(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, pol.seen); diff != "" {
 		t.Errorf("nodes per cycle (-want +got):\n%s", diff)
+	}
+}
+
+// In the namespaced mode (Options.InScope), opted-in pods of other
+// namespaces are not jobs, since the scheduler may not bind them there;
+// bound ones still take capacity on their node.
+func TestBuildOutOfScope(t *testing.T) {
+	pod := func(ns, name, node string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: metav1.NewTime(t0),
+			Labels: map[string]string{v1alpha1.OptInLabel: "BE"}},
+			Spec: corev1.PodSpec{SchedulerName: "drover", NodeName: node, Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	}
+	w := &World{Nodes: []corev1.Node{testNode("a", "8", "4", true)},
+		Pods: []corev1.Pod{pod("team", "mine", ""), pod("other", "theirs", ""), pod("other", "theirs-bound", "a")}}
+	cases := []struct {
+		name      string
+		inScope   func(string) bool
+		pending   []string
+		running   []string
+		allocated int64
+	}{
+		{name: "every namespace", pending: []string{"pod:other/theirs", "pod:team/mine"}, running: []string{"pod:other/theirs-bound"}, allocated: 1000},
+		{name: "namespaced mode", inScope: func(ns string) bool { return ns == "team" }, pending: []string{"pod:team/mine"}, allocated: 1000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := Build(w, t0.Add(time.Minute), Options{DefaultDuration: 100, SchedulerName: "drover", InScope: c.inScope})
+			var pending, running []string
+			for js := range v.Snap.Pending.All() {
+				pending = append(pending, js.Job.ID)
+			}
+			for _, js := range v.Snap.Running {
+				running = append(running, js.Job.ID)
+			}
+			slices.Sort(pending)
+			if diff := cmp.Diff(c.pending, pending); diff != "" {
+				t.Errorf("pending (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.running, running); diff != "" {
+				t.Errorf("running (-want +got):\n%s", diff)
+			}
+			if got := v.Snap.Nodes[0].Allocated[dres.CPU]; got != c.allocated {
+				t.Errorf("node a allocated %dm CPU, want %dm", got, c.allocated)
+			}
+		})
 	}
 }

@@ -415,6 +415,8 @@ func Why(n *cluster.NodeState, j *cluster.Job, g int) string {
 		return ""
 	case strings.HasPrefix(why, "node(s) had untolerated taint"):
 		return "taint-toleration: " + why
+	case strings.HasPrefix(why, "Insufficient "):
+		return why // resources the vector does not carry (the Kubernetes executor's extended resources)
 	}
 	return "node-affinity: " + why
 }

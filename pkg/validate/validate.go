@@ -50,6 +50,20 @@ type Limited interface {
 	Unsupported(a policy.Action) error
 }
 
+// Extra is implemented by the state of an executor whose nodes have
+// limits the resource vector does not carry: the Kubernetes executor's
+// pods per node and extended resources, and its namespaces'
+// ResourceQuotas. Check asks it last about every placement (Start,
+// Migrate, Resize), after the vector fit, so a placement over such a limit
+// is refused like one over capacity. The simulator's state does not
+// implement it: its nodes have no such limits.
+type Extra interface {
+	// FitsExtra returns why placement p of job j, once the job's current
+	// placement (nil when pending) is given back, exceeds such a limit in
+	// the state the actions applied so far this cycle left, or nil.
+	FitsExtra(j *cluster.Job, p, current cluster.Placement) error
+}
+
 // Check returns nil when the executor may carry out action a in state s,
 // or an error saying why not. The rules per action are those of
 // docs/ARCHITECTURE.md:
@@ -72,7 +86,8 @@ type Limited interface {
 // nodes, uses only ready nodes whose role, labels and taints admit the
 // group (placement.Eligible: node selector, affinity, tolerations), puts at most
 // Max replicas in each group and fits, node by node in first-use order, in
-// the node's free capacity (plus what the job gives back there).
+// the node's free capacity (plus what the job gives back there), and, when
+// s implements Extra, fits the limits it adds.
 func Check(s State, a policy.Action) error {
 	if l, ok := s.(Limited); ok {
 		if err := l.Unsupported(a); err != nil {
@@ -224,6 +239,9 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 		if !d.Fits(free) {
 			return fmt.Errorf("over capacity on node %s: needs %v, %v free (short of %s)", nodes[ni].Name, d, free, d.Short(free))
 		}
+	}
+	if x, ok := s.(Extra); ok {
+		return x.FitsExtra(j, p, current)
 	}
 	return nil
 }

@@ -63,3 +63,38 @@ and the listen addresses filled in. profile replaces policy.
 {{- $_ := set $cfg "healthAddr" (printf ":%v" .Values.health.port) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/*
+The scheduler's writes where TrainingJobs run (rbac.yaml): cluster-wide, or
+in config.namespaces only. Pods are read cluster-wide by the scheduler's
+ClusterRole; here they are created, bound, patched and deleted.
+*/}}
+{{- define "drover.tenantRules" }}
+- apiGroups: ["drover.dev"]
+  resources: ["trainingjobs"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["drover.dev"]
+  resources: ["trainingjobs/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["create", "delete", "patch"]
+- apiGroups: [""]
+  resources: ["pods/binding"]
+  verbs: ["create"]
+- apiGroups: [""]
+  resources: ["pods/status"]         # PodScheduled=False on waiting pods
+  verbs: ["patch", "update"]
+- apiGroups: ["scheduling.x-k8s.io"]
+  resources: ["podgroups"]           # gangs from PodGroups (Kubeflow --gang-scheduler-name)
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["scheduling.x-k8s.io"]
+  resources: ["podgroups/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: [""]
+  resources: ["resourcequotas"]      # admission against namespace quota (read only)
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch", "update"]
+{{- end }}

@@ -91,9 +91,6 @@ func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // resourceOf turns a request path into its resource, with the subresource:
 // /api/v1/namespaces/ns/pods/p/binding is "pods/binding",

@@ -256,6 +256,12 @@ const (
 	// ConditionSuspended is true while the job is preempted (suspended
 	// with its progress, waiting at the head of the queue).
 	ConditionSuspended = "Suspended"
+	// ConditionUnschedulable is true while the job is held out of the
+	// queue because it cannot start as things are: no node could ever run
+	// it (reason Unschedulable) or its namespace's ResourceQuota has no
+	// room for it (reason QuotaExceeded); the message says why. Set false
+	// when the job is placed.
+	ConditionUnschedulable = "Unschedulable"
 )
 
 // Assignment is a number of replicas of a group placed on one node.
