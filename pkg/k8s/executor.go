@@ -666,6 +666,14 @@ func (e *Executor) remember(p *corev1.Pod) {
 	e.made[p.Namespace+"/"+p.Name] = madePod{pod: p.DeepCopy(), at: time.Now()}
 }
 
+// forget drops a pod from what remember recorded: this executor deleted
+// it, so the cache's copy (terminating, or gone) is the one to believe.
+func (e *Executor) forget(p *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.made, p.Namespace+"/"+p.Name)
+}
+
 // withMade adds to the pods listed from the cache those this executor
 // created that the cache does not show yet, and forgets those it shows.
 func (e *Executor) withMade(pods []corev1.Pod) []corev1.Pod {

@@ -121,6 +121,7 @@ func TestProgressWrittenOncePerPeriod(t *testing.T) {
 				Placement: []v1alpha1.Assignment{{Group: "worker", Node: "n", Count: 1}}}
 			p := replicaPod("j", "worker", "n", "1", nil)
 			p.Name = PodName("j", "worker", 1, 0)
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&j, v1alpha1.GroupVersion.WithKind("TrainingJob"))}
 			writes := 0
 			cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(&n, &j, &p).WithStatusSubresource(&v1alpha1.TrainingJob{}).
 				WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {

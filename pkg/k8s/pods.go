@@ -647,7 +647,9 @@ func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.P
 		err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace), client.Preconditions{UID: &p.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+			continue
 		}
+		e.forget(p)
 	}
 	if len(errs) > 0 {
 		return &apiError{err: joinErrs(errs)}
