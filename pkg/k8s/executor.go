@@ -184,7 +184,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	if err := e.c.List(ctx, &pods, podOpts...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	w.Pods = e.withMade(pods.Items)
+	w.Pods = pods.Items
 	var jobs v1alpha1.TrainingJobList
 	var opts []client.ListOption
 	if e.cfg.Namespace != "" {
@@ -234,6 +234,10 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			dp.overlay(&w.Jobs[i])
 		}
 	}
+	// After the finished pods of running jobs: a pod this executor made
+	// that finished before the cache showed it live is among those, and
+	// must not be added back as live.
+	w.Pods = e.withMade(w.Pods, present)
 	for k := range e.written {
 		if !present[k] {
 			delete(e.written, k)
@@ -675,10 +679,10 @@ func (e *Executor) forget(p *corev1.Pod) {
 }
 
 // withMade adds to the pods listed from the cache those this executor
-// created that the cache does not show yet, and forgets those it shows.
-func (e *Executor) withMade(pods []corev1.Pod) []corev1.Pod {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// created that the cache does not show yet, and forgets those it shows
+// and those of jobs no longer listed (finished or gone). The caller holds
+// e.mu.
+func (e *Executor) withMade(pods []corev1.Pod, jobs map[string]bool) []corev1.Pod {
 	if len(e.made) == 0 {
 		return pods
 	}
@@ -696,7 +700,7 @@ func (e *Executor) withMade(pods []corev1.Pod) []corev1.Pod {
 	}
 	now := time.Now()
 	for key, m := range e.made {
-		if now.Sub(m.at) > madeFor {
+		if now.Sub(m.at) > madeFor || !jobs[m.pod.Namespace+"/"+m.pod.Labels[v1alpha1.LabelJob]] {
 			delete(e.made, key)
 			continue
 		}

@@ -255,15 +255,21 @@ func TestSoak(t *testing.T) {
 	mu.Unlock()
 	timeout := time.Duration(sc.jobs)*200*time.Millisecond + 2*time.Minute
 	started := 0 // attempts: each is a start
+	// flushes bounds the writes of a running job's reported state:
+	// one per ProgressPeriod it ran.
+	flushes := 0
 	tc.eventually("every job Succeeded", timeout, func() (bool, string) {
 		var l v1alpha1.TrainingJobList
 		if err := cl.List(ctx, &l, client.InNamespace(tc.ns)); err != nil {
 			return false, err.Error()
 		}
 		done := 0
-		started = 0
+		started, flushes = 0, 0
 		for _, j := range l.Items {
 			started += int(j.Status.Attempt)
+			if s, c := j.Status.StartTime, j.Status.CompletionTime; s != nil && c != nil {
+				flushes += int(c.Sub(s.Time) / tc.cfg.ProgressPeriod.Duration)
+			}
 			if j.Status.Phase == v1alpha1.PhaseSucceeded {
 				done++
 			} else if j.Status.Phase.Terminal() {
@@ -360,20 +366,28 @@ func TestSoak(t *testing.T) {
 	// its end. Writes that keep waiting jobs informed (queue positions,
 	// wait reasons: phase Pending) are bounded by time and by how often
 	// the head of the queue changes, not per job; they are reported apart.
-	ended, waiting := 0, 0
+	// A running job's reported state (progress, Running) is written at
+	// most once per ProgressPeriod it runs: bounded by time, apart too.
+	ended, waiting, running := 0, 0, 0
 	for k, n := range details {
 		switch {
 		case strings.Contains(k, "phase=Succeeded"):
 			ended += n
 		case strings.Contains(k, "phase=Pending"):
 			waiting += n
+		case strings.Contains(k, "phase=Running"):
+			running += n
 		}
 	}
-	perStart := float64(objWrites-ended-waiting) / float64(max(started, 1))
-	t.Logf("soak: per started job %.2f writes to start and run it, %.2f to record its end; %.2f for waiting jobs (queue positions, reasons)",
-		perStart, float64(ended)/float64(sc.jobs), float64(waiting)/float64(sc.jobs))
+	perStart := float64(objWrites-ended-waiting-running) / float64(max(started, 1))
+	t.Logf("soak: per started job %.2f writes to start it, %.2f to record its end; per job %.2f for waiting jobs (queue positions, reasons), %.2f while running (at most %.2f: one per %v run)",
+		perStart, float64(ended)/float64(sc.jobs), float64(waiting)/float64(sc.jobs), float64(running)/float64(sc.jobs),
+		float64(flushes)/float64(sc.jobs), tc.cfg.ProgressPeriod.Duration)
 	if perStart > 3 {
-		t.Errorf("%.2f writes to TrainingJobs, pods and Bindings per started job (completions and waiting jobs' writes left out), want at most 3 (status, pod, Binding)", perStart)
+		t.Errorf("%.2f writes to TrainingJobs, pods and Bindings per started job (the end, waiting and running jobs' writes left out), want at most 3 (status, pod, Binding)", perStart)
+	}
+	if running > flushes {
+		t.Errorf("%d status writes of running jobs, want at most one per %v a job ran (%d)", running, tc.cfg.ProgressPeriod.Duration, flushes)
 	}
 	if ended != sc.jobs {
 		t.Errorf("%d status writes recorded a job's end, want one per job (%d)", ended, sc.jobs)
