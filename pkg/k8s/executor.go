@@ -212,6 +212,9 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	}
 	if e.indexed {
 		// The finished pods of running jobs: how a job completes or fails.
+		// A pod that finished between the two lists is in both: the
+		// finished copy is the newer one.
+		var finished map[types.UID]bool
 		for i := range w.Jobs {
 			tj := &w.Jobs[i]
 			if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
@@ -221,7 +224,18 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
 				return nil, fmt.Errorf("listing finished pods of %s: %w", JobKey(tj), err)
 			}
+			for k := range done.Items {
+				if finished == nil {
+					finished = map[types.UID]bool{}
+				}
+				finished[done.Items[k].UID] = true
+			}
 			w.Pods = append(w.Pods, done.Items...)
+		}
+		if len(finished) > 0 {
+			w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
+				return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			})
 		}
 	}
 	// Forget jobs that are gone (or finished, with the live indexes), so

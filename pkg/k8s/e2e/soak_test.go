@@ -91,7 +91,6 @@ func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-
 // resourceOf turns a request path into its resource, with the subresource:
 // /api/v1/namespaces/ns/pods/p/binding is "pods/binding",
 // /apis/drover.dev/v1alpha1/namespaces/ns/trainingjobs/j/status is
