@@ -16,7 +16,6 @@ package baseline
 
 import (
 	"cmp"
-	"fmt"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -225,16 +224,16 @@ func ordered(name string, def placement.Strategy) policy.Factory {
 	}
 }
 
+// MaxWindow bounds the window parameter (jobs tried per cycle; 0: all).
+const MaxWindow = 1_000_000
+
 func options(p policy.Params, def placement.Strategy, name string, extra ...string) (placement.Strategy, int, error) {
 	if err := p.Check(name, append([]string{"placement"}, extra...)...); err != nil {
 		return 0, 0, err
 	}
-	w, err := p.Int("window", 0)
+	w, err := p.IntIn("window", 0, 0, MaxWindow)
 	if err != nil {
 		return 0, 0, err
-	}
-	if w < 0 {
-		return 0, 0, fmt.Errorf("parameter window=%d: must be >= 0 (0: all)", w)
 	}
 	st := def
 	if v, ok := p["placement"]; ok {

@@ -532,13 +532,13 @@ func Entries() []policy.Entry {
 					return nil, err
 				}
 			}
-			if o.Lambda, err = pr.Float("lambda", o.Lambda); err != nil {
+			if o.Lambda, err = pr.FloatIn("lambda", o.Lambda, 0, fitgpp.MaxLambda); err != nil {
 				return nil, err
 			}
 			if v, ok := pr["p"]; ok {
 				if v == "inf" {
 					o.P = fitgpp.Unlimited
-				} else if o.P, err = pr.Int("p", o.P); err != nil {
+				} else if o.P, err = pr.IntIn("p", o.P, 1, fitgpp.MaxP); err != nil {
 					return nil, err
 				}
 			}
@@ -575,12 +575,9 @@ func Plugins() []framework.PluginEntry {
 				if err := a.Check(ConvergedName, "p"); err != nil {
 					return nil, err
 				}
-				p, err := a.Int("p", 1)
+				p, err := a.IntIn("p", 1, 1, fitgpp.MaxP)
 				if err != nil {
 					return nil, err
-				}
-				if p < 1 {
-					return nil, fmt.Errorf("parameter p=%d: must be at least 1", p)
 				}
 				return &Converged{P: p}, nil
 			}},
@@ -591,7 +588,7 @@ func Plugins() []framework.PluginEntry {
 				}
 				p := &Payoff{}
 				var err error
-				if p.Eta, err = a.Float("eta", 1); err != nil {
+				if p.Eta, err = a.FloatIn("eta", 1, oasis.MinScale, oasis.MaxScale); err != nil {
 					return nil, err
 				}
 				if p.LFloor, err = a.Float("lfloor", 1e-4); err != nil {

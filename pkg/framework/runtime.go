@@ -76,6 +76,9 @@ type Runtime struct {
 	plugins []Plugin
 	// still answers unchanged idle cycles of Clockless profiles (queue.go).
 	still *stillness
+	// guard is set during ScheduleGuarded (guard.go): panics are
+	// contained per job and per Rebalance or Provision plugin.
+	guard *guard
 }
 
 var (
@@ -236,9 +239,17 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 		r.queue(c)
 	}
 	for _, pl := range p.Rebalance {
+		if r.guard != nil {
+			r.guarded(c, policy.StageRebalance, pl.Name(), func() { pl.Rebalance(c) })
+			continue
+		}
 		pl.Rebalance(c)
 	}
 	for _, pl := range p.Provision {
+		if r.guard != nil {
+			r.guarded(c, policy.StageProvision, pl.Name(), func() { pl.Provision(c) })
+			continue
+		}
 		pl.Provision(c)
 	}
 	if r.q != nil {
@@ -299,6 +310,14 @@ func (r *Runtime) queue(c *Cycle) {
 // try admits, sizes, places and if need be preempts for one pending job.
 // It returns false when an Admit plugin blocked the rest of the queue.
 func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
+	if r.guard != nil {
+		return r.tryGuarded(c, js)
+	}
+	return r.tryJob(c, js)
+}
+
+// tryJob is try without the guard.
+func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 	for _, a := range r.p.Admit {
 		st := a.Admit(c, js).WithPlugin(a.Name())
 		switch st.Code() {

@@ -2,7 +2,6 @@ package k8s
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -158,6 +157,12 @@ func (a *applier) Unsupported(act policy.Action) error {
 	case policy.Start:
 		if gj := a.v.gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.members) {
 			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.members), len(act.Placement))
+		}
+	case policy.SetLabel:
+		if js := a.Job(act.Job); js != nil {
+			if err := checkSetLabel(js.Labels, act.Key, act.Value); err != nil {
+				return fmt.Errorf("job %s: cannot store the policy label: %w", act.Job, err)
+			}
 		}
 	case policy.SetPlaceholders:
 		for _, p := range act.Placeholders {
@@ -368,25 +373,19 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		return nil
 	case policy.SetLabel:
 		jv := a.v.jobs[act.Job]
-		if jv.st.Labels[act.Key] == act.Value {
-			if _, ok := jv.st.Labels[act.Key]; ok {
-				return nil
-			}
+		if v, ok := jv.st.Labels[act.Key]; ok && v == act.Value {
+			return nil
 		}
-		if err := e.updateMeta(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			labels := PolicyLabels(o)
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			labels, _ := PolicyLabels(o) // only valid labels are written back
+			if err := checkSetLabel(labels, act.Key, act.Value); err != nil {
+				return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
+			}
 			if labels == nil {
 				labels = map[string]string{}
 			}
 			labels[act.Key] = act.Value
-			b, err := json.Marshal(labels)
-			if err != nil {
-				return err
-			}
-			if o.Annotations == nil {
-				o.Annotations = map[string]string{}
-			}
-			o.Annotations[v1alpha1.AnnotationLabels] = string(b)
+			o.Status.PolicyLabels = labels
 			return nil
 		}); err != nil {
 			return err

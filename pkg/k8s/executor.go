@@ -91,6 +91,10 @@ type Executor struct {
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// fence, with leader election, refuses writes once leadership cannot
+	// be shown (fence.go); nil without leader election.
+	fence *Fence
+
 	// Fault, when set, is called before every API write with a short
 	// description; an error it returns aborts the write. Tests use it to
 	// kill the scheduler in the middle of a cycle.
@@ -114,6 +118,20 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	}
 }
 
+// Fence returns the leadership fence of the executor's writes, nil
+// without leader election.
+func (e *Executor) Fence() *Fence { return e.fence }
+
+// leading returns nil unless the executor runs under leader election and
+// cannot show it still leads (Fence.Check). The cycle asks before each
+// batch of writes, and stops at once on loss.
+func (e *Executor) leading() error {
+	if e.fence == nil {
+		return nil
+	}
+	return e.fence.Check()
+}
+
 // Policy returns the policy the executor runs.
 func (e *Executor) Policy() policy.Policy { return e.pol }
 
@@ -128,6 +146,13 @@ func (e *Executor) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, ErrNotLeader) {
+				// Another replica may be scheduling: stop now, before the
+				// elector notices; the manager exits and the process
+				// restarts as a standby.
+				e.log.Error(err, "leadership lost; stopping")
+				return err
 			}
 			e.log.Error(err, "scheduling cycle failed")
 		}
@@ -157,6 +182,8 @@ type CycleResult struct {
 	Duration   time.Duration
 	// Err is the cycle's error (set by Run for OnCycle).
 	Err error
+	// Faults are the policy's panics contained this cycle.
+	Faults []policy.Fault
 }
 
 // Read lists the world from the (cached) client.
@@ -365,6 +392,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		res.Duration = time.Since(start)
 		e.m.CycleSeconds.Observe(res.Duration.Seconds())
 	}()
+	if err := e.leading(); err != nil {
+		return res, err
+	}
 	w, err := e.Read(ctx)
 	if err != nil {
 		return res, err
@@ -390,7 +420,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants}
 	if len(e.cfg.Namespaces) > 0 {
 		opts.InScope = e.cfg.InScope
 	}
@@ -398,6 +428,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	var errs []error
 	changed := false
 	var fresh []string
+	if err := e.leading(); err != nil {
+		return res, err // before the reconcile writes
+	}
 	// Jobs are reconciled concurrently (each touches only its own job, its
 	// pods and the executor's locked bookkeeping): a cycle in which
 	// hundreds of jobs complete writes their statuses startWorkers at a
@@ -421,6 +454,9 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	for i, key := range v.order {
 		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
+			if errors.Is(err, ErrNotLeader) {
+				return nil, errors.Join(errs...)
+			}
 		}
 		changed = changed || outs[i].changed
 		if v.jobs[key].fresh {
@@ -447,8 +483,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		errs = append(errs, err)
 	}
 	e.observe(v)
-	acts := e.pol.Schedule(v.Snap)
-	res.Actions = acts
+	acts, faults := e.schedule(v.Snap)
+	res.Actions, res.Faults = acts, faults
+	if err := e.leading(); err != nil {
+		// The policy may have run long: check again before its writes.
+		return res, errors.Join(append(errs, err)...)
+	}
 	ap := newApplier(e, v, w)
 	defer ap.wait()
 	for _, a := range acts {
@@ -456,7 +496,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 			var fatal *apiError
 			if errors.As(err, &fatal) {
 				errs = append(errs, err)
-				if ctx.Err() != nil || fatal.abort {
+				if ctx.Err() != nil || fatal.abort || errors.Is(err, ErrNotLeader) {
 					break
 				}
 				continue
@@ -473,6 +513,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	if err := ap.wait(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := e.leading(); err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.contain(ctx, ap, faults)...)
 	}
 	if ctx.Err() == nil {
 		errs = append(errs, e.markPending(ctx, v, fresh)...)
@@ -566,11 +612,6 @@ func (e *Executor) updateStatus(ctx context.Context, jv *jobView, mutate func(*v
 	return e.write(ctx, jv, "status", mutate)
 }
 
-// updateMeta is updateStatus for metadata (annotations).
-func (e *Executor) updateMeta(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
-	return e.write(ctx, jv, "meta", mutate)
-}
-
 func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate func(*v1alpha1.TrainingJob) error) error {
 	if err := e.fault("update " + what + " " + JobKey(jv.tj)); err != nil {
 		return err
@@ -581,17 +622,16 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		if err := mutate(obj); err != nil {
 			return err
 		}
-		var err error
-		if what == "status" {
-			deriveStatus(obj)
-			err = e.c.Status().Update(ctx, obj)
-		} else {
-			err = e.c.Update(ctx, obj)
-		}
+		deriveStatus(obj)
+		// Users see the tenant they are charged to (kubectl's wide
+		// Tenant column), on a write the scheduler makes anyway.
+		obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
+		// Only the status subresource: policy state lives there too
+		// (status.policyLabels), so the scheduler needs no update or
+		// patch on TrainingJobs themselves, which tenants own.
+		err := e.c.Status().Update(ctx, obj)
 		if err == nil {
-			if what == "status" {
-				e.m.transition(before, obj, e.Now())
-			}
+			e.m.transition(before, obj, e.Now())
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()
@@ -725,4 +765,76 @@ func (e *Executor) withMade(pods []corev1.Pod, jobs map[string]bool) []corev1.Po
 		}
 	}
 	return pods
+}
+
+// schedule runs the policy on the snapshot without letting a panic of its
+// code stop the process: a policy.Guarded policy (every preset and
+// profile) contains it to one job or plugin; any other is recovered
+// around the whole call, its actions of the cycle dropped.
+func (e *Executor) schedule(s *cluster.Snapshot) (acts []policy.Action, faults []policy.Fault) {
+	if g, ok := e.pol.(policy.Guarded); ok {
+		return g.ScheduleGuarded(s)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			acts, faults = nil, []policy.Fault{{Stage: policy.StageCycle, Value: fmt.Sprint(v)}}
+		}
+	}()
+	return e.pol.Schedule(s), nil
+}
+
+// ReasonPolicyPanic starts the reason of a job failed because the policy
+// panicked while deciding about it.
+const ReasonPolicyPanic = "PolicyPanic"
+
+// contain acts on the faults of the cycle's policy run: each is logged and
+// counted (drover_policy_panics_total); a job the policy panicked on is
+// taken out of the queue for good, so that it cannot take the scheduler
+// down cycle after cycle: a TrainingJob is marked Failed with the panic
+// in its reason and a Warning Event, an opted-in pod or a PodGroup gang is
+// rejected (their way of leaving the queue). A panic outside any one job
+// changes no job; the cycle's other actions stand.
+func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fault) []error {
+	var errs []error
+	for _, f := range faults {
+		e.m.PolicyPanics.WithLabelValues(string(f.Stage)).Inc()
+		e.log.Error(f, "policy panic contained", "policy", e.pol.Name(), "stage", string(f.Stage), "job", f.Job, "plugin", f.Plugin)
+		if f.Job == "" {
+			continue
+		}
+		reason := fmt.Sprintf("%s: policy %s panicked while deciding about this job: %s", ReasonPolicyPanic, e.pol.Name(), f.Value)
+		if f.At != "" {
+			reason += " (at " + f.At + ")"
+		}
+		jv := ap.v.jobs[f.Job]
+		if jv == nil || jv.st == nil {
+			// A plain pod or a gang: reject it (validated: still pending).
+			if err := ap.apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
+				errs = append(errs, fmt.Errorf("job %s: after a policy panic: %w", f.Job, err))
+			}
+			continue
+		}
+		if jv.st.Phase != cluster.Pending {
+			continue // decided for in this cycle after all (cannot happen: its actions were discarded)
+		}
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+				return errPrecondition{"job is no longer pending"}
+			}
+			now := metav1.Time{Time: e.Now()}
+			o.Status.Phase = v1alpha1.PhaseFailed
+			o.Status.Reason = reason
+			o.Status.CompletionTime = &now
+			setTerminal(&o.Status, v1alpha1.PhaseFailed, reason)
+			return nil
+		}); err != nil {
+			if _, ok := err.(errPrecondition); !ok {
+				errs = append(errs, fmt.Errorf("job %s: marking it Failed after a policy panic: %w", f.Job, err))
+			}
+			continue
+		}
+		jv.st.Phase = cluster.Rejected // out of the queue for the rest of the cycle
+		e.event(jv.tj, true, ReasonPolicyPanic, "%s", reason)
+	}
+	return errs
 }

@@ -201,7 +201,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 	id := GangJobID(gj.ns, gj.name)
 	h := fnv.New64a()
 	h.Write([]byte(id))
-	j := &cluster.Job{ID: id, Class: cluster.ClassBE, Tenant: gj.ns, Work: o.DefaultDuration, GracePeriod: 0,
+	j := &cluster.Job{ID: id, Class: cluster.ClassBE, Tenant: o.Tenant(gj.ns), Work: o.DefaultDuration, GracePeriod: 0,
 		Submit: max(0, o.Seconds(gj.created)), Seed: h.Sum64()}
 	gj.group = make([]int, len(gj.members))
 	var invalid error
@@ -254,7 +254,13 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 		st.Preemptions, _ = strconv.Atoi(pg.Annotations[AnnotationPreemptions])
 		st.Reason = pg.Annotations[AnnotationReason]
 		if s := pg.Annotations[v1alpha1.AnnotationLabels]; s != "" {
-			_ = json.Unmarshal([]byte(s), &st.Labels)
+			// An annotation whoever may edit the PodGroup can write:
+			// malformed reads as none, and each entry is bounded as a
+			// TrainingJob's status.policyLabels are.
+			var stored map[string]string
+			if json.Unmarshal([]byte(s), &stored) == nil {
+				st.Labels, _ = keepLabels(stored, "podgroup "+gj.ns+"/"+pg.Name+": annotation "+v1alpha1.AnnotationLabels)
+			}
 		}
 	}
 

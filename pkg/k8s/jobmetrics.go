@@ -28,6 +28,9 @@ const (
 	// PreemptNodeLost: the job was requeued because a node of its
 	// placement is gone.
 	PreemptNodeLost = "node-lost"
+	// PreemptInvalidStatus: the job was requeued because its stored
+	// placement failed the executor's checks (an edited status).
+	PreemptInvalidStatus = "invalid-status"
 )
 
 // phases lists every TrainingJob phase, for drover_jobs (zeros included,
@@ -46,7 +49,7 @@ func (m *Metrics) addJobMetrics() {
 		Name: "drover_job_failures_total", Help: "TrainingJobs that Failed (a replica failed or its pod template was refused), by class.",
 	}, []string{"class"})
 	m.Preemptions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "drover_preemptions_total", Help: "TrainingJobs preempted or requeued, by class and reason (make-room, policy, node-lost).",
+		Name: "drover_preemptions_total", Help: "TrainingJobs preempted or requeued, by class and reason (make-room, policy, node-lost, invalid-status).",
 	}, []string{"class", "reason"})
 	m.Migrations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_migrations_total", Help: "TrainingJob migrations (checkpoint and restore elsewhere), by class.",
@@ -116,7 +119,11 @@ func (m *Metrics) transition(before statusMark, tj *v1alpha1.TrainingJob, now ti
 	case s.Phase == v1alpha1.PhaseAdmitted && queued(before.phase):
 		m.WaitSeconds.WithLabelValues(class).Observe(max(0, now.Sub(before.since).Seconds()))
 	case s.Phase == v1alpha1.PhaseSuspended && s.Preemptions == before.preemptions && !queued(before.phase):
-		m.Preemptions.WithLabelValues(class, PreemptNodeLost).Inc()
+		why := PreemptNodeLost
+		if strings.HasPrefix(s.Reason, ReasonPlacementRefused) {
+			why = PreemptInvalidStatus
+		}
+		m.Preemptions.WithLabelValues(class, why).Inc()
 	}
 	if s.Preemptions > before.preemptions {
 		m.Preemptions.WithLabelValues(class, preemptKind(s.Reason)).Inc()

@@ -117,7 +117,7 @@ func TestProgressWrittenOncePerPeriod(t *testing.T) {
 			j.Spec.Progress = &v1alpha1.ProgressSpec{Metric: metric}
 			work := int64(100)
 			j.Spec.EstimatedDurationSeconds = &work
-			j.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseAdmitted, Attempt: 1,
+			j.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseAdmitted, Attempt: 1, Tenant: "ns", // as the start wrote it
 				Placement: []v1alpha1.Assignment{{Group: "worker", Node: "n", Count: 1}}}
 			p := replicaPod("j", "worker", "n", "1", nil)
 			p.Name = PodName("j", "worker", 1, 0)

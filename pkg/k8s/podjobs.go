@@ -71,7 +71,7 @@ func (v *View) addPodJob(p *corev1.Pod, o Options) *cluster.JobState {
 	if err != nil {
 		c = nil // the API server validated the pod; a spec it accepts compiles
 	}
-	j := &cluster.Job{ID: PodJobID(p), Class: class, Tenant: p.Namespace, Priority: prio,
+	j := &cluster.Job{ID: PodJobID(p), Class: class, Tenant: o.Tenant(p.Namespace), Priority: prio,
 		Submit: max(0, o.Seconds(p.CreationTimestamp.Time)), Work: o.DefaultDuration, GracePeriod: grace, Seed: h.Sum64(),
 		Groups: []cluster.ReplicaGroup{{Name: "pod", Demand: d, Replicas: 1, Min: 1, Max: 1, Constraint: withExtended(c, &p.Spec, o.Nodes.extFree())}}}
 	st := cluster.NewJobState(j)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +63,13 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
 	}
 
+	if jv.badLabels != nil {
+		// Someone wrote labels the scheduler would not have: keep the
+		// valid ones, drop the rest, and say so.
+		next.PolicyLabels = maps.Clone(jv.st.Labels)
+		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.badLabels)
+		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.badLabels.Error())
+	}
 	var podErr error
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
@@ -80,6 +88,18 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
 			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
 			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
+		case jv.badPlacement != nil:
+			// The stored placement fails the checks a policy's Start is
+			// held to (someone edited the status): never act on it.
+			// Requeue the job at the head, like a lost node; the policy
+			// places it afresh.
+			next.Phase = v1alpha1.PhaseSuspended
+			next.Placement = nil
+			next.Migrating = false
+			next.RequeuedAt = &metav1.Time{Time: e.Now()}
+			next.Reason = ReasonPlacementRefused + ": " + jv.badPlacement.Error() + "; requeued"
+			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			e.event(tj, true, ReasonPlacementRefused, "%s", next.Reason)
 		case len(jv.missingNodes) > 0:
 			// A node of the placement is gone: the job cannot run as
 			// placed. Requeue it at the head like a preemption.
@@ -134,6 +154,10 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		}
 	}
 	next.ProgressCategory = category(jv, next)
+	// The tenant the job is charged to, once for a job written before it
+	// was shown or after the config's mapping changed (every status
+	// write sets it too).
+	next.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
 	if e.deferProgress(JobKey(tj), next, &tj.Status) {
 		// Nothing to write, or only what a running job reports: kept in
 		// memory (and in this cycle's snapshot) until ProgressPeriod
@@ -143,12 +167,14 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		s.Progress, s.Evals, s.ProgressCategory = next.Progress, next.Evals, next.ProgressCategory
 		return before != s.Phase, podErr
 	}
-	if tj.Status.Phase == "" && next.Phase == v1alpha1.PhasePending {
+	if (tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhasePending) && next.Phase == v1alpha1.PhasePending {
 		// A new job: most are started in the cycle that first sees them,
-		// and the start's status write says Admitted. Pending is written
-		// after the policy ran, for the jobs it did not start (Cycle).
+		// and the start's status write says Admitted (and the tenant).
+		// Pending is written after the policy ran, for the jobs it did
+		// not start (Cycle), unless the API server shows it already (the
+		// CRD's default): a waiting job costs no write.
 		unset := *next
-		unset.Phase = ""
+		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
 		if equality.Semantic.DeepEqual(&unset, &tj.Status) {
 			jv.fresh = true
 			return false, podErr
@@ -209,7 +235,7 @@ func podMessage(p *corev1.Pod) string {
 // category is the policy's "category" label when set, else the progress
 // quartile.
 func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
-	for k, v := range PolicyLabels(jv.tj) {
+	for k, v := range jv.st.Labels {
 		if k == "category" || strings.HasSuffix(k, "/category") {
 			return v
 		}

@@ -12,10 +12,10 @@ package k8s
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,6 +73,14 @@ type jobView struct {
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
+	// badLabels says which stored policy labels were dropped (reconcile
+	// writes the kept ones back and reports it).
+	badLabels error
+	// badPlacement says why status.placement cannot be acted on
+	// (committed.go); reconcile requeues the job.
+	badPlacement error
+	// done are the current attempt's pods that succeeded.
+	done []*corev1.Pod
 	// fresh is set by reconcile on a new job (no phase yet) whose only
 	// status change would be Pending: the cycle writes it after the
 	// policy ran, and only if the job is still pending then.
@@ -141,6 +149,10 @@ type Options struct {
 	// SchedulerName is drover's; plain pods with it and the opt-in label
 	// become one-replica jobs. Empty disables opt-in.
 	SchedulerName string
+	// Tenants maps namespaces to tenants (Config.Tenants); a namespace not
+	// in it is its own tenant. It must not change while a JobCache made
+	// with it is in use.
+	Tenants map[string]string
 	// Crowded, when set, remembers nodes where a start was refused for want
 	// of pod slots (see Crowded); Build drops entries that are stale.
 	Crowded Crowded
@@ -166,6 +178,16 @@ func (o Options) Seconds(t time.Time) float64 {
 		return float64(t.UnixNano()) / 1e9
 	}
 	return t.Sub(o.Origin).Seconds()
+}
+
+// Tenant is the tenant of the jobs of namespace ns: its mapping in
+// Tenants, else ns. Never what a job says of itself (spec.tenant), which
+// any user who may create jobs could set to another team's tenant.
+func (o Options) Tenant(ns string) string {
+	if t, ok := o.Tenants[ns]; ok {
+		return t
+	}
+	return ns
 }
 
 // JobKey is the snapshot job ID of a TrainingJob: namespace/name.
@@ -263,6 +285,7 @@ func Build(w *World, now time.Time, o Options) *View {
 					jv.succeeded = map[string]int{}
 				}
 				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
+				jv.done = append(jv.done, p)
 			case done && cur:
 				jv.failed = append(jv.failed, p)
 			case !done:
@@ -336,6 +359,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
+	v.checkCommitted()
 	v.markFull(o.Crowded)
 	if len(v.quotas) > 0 {
 		if v.reserved == nil {
@@ -490,7 +514,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
 		}
 	}
-	st.Labels = PolicyLabels(tj)
+	st.Labels, jv.badLabels = PolicyLabels(tj)
 	for _, e := range tj.Status.Evals {
 		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
 	}
@@ -530,17 +554,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
 		st.Phase = cluster.Running
-		for _, a := range tj.Status.Placement {
-			g, gok := jv.group(a.Group)
-			ni, nok := v.nodeIdx[a.Node]
-			if !gok || !nok {
-				jv.missingNodes = append(jv.missingNodes, a.Node)
-				continue
-			}
-			for range a.Count {
-				st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
-			}
-		}
+		st.Placement, jv.badPlacement = v.storedPlacement(jv)
 		// Charge the placement (pods to be created included) rather than
 		// the pods seen: the informer cache may not show pods created a
 		// moment ago, and the placement is what the scheduler committed to.
@@ -710,7 +724,7 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 	submit := max(0, o.Seconds(tj.CreationTimestamp.Time))
 	j := &cluster.Job{
 		ID:          JobKey(tj),
-		Tenant:      cmp.Or(tj.Spec.Tenant, tj.Namespace),
+		Tenant:      o.Tenant(tj.Namespace),
 		Priority:    int(tj.Spec.Priority),
 		Submit:      submit,
 		Work:        o.DefaultDuration,
@@ -746,6 +760,9 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spec.replicaGroups[%d].template.spec.%w", i, err)
 		}
+		if err := checkDemand(&g.Template.Spec, hi); err != nil {
+			return nil, fmt.Errorf("spec.replicaGroups[%d].%w", i, err)
+		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{
 			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
 			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: withExtended(c, &g.Template.Spec, o.Nodes.extFree()),
@@ -755,6 +772,64 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// maxQuantity bounds each resource quantity a pod template may request, in
+// the resource's own unit (cores, bytes, GPUs): a million cores, a PiB of
+// memory or storage, a million GPUs. Beyond these, Quantity.MilliValue and
+// Value overflow int64 (cpu: 1e18 read as zero demand, memory: 8Ei as a
+// negative one).
+var maxQuantity = map[corev1.ResourceName]float64{
+	corev1.ResourceCPU:              1e6,
+	corev1.ResourceMemory:           1 << 50,
+	GPUResource:                     1e6,
+	corev1.ResourceEphemeralStorage: 1 << 50,
+}
+
+// maxGroupDemand bounds a group's demand at its largest replica count, in
+// drover's units, leaving a factor of 1000 below int64's maximum for the
+// sums over jobs and nodes.
+const maxGroupDemand = math.MaxInt64 / 1000
+
+// checkDemand fails when a quantity of the pod template is beyond
+// maxQuantity, or when the template's demand times maxReplicas overflows
+// maxGroupDemand; errors name the field below the replica group.
+func checkDemand(s *corev1.PodSpec, maxReplicas int32) error {
+	lists := func(prefix string, cs []corev1.Container) error {
+		for i := range cs {
+			for _, l := range []struct {
+				name string
+				rl   corev1.ResourceList
+			}{{"requests", cs[i].Resources.Requests}, {"limits", cs[i].Resources.Limits}} {
+				for r, q := range l.rl {
+					if max, ok := maxQuantity[r]; ok {
+						if x := q.AsApproximateFloat64(); !(x <= max) {
+							return fmt.Errorf("template.spec.%s[%d].resources.%s.%s: %s is above the limit %v", prefix, i, l.name, r, q.String(), max)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := lists("containers", s.Containers); err != nil {
+		return err
+	}
+	if err := lists("initContainers", s.InitContainers); err != nil {
+		return err
+	}
+	for r, q := range s.Overhead {
+		if max, ok := maxQuantity[r]; ok && !(q.AsApproximateFloat64() <= max) {
+			return fmt.Errorf("template.spec.overhead.%s: %s is above the limit %v", r, q.String(), max)
+		}
+	}
+	d := PodDemand(s)
+	for k, v := range d {
+		if float64(v)*float64(max(maxReplicas, 1)) > maxGroupDemand {
+			return fmt.Errorf("template: %s demand %d x %d replicas overflows", resource.Kind(k), v, maxReplicas)
+		}
+	}
+	return nil
 }
 
 // Vector converts a resource list to drover's vector.
@@ -813,20 +888,6 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
-
-// PolicyLabels decodes the policy labels kept on a TrainingJob; a
-// malformed annotation (edited by hand) reads as no labels.
-func PolicyLabels(tj *v1alpha1.TrainingJob) map[string]string {
-	s := tj.Annotations[v1alpha1.AnnotationLabels]
-	if s == "" {
-		return nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil
-	}
-	return m
-}
 
 // Reasons a pending job is held out of the queue.
 const (

@@ -245,3 +245,41 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 	}
 	return nil
 }
+
+// Committed checks a placement an executor reads back from its own store
+// before it acts on it again: the Kubernetes executor keeps each job's
+// placement in the TrainingJob's status, which whoever holds
+// trainingjobs/status can rewrite, and creates and binds the pods that
+// placement still lacks. whole is the job's placement as stored, todo the
+// part of it not carried out yet (replicas with no pod bound). The rules
+// are those of a Start: whole names existing groups and nodes and puts at
+// most Max replicas in each group; todo uses only ready nodes whose role,
+// labels and taints admit the group, and fits, node by node, in the free
+// capacity (s.Free must not count todo as taken: the executor checks
+// stored placements one after another on a ledger, as a cycle's Starts
+// are checked). What
+// is carried out already is a fact, not checked again: a node cordoned
+// under running replicas does not make them invalid.
+func Committed(s State, j *cluster.Job, whole, todo cluster.Placement) error {
+	if len(whole) == 0 {
+		return errors.New("empty placement")
+	}
+	nodes := s.Nodes()
+	for _, a := range whole {
+		if a.Group < 0 || a.Group >= len(j.Groups) {
+			return fmt.Errorf("placement names group %d; the job has %d", a.Group, len(j.Groups))
+		}
+		if a.Node < 0 || a.Node >= len(nodes) {
+			return fmt.Errorf("placement names node %d; there are %d", a.Node, len(nodes))
+		}
+	}
+	for g, c := range whole.Counts(len(j.Groups)) {
+		if c > j.Groups[g].Max {
+			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	return checkPlacement(s, j, todo, nil)
+}

@@ -72,7 +72,7 @@ ClusterRole; here they are created, bound, patched and deleted.
 {{- define "drover.tenantRules" }}
 - apiGroups: ["drover.dev"]
   resources: ["trainingjobs"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["drover.dev"]
   resources: ["trainingjobs/status"]
   verbs: ["get", "update", "patch"]
