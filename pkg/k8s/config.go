@@ -100,6 +100,15 @@ type Config struct {
 	// the queue.
 	QueuePositions      *int            `json:"queuePositions,omitempty"`
 	QueuePositionPeriod metav1.Duration `json:"queuePositionPeriod,omitempty"`
+	// ProgressPeriod is how long a trainer's progress report may wait in
+	// the scheduler's memory before it is written to the TrainingJob's
+	// status.progress and status.evals on its own. Any other status write
+	// of the job (running, completion, preemption, ...) carries it at
+	// once, and policies see it at once (the snapshot reads it from
+	// memory); only the API server's copy lags, by at most this long.
+	// Below Period, every new report is written at the next cycle (one
+	// status write per running job per cycle). Default 10s.
+	ProgressPeriod metav1.Duration `json:"progressPeriod,omitempty"`
 	// Tenants maps namespaces to the tenant fair-share policies (drf, the
 	// drover preset's ordering) charge their jobs to; a namespace not
 	// listed is its own tenant. Only the operator who writes this config
@@ -175,6 +184,9 @@ func (c *Config) Defaults() {
 	if c.QueuePositionPeriod.Duration == 0 {
 		c.QueuePositionPeriod.Duration = 10 * time.Second
 	}
+	if c.ProgressPeriod.Duration == 0 {
+		c.ProgressPeriod.Duration = 10 * time.Second
+	}
 	if c.ReportClockSkew.Duration == 0 {
 		c.ReportClockSkew.Duration = time.Minute
 	}
@@ -193,6 +205,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("queuePositions: %d is not in [0, 1000]", *c.QueuePositions)
 	case c.QueuePositionPeriod.Duration < 0:
 		return fmt.Errorf("queuePositionPeriod: %v is negative", c.QueuePositionPeriod.Duration)
+	case c.ProgressPeriod.Duration < 0:
+		return fmt.Errorf("progressPeriod: %v is negative", c.ProgressPeriod.Duration)
 	case c.RetryPeriod.Duration <= 0 || float64(c.RetryPeriod.Duration)*1.2 >= float64(c.RenewDeadline.Duration):
 		return fmt.Errorf("retryPeriod: %v must be positive and 1.2 times it below renewDeadline %v", c.RetryPeriod.Duration, c.RenewDeadline.Duration)
 	case c.RenewDeadline.Duration >= c.LeaseDuration.Duration:

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,12 +61,28 @@ type Executor struct {
 	reported map[types.UID]bool
 	// positioned is when queue positions were last written (queue.go).
 	positioned time.Time
+	// indexed is set when the client's cache has the live indexes
+	// (live.go): a cycle then reads only unfinished TrainingJobs and pods.
+	indexed bool
+	// finished counts the finished TrainingJobs for drover_jobs when the
+	// cycle does not read them (indexed).
+	finished *finishedJobs
+
+	// progress holds, per job, progress copied from reports but not yet
+	// written to the API server (Config.ProgressPeriod); Read lays it over
+	// the cached status, and any status write of the job carries it.
+	progress map[string]*deferredProgress
 
 	mu      sync.Mutex
 	reports map[string]observed // newest report seen per job (ObserveReport)
 	// rejected is the time of the last future-dated report seen per job,
 	// so that each gets one ReportRejected Event.
 	rejected map[string]time.Time
+	// made remembers the replica pods this executor created (and bound)
+	// until the informer cache shows them, by namespace/name, so that a
+	// cycle reading a lagging cache neither creates them again
+	// (AlreadyExists) nor binds them again (Conflict).
+	made map[string]madePod
 
 	// Origin is time 0 of the policies' clock, kept in the ConfigMap
 	// drover-clock so that every scheduler that ever runs against the
@@ -81,6 +99,10 @@ type Executor struct {
 	// description; an error it returns aborts the write. Tests use it to
 	// kill the scheduler in the middle of a cycle.
 	Fault func(op string) error
+	// OnCycle, when set, is called by Run after every cycle with its
+	// result (failed cycles included, Err set). The soak test uses it to
+	// record cycle times and how much of the world each cycle read.
+	OnCycle func(*CycleResult)
 }
 
 // New returns an executor. reader may be nil, in which case c is used for
@@ -92,7 +114,7 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
 		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]observed{},
-		rejected: map[string]time.Time{}, Now: time.Now,
+		rejected: map[string]time.Time{}, progress: map[string]*deferredProgress{}, made: map[string]madePod{}, Now: time.Now,
 	}
 }
 
@@ -120,7 +142,8 @@ func (e *Executor) Run(ctx context.Context) error {
 	t := time.NewTicker(e.cfg.Period.Duration)
 	defer t.Stop()
 	for {
-		if _, err := e.Cycle(ctx); err != nil {
+		res, err := e.Cycle(ctx)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -132,6 +155,13 @@ func (e *Executor) Run(ctx context.Context) error {
 				return err
 			}
 			e.log.Error(err, "scheduling cycle failed")
+		}
+		if e.OnCycle != nil {
+			if res == nil {
+				res = &CycleResult{}
+			}
+			res.Err = err
+			e.OnCycle(res)
 		}
 		select {
 		case <-ctx.Done():
@@ -145,6 +175,13 @@ func (e *Executor) Run(ctx context.Context) error {
 type CycleResult struct {
 	Actions  []policy.Action
 	Refusals []policy.Refusal
+	// Jobs and Pods are how many TrainingJobs and pods the cycle read
+	// from the cache (its work grows with these); Duration is how long it
+	// took, reading included.
+	Jobs, Pods int
+	Duration   time.Duration
+	// Err is the cycle's error (set by Run for OnCycle).
+	Err error
 	// Faults are the policy's panics contained this cycle.
 	Faults []policy.Fault
 }
@@ -153,12 +190,25 @@ type CycleResult struct {
 func (e *Executor) Read(ctx context.Context) (*World, error) {
 	w := &World{}
 	var nodes corev1.NodeList
-	if err := e.c.List(ctx, &nodes); err != nil {
+	var nodeOpts []client.ListOption
+	if e.indexed {
+		// Nodes are only read (Build and the NodeTable copy what they
+		// keep), so the cycle shares the cache's objects instead of
+		// copying every node every period: at 5,000 nodes that copy was
+		// the largest allocation of a cycle. (e.indexed: the client reads
+		// through the manager's cache, where this option applies.)
+		nodeOpts = append(nodeOpts, client.UnsafeDisableDeepCopy)
+	}
+	if err := e.c.List(ctx, &nodes, nodeOpts...); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	w.Nodes = nodes.Items
 	var pods corev1.PodList
-	if err := e.c.List(ctx, &pods); err != nil {
+	var podOpts []client.ListOption
+	if e.indexed {
+		podOpts = append(podOpts, client.MatchingFields{IndexPod: podLive})
+	}
+	if err := e.c.List(ctx, &pods, podOpts...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	w.Pods = pods.Items
@@ -167,7 +217,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	if e.cfg.Namespace != "" {
 		opts = append(opts, client.InNamespace(e.cfg.Namespace))
 	}
-	if err := e.c.List(ctx, &jobs, opts...); err != nil {
+	jobOpts := opts
+	if e.indexed {
+		jobOpts = append(slices.Clone(opts), client.MatchingFields{IndexJobLive: "true"})
+	}
+	if err := e.c.List(ctx, &jobs, jobOpts...); err != nil {
 		return nil, fmt.Errorf("listing trainingjobs: %w", err)
 	}
 	w.Jobs = jobs.Items
@@ -183,11 +237,48 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			}
 		}
 	}
-	// Forget jobs that are gone, so the bookkeeping does not grow forever.
+	if e.indexed {
+		// The finished pods of running jobs: how a job completes or fails.
+		// A pod that finished between the two lists is in both: the
+		// finished copy is the newer one.
+		var finished map[types.UID]bool
+		for i := range w.Jobs {
+			tj := &w.Jobs[i]
+			if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
+				continue
+			}
+			var done corev1.PodList
+			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
+				return nil, fmt.Errorf("listing finished pods of %s: %w", JobKey(tj), err)
+			}
+			for k := range done.Items {
+				if finished == nil {
+					finished = map[types.UID]bool{}
+				}
+				finished[done.Items[k].UID] = true
+			}
+			w.Pods = append(w.Pods, done.Items...)
+		}
+		if len(finished) > 0 {
+			w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
+				return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			})
+		}
+	}
+	// Forget jobs that are gone (or finished, with the live indexes), so
+	// the bookkeeping does not grow with the jobs that ever ran.
 	present := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
-		present[JobKey(&w.Jobs[i])] = true
+		key := JobKey(&w.Jobs[i])
+		present[key] = true
+		if dp := e.progress[key]; dp != nil {
+			dp.overlay(&w.Jobs[i])
+		}
 	}
+	// After the finished pods of running jobs: a pod this executor made
+	// that finished before the cache showed it live is among those, and
+	// must not be added back as live.
+	w.Pods = e.withMade(w.Pods, present)
 	for k := range e.written {
 		if !present[k] {
 			delete(e.written, k)
@@ -196,6 +287,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	for k := range e.reports {
 		if !present[k] {
 			delete(e.reports, k)
+		}
+	}
+	for k := range e.progress {
+		if !present[k] {
+			delete(e.progress, k)
 		}
 	}
 	for k := range e.rejected {
@@ -291,17 +387,22 @@ func olderThan(a, b string) bool {
 // actions.
 func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	start := time.Now()
-	defer func() { e.m.CycleSeconds.Observe(time.Since(start).Seconds()) }()
+	res := &CycleResult{}
+	defer func() {
+		res.Duration = time.Since(start)
+		e.m.CycleSeconds.Observe(res.Duration.Seconds())
+	}()
 	if err := e.leading(); err != nil {
-		return nil, err
+		return res, err
 	}
 	w, err := e.Read(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
+	res.Jobs, res.Pods = len(w.Jobs), len(w.Pods)
 	if e.Origin.IsZero() {
 		if err := e.loadOrigin(ctx); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	e.cycle++
@@ -328,19 +429,37 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	changed := false
 	var fresh []string
 	if err := e.leading(); err != nil {
-		return nil, err // before the reconcile writes
+		return res, err // before the reconcile writes
 	}
-	for _, key := range v.order {
+	// Jobs are reconciled concurrently (each touches only its own job, its
+	// pods and the executor's locked bookkeeping): a cycle in which
+	// hundreds of jobs complete writes their statuses startWorkers at a
+	// time instead of one round trip after another.
+	type outcome struct {
+		changed bool
+		err     error
+	}
+	outs := make([]outcome, len(v.order))
+	var rg errgroup.Group
+	rg.SetLimit(startWorkers)
+	for i, key := range v.order {
 		jv := v.jobs[key]
-		c, err := e.reconcile(ctx, v, jv)
-		if err != nil {
+		rg.Go(func() error {
+			c, err := e.reconcile(ctx, v, jv)
+			outs[i] = outcome{c, err}
+			return nil
+		})
+	}
+	_ = rg.Wait()
+	for i, key := range v.order {
+		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 			if errors.Is(err, ErrNotLeader) {
 				return nil, errors.Join(errs...)
 			}
 		}
-		changed = changed || c
-		if jv.fresh {
+		changed = changed || outs[i].changed
+		if v.jobs[key].fresh {
 			fresh = append(fresh, key)
 		}
 	}
@@ -365,7 +484,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	e.observe(v)
 	acts, faults := e.schedule(v.Snap)
-	res := &CycleResult{Actions: acts, Faults: faults}
+	res.Actions, res.Faults = acts, faults
 	if err := e.leading(); err != nil {
 		// The policy may have run long: check again before its writes.
 		return res, errors.Join(append(errs, err)...)
@@ -516,6 +635,11 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()
+			if what == "status" {
+				// The write carried any deferred progress (jv.tj has it
+				// laid over; a re-read object got it below).
+				delete(e.progress, JobKey(obj))
+			}
 			e.mu.Unlock()
 			return nil
 		}
@@ -526,6 +650,13 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		fresh := &v1alpha1.TrainingJob{}
 		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", JobKey(obj), err)}
+		}
+		if what == "status" {
+			e.mu.Lock()
+			if dp := e.progress[JobKey(fresh)]; dp != nil {
+				dp.overlay(fresh)
+			}
+			e.mu.Unlock()
 		}
 		obj = fresh
 	}
@@ -572,6 +703,68 @@ func (e *Executor) loadOrigin(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("configmap %s: could not read or create it", key)
+}
+
+// madePod is a pod this executor created, as the API server returned it
+// (with the node once bound).
+type madePod struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// madeFor is how long a created pod is remembered at most: the cache
+// normally shows it within a cycle or two; a pod deleted before the cache
+// saw it is forgotten after this.
+const madeFor = 30 * time.Second
+
+// remember records a pod this executor created or bound.
+func (e *Executor) remember(p *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.made[p.Namespace+"/"+p.Name] = madePod{pod: p.DeepCopy(), at: time.Now()}
+}
+
+// forget drops a pod from what remember recorded: this executor deleted
+// it, so the cache's copy (terminating, or gone) is the one to believe.
+func (e *Executor) forget(p *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.made, p.Namespace+"/"+p.Name)
+}
+
+// withMade adds to the pods listed from the cache those this executor
+// created that the cache does not show yet, and forgets those it shows
+// and those of jobs no longer listed (finished or gone). The caller holds
+// e.mu.
+func (e *Executor) withMade(pods []corev1.Pod, jobs map[string]bool) []corev1.Pod {
+	if len(e.made) == 0 {
+		return pods
+	}
+	lagging := map[string]int{} // made pods the cache shows unbound, by key
+	for i := range pods {
+		key := pods[i].Namespace + "/" + pods[i].Name
+		m, ok := e.made[key]
+		switch {
+		case !ok:
+		case pods[i].UID != m.pod.UID || pods[i].Spec.NodeName != "" || m.pod.Spec.NodeName == "":
+			delete(e.made, key) // the cache caught up (or holds another pod of that name)
+		default:
+			lagging[key] = i
+		}
+	}
+	now := time.Now()
+	for key, m := range e.made {
+		if now.Sub(m.at) > madeFor || !jobs[m.pod.Namespace+"/"+m.pod.Labels[v1alpha1.LabelJob]] {
+			delete(e.made, key)
+			continue
+		}
+		if i, ok := lagging[key]; ok {
+			pods[i] = *m.pod.DeepCopy() // the cache has it, without the binding yet
+		} else {
+			pods = append(pods, *m.pod.DeepCopy())
+		}
+	}
+	return pods
 }
 
 // schedule runs the policy on the snapshot without letting a panic of its

@@ -44,8 +44,11 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		return true, err
 	}
 	for _, p := range jv.stuck {
-		if !e.reported[p.UID] {
-			e.reported[p.UID] = true
+		e.mu.Lock()
+		first := !e.reported[p.UID]
+		e.reported[p.UID] = true
+		e.mu.Unlock()
+		if first {
 			e.event(tj, true, "TerminationStuck", "pod %s is still terminating %s after its grace period ended; no longer waiting for it",
 				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
 		}
@@ -155,15 +158,23 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 	// was shown or after the config's mapping changed (every status
 	// write sets it too).
 	next.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
-	if equality.Semantic.DeepEqual(next, &tj.Status) {
-		return false, podErr
+	if e.deferProgress(JobKey(tj), next, &tj.Status) {
+		// Nothing to write, or only what a running job reports: kept in
+		// memory (and in this cycle's snapshot) until ProgressPeriod
+		// passes or another status write of the job carries it.
+		s := &jv.tj.Status
+		s.Phase, s.Replicas = next.Phase, next.Replicas
+		s.Progress, s.Evals, s.ProgressCategory = next.Progress, next.Evals, next.ProgressCategory
+		return before != s.Phase, podErr
 	}
-	if tj.Status.Phase == "" && next.Phase == v1alpha1.PhasePending {
+	if (tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhasePending) && next.Phase == v1alpha1.PhasePending {
 		// A new job: most are started in the cycle that first sees them,
-		// and the start's status write says Admitted. Pending is written
-		// after the policy ran, for the jobs it did not start (Cycle).
+		// and the start's status write says Admitted (and the tenant).
+		// Pending is written after the policy ran, for the jobs it did
+		// not start (Cycle), unless the API server shows it already (the
+		// CRD's default): a waiting job costs no write.
 		unset := *next
-		unset.Phase, unset.Tenant = "", tj.Status.Tenant
+		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
 		if equality.Semantic.DeepEqual(&unset, &tj.Status) {
 			jv.fresh = true
 			return false, podErr
@@ -616,6 +627,7 @@ func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 	if err != nil {
 		return &apiError{err: fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)}
 	}
+	e.remember(p)
 	return nil
 }
 
@@ -634,6 +646,11 @@ func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
 	switch {
 	case err == nil:
 		e.m.Bindings.Inc()
+		if p.Labels[v1alpha1.LabelJob] != "" {
+			bound := p.DeepCopy()
+			bound.Spec.NodeName = node
+			e.remember(bound)
+		}
 		return nil
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		// Already bound (by an earlier run of this step) or gone.
@@ -656,7 +673,9 @@ func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.P
 		err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace), client.Preconditions{UID: &p.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+			continue
 		}
+		e.forget(p)
 	}
 	if len(errs) > 0 {
 		return &apiError{err: joinErrs(errs)}
@@ -722,4 +741,76 @@ func (e *Executor) observedReport(key string, uid types.UID) *report.Report {
 		return o.r
 	}
 	return nil
+}
+
+// deferredProgress is what the scheduler saw of a running job but has not
+// written yet (Config.ProgressPeriod): progress copied from trainer
+// reports, the metric history, replica counts, and the move from
+// Admitted to Running once every replica runs.
+type deferredProgress struct {
+	attempt  int32
+	phase    v1alpha1.TrainingJobPhase
+	replicas []v1alpha1.GroupStatus
+	progress *v1alpha1.ProgressStatus
+	evals    []v1alpha1.EvalSample
+	category string
+	// since is when the oldest unwritten change was seen.
+	since time.Time
+}
+
+// overlay lays the deferred status over a job read from the cache or the
+// API server, whose copy is older (only this scheduler writes status, and
+// any status write of the job clears the deferred one). A job on another
+// attempt is left alone.
+func (dp *deferredProgress) overlay(tj *v1alpha1.TrainingJob) {
+	s := &tj.Status
+	if s.Attempt != dp.attempt || (s.Phase != v1alpha1.PhaseAdmitted && s.Phase != v1alpha1.PhaseRunning) {
+		return
+	}
+	s.Phase = dp.phase
+	s.Replicas = slices.Clone(dp.replicas)
+	s.Progress = dp.progress.DeepCopy()
+	s.Evals = slices.Clone(dp.evals)
+	s.ProgressCategory = dp.category
+}
+
+func (dp *deferredProgress) set(s *v1alpha1.TrainingJobStatus) {
+	dp.attempt, dp.phase = s.Attempt, s.Phase
+	dp.replicas = slices.Clone(s.Replicas)
+	dp.progress, dp.evals, dp.category = s.Progress.DeepCopy(), slices.Clone(s.Evals), s.ProgressCategory
+}
+
+// deferProgress reports whether the change from cur to next may wait in
+// memory: it touches only what a running job's trainers and kubelets
+// report (progress, evals, category, replica counts, Admitted to Running),
+// and the oldest unwritten change is younger than ProgressPeriod. It then
+// records next for the following cycles (Read lays it over the cache).
+// With no change at all it reports whether a deferred change is still
+// young enough to wait.
+func (e *Executor) deferProgress(key string, next, cur *v1alpha1.TrainingJobStatus) bool {
+	if next.Phase != cur.Phase && !(cur.Phase == v1alpha1.PhaseAdmitted && next.Phase == v1alpha1.PhaseRunning) {
+		return false
+	}
+	other := *next
+	other.Phase, other.Replicas = cur.Phase, cur.Replicas
+	other.Progress, other.Evals, other.ProgressCategory = cur.Progress, cur.Evals, cur.ProgressCategory
+	if !equality.Semantic.DeepEqual(&other, cur) {
+		return false
+	}
+	now := e.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dp := e.progress[key]
+	if dp == nil {
+		if equality.Semantic.DeepEqual(next, cur) {
+			return true // nothing to write
+		}
+		dp = &deferredProgress{since: now}
+		e.progress[key] = dp
+	}
+	if now.Sub(dp.since) >= e.cfg.ProgressPeriod.Duration {
+		return false // written now; the write clears dp
+	}
+	dp.set(next)
+	return true
 }

@@ -318,8 +318,11 @@ type ProgressStatus struct {
 // scheduler keeps all its state here (and in annotations and pods), so a
 // restarted scheduler rebuilds everything from the API server.
 type TrainingJobStatus struct {
-	// Phase of the job.
+	// Phase of the job. A job the scheduler has not written yet reads as
+	// Pending (a schema default, applied by the API server when it serves
+	// the object), so that a new job needs no status write to show it.
 	// +optional
+	// +kubebuilder:default=Pending
 	Phase TrainingJobPhase `json:"phase,omitempty"`
 	// Reason is the last explanation for the phase (why the job waits, was
 	// rejected, ...).
@@ -423,7 +426,10 @@ type TrainingJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   TrainingJobSpec   `json:"spec"`
+	Spec TrainingJobSpec `json:"spec"`
+	// Status defaults to an empty object, so that its own defaults
+	// (phase Pending) apply to a job nobody has written a status for.
+	// +kubebuilder:default={}
 	Status TrainingJobStatus `json:"status,omitempty"`
 }
 
