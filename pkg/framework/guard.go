@@ -113,16 +113,7 @@ func (r *Runtime) guarded(c *Cycle, stage policy.Stage, plugin string, f func(),
 // given depth (forks a plugin opened on a ledger itself included).
 func (st *Statement) unwind(m stMark, depth, nowD, soonD int) {
 	st.marks = st.marks[:depth]
-	st.acts = st.acts[:m.acts]
-	for i := len(st.undo) - 1; i >= m.undo; i-- {
-		u := st.undo[i]
-		if u.had {
-			st.ops[u.js] = u.prev
-		} else {
-			delete(st.ops, u.js)
-		}
-	}
-	st.undo = st.undo[:m.undo]
+	st.rollback(m)
 	if depth == 0 {
 		st.undo = st.undo[:0]
 	}

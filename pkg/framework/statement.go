@@ -163,6 +163,16 @@ func (st *Statement) Commit() {
 func (st *Statement) Discard() {
 	m := st.marks[len(st.marks)-1]
 	st.marks = st.marks[:len(st.marks)-1]
+	st.rollback(m)
+	st.now.Revert()
+	if st.hasSoon {
+		st.soon.Revert()
+	}
+}
+
+// rollback drops the actions recorded since m and restores the job marks
+// they changed; the ledgers are the caller's to revert.
+func (st *Statement) rollback(m stMark) {
 	st.acts = st.acts[:m.acts]
 	for i := len(st.undo) - 1; i >= m.undo; i-- {
 		u := st.undo[i]
@@ -173,10 +183,6 @@ func (st *Statement) Discard() {
 		}
 	}
 	st.undo = st.undo[:m.undo]
-	st.now.Revert()
-	if st.hasSoon {
-		st.soon.Revert()
-	}
 }
 
 func (st *Statement) mark(js *cluster.JobState, op Op) {
