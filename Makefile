@@ -1,7 +1,7 @@
 # drover's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: test unit testbin testbin-operator helm sim bench bench-bind fmt vet generate manifests image dev-cluster
+.PHONY: test unit testbin testbin-operator helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
 
 # The whole test suite: vet, unit and simulator tests, the Kubernetes
 # end-to-end tests against a real kube-apiserver and etcd that
@@ -39,12 +39,16 @@ sim:
 	$(GO) run ./cmd/drover sim
 
 # Benchmarks; the API-server ones (pkg/k8s/e2e) need the testbin binaries.
+# Every benchmark, -benchtime 3x, written in benchstat's format to
+# docs/bench/DATE-COMMIT.txt with the commit, machine and load noted
+# (hack/bench.sh; DROVER_BENCH=pattern and DROVER_BENCH_PKGS=packages run
+# fewer). Commit the file; docs quote these files.
 bench:
 	@if [ -x hack/testbin/build.sh ]; then \
 		assets=$$(hack/testbin/build.sh | tail -n 1) && \
-		KUBEBUILDER_ASSETS=$$assets $(GO) test -run XXX -bench . -benchtime 3x ./... ; \
+		KUBEBUILDER_ASSETS=$$assets hack/bench.sh ; \
 	else \
-		$(GO) test -run XXX -bench . -benchtime 3x ./... ; \
+		hack/bench.sh ; \
 	fi
 
 # drover beside kube-scheduler v1.34.4 on one API server, same pods, same
@@ -56,6 +60,18 @@ bench-bind:
 	@assets=$$(hack/testbin/build.sh | tail -n 1) && bench=$$(hack/testbin/bench.sh | tail -n 1) && \
 		KUBEBUILDER_ASSETS=$$assets DROVER_BENCH_ASSETS=$$bench \
 		$(GO) test -run XXX -bench SideBySide -benchtime 1x -timeout 4h ./pkg/k8s/e2e/
+
+# The full soak (pkg/k8s/e2e TestSoak; docs/kubernetes.md, Soak): 2,000
+# single-replica TrainingJobs on 50 stand-in nodes at time scale 40, with
+# the default 1 s period; counts the scheduler's writes per job, conflicts,
+# cycle times, idle cycles and heap per finished job. `make test` runs the
+# same test at 200 jobs on 10 nodes.
+SOAK_JOBS ?= 2000
+SOAK_NODES ?= 50
+soak:
+	@assets=$$(hack/testbin/build.sh | tail -n 1) && \
+		KUBEBUILDER_ASSETS=$$assets DROVER_SOAK_JOBS=$(SOAK_JOBS) DROVER_SOAK_NODES=$(SOAK_NODES) \
+		$(GO) test -count=1 -run 'TestSoak$$' -v -timeout 60m ./pkg/k8s/e2e/
 
 # Regenerates the TrainingJob deepcopy code and CRD YAML from the Go types in
 # pkg/apis (pinned controller-gen; a test fails when they are stale).

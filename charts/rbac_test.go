@@ -121,6 +121,8 @@ func TestRenderRBAC(t *testing.T) {
 		{"create", "", "pods", "team-a", ""}:                                             true,
 		{"create", "", "pods/binding", "team-a", "p"}:                                    true,
 		{"update", "drover.dev", "trainingjobs/status", "team-a", "j"}:                   true,
+		{"update", "drover.dev", "trainingjobs", "team-a", "j"}:                          false,
+		{"patch", "drover.dev", "trainingjobs", "team-a", "j"}:                           false,
 		{"create", "", "events", "team-a", ""}:                                           true,
 	}
 	cases := []struct {

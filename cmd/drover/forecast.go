@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,17 +73,49 @@ Examples:
 	fl.StringVar(&f.skip, "skip-days", "auto", "drop this many days from the end of the series first (test on an earlier span); auto: for the Philly trace, the fewest whole days that leave the test span's end with under 5% of its running demand lost to the trace's cut (15), for --series 0")
 	fl.BoolVar(&f.spans, "spans", false, "only describe candidate test weeks (skip 0-28 days): mean counts, trend and, for the Philly trace, the estimated demand lost to the trace's cut, and exit")
 	fl.StringVar(&f.net, "net", forecast.NetPaper, "networks' size: paper (the paper's window, layers and warm-up, within drover's training budget) or small (the autoscaler's default)")
-	fl.IntVar(&f.window, "window", 0, "networks' input window in steps (default: 576 with --net paper, 24 with --net small)")
-	fl.IntVar(&f.steps, "train-steps", 0, "networks' optimiser steps (default: the model's)")
+	fl.IntVar(&f.window, "window", 0, fmt.Sprintf("networks' input window in steps, up to %d (default: 576 with --net paper, 24 with --net small)", maxForecastWindow))
+	fl.IntVar(&f.steps, "train-steps", 0, fmt.Sprintf("networks' optimiser steps, up to %d (default: the model's)", maxTrainSteps))
 	fl.BoolVar(&f.multi, "multi-step", false, "also forecast the whole test span from the end of training (predictions fed back) and report its errors beside the one-step ones")
 	fl.BoolVar(&f.base, "base", false, "only select the base instance type for the Philly trace (Figure 7: scale per dropped smallest type) and exit")
 	fl.BoolVar(&f.quick, "quick", false, "smoke run: the last 3 weeks of the series, a 1-day test, 1/10 of the network training")
 	return cmd
 }
 
+// Bounds of drover forecast's numeric flags (issue 17 item 10): a window
+// or a step count beyond these only exhausts memory or time, and days
+// beyond ten years are longer than any series drover reads.
+const (
+	maxForecastDays   = 3650
+	maxForecastWindow = 100_000
+	maxTrainSteps     = 10_000_000
+)
+
+// checkForecastFlags validates the numeric flags before anything is read,
+// naming the flag in every error.
+func checkForecastFlags(f forecastFlags) error {
+	if !(f.testDays > 0 && f.testDays <= maxForecastDays) {
+		return fmt.Errorf("--test-days %v: want days in (0, %d]", f.testDays, maxForecastDays)
+	}
+	if f.window < 0 || f.window > maxForecastWindow {
+		return fmt.Errorf("--window %d: want 0 (the network's default) to %d steps", f.window, maxForecastWindow)
+	}
+	if f.steps < 0 || f.steps > maxTrainSteps {
+		return fmt.Errorf("--train-steps %d: want 0 (the model's default) to %d", f.steps, maxTrainSteps)
+	}
+	if f.skip != "" && f.skip != "auto" {
+		if _, err := skipDays(f.skip, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func runForecast(w io.Writer, f forecastFlags) error {
 	if f.format != "table" && f.format != "json" {
 		return fmt.Errorf("--format %q: want table or json", f.format)
+	}
+	if err := checkForecastFlags(f); err != nil {
+		return err
 	}
 	var names []string
 	for _, n := range strings.Split(f.models, ",") {
@@ -214,8 +245,8 @@ func skipDays(v string, jobs []*cluster.Job) (float64, error) {
 		return float64(d), nil
 	}
 	d, err := strconv.ParseFloat(v, 64)
-	if err != nil || d < 0 || math.IsNaN(d) || math.IsInf(d, 0) {
-		return 0, fmt.Errorf("--skip-days %q: want a number of days >= 0 or auto", v)
+	if err != nil || !(d >= 0 && d <= maxForecastDays) {
+		return 0, fmt.Errorf("--skip-days %q: want a number of days in [0, %d] or auto", v, maxForecastDays)
 	}
 	return d, nil
 }

@@ -126,7 +126,7 @@ func TestForecastCommandBadInput(t *testing.T) {
 		{forecastFlags{models: "prophet", series: short, format: "table", testDays: 1}, "unknown forecaster"},
 		{forecastFlags{models: "static", series: short, format: "xml", testDays: 1}, "--format"},
 		{forecastFlags{models: "static", series: short, format: "table", testDays: 1, skip: "-1"}, "--skip-days \"-1\""},
-		{forecastFlags{models: "static", series: short, format: "table", testDays: 1, skip: "week"}, "want a number of days >= 0 or auto"},
+		{forecastFlags{models: "static", series: short, format: "table", testDays: 1, skip: "week"}, "want a number of days in [0, 3650] or auto"},
 		{forecastFlags{models: "lstm", series: short, format: "table", testDays: 1, net: "huge"}, `network size "huge"`},
 	}
 	for _, tc := range tests {

@@ -56,7 +56,14 @@ Examples:
   drover sim --experiment overview --out results/   # per-job CSVs and SVG charts
 
 Policy parameters follow a colon, separated by semicolons:
-  --policy 'fifo:placement=spread,k8s-default'`,
+  --policy 'fifo:placement=spread,k8s-default'
+
+The trace format (generic or philly) is told by the header row unless
+--trace-format names it. Every number given here, in the cluster spec, in a
+trace or as a policy parameter has bounds (docs/simulator.md, "Bounds of
+the command line"); a value outside them is an error naming the flag or
+the file, line and field. The table lists rejected and unfinished jobs by
+reason below the rows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd, f) },
 	}
@@ -64,25 +71,61 @@ Policy parameters follow a colon, separated by semicolons:
 	fl.StringVarP(&f.experiment, "experiment", "e", "", "named experiment to run (default overview)")
 	fl.BoolVar(&f.list, "list", false, "list experiments and policies")
 	fl.StringVar(&f.trace, "trace", "", "replay this trace file instead of an experiment")
-	fl.StringVar(&f.traceFmt, "trace-format", "", "trace format: generic or philly (default: by file name)")
+	fl.StringVar(&f.traceFmt, "trace-format", "", "trace format: generic or philly (default: by the header row)")
 	fl.StringVarP(&f.policies, "policy", "p", "", "comma-separated policies for --trace (default: the overview set)")
 	fl.StringSliceVar(&f.profiles, "profile", nil, "profile file(s) (YAML: plugins per extension point, see docs/ARCHITECTURE.md) to run with --trace, by their name")
-	fl.StringVar(&f.cluster, "cluster", "", "cluster for --trace, e.g. '64:gpu=8,cpu=48,mem_gib=384' (see docs)")
+	fl.StringVar(&f.cluster, "cluster", "", "cluster for --trace, e.g. '64:gpu=8,cpu=48,mem_gib=384' (keys, roles and bounds: docs/simulator.md)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed (first seed of multi-seed experiments)")
-	fl.IntVar(&f.seeds, "seeds", 0, "number of seeds (default: the experiment's)")
+	fl.IntVar(&f.seeds, "seeds", 0, fmt.Sprintf("number of seeds, 1 to %d (default: the experiment's)", maxSeeds))
 	fl.StringVarP(&f.format, "format", "o", "table", "output format: table or json")
 	fl.StringVar(&f.out, "out", "", "directory for per-job CSVs, charts (SVG) and report.json")
-	fl.Float64Var(&f.tick, "tick", 60, "scheduling interval in seconds for --trace (0: after every event)")
+	fl.Float64Var(&f.tick, "tick", 60, fmt.Sprintf("scheduling interval in seconds for --trace, %g to %g (0: after every event)", minTick, maxTick))
 	fl.StringVar(&f.philly, "philly", "", "Philly trace file (default: the embedded copy)")
 	fl.BoolVar(&f.quick, "quick", false, "reduced scale (smoke runs)")
 	fl.BoolVar(&f.check, "check", false, "verify simulator invariants after every event (slow) for --trace")
-	fl.IntVar(&f.workers, "workers", 0, "simulations run at once (default: GOMAXPROCS); the output does not depend on it")
+	fl.IntVar(&f.workers, "workers", 0, fmt.Sprintf("simulations run at once, up to %d (default: GOMAXPROCS); the output does not depend on it", maxWorkers))
 	return cmd
 }
 
-func runSim(cmd *cobra.Command, f simFlags) error {
+// Bounds of the numeric flags of drover sim. A tick below minTick is
+// below the clock's resolution at long trace times (--tick 1e-15 never
+// advanced); the others keep runs and memory finite.
+const (
+	minTick    = 1e-3
+	maxTick    = 24 * 3600.0
+	maxSeeds   = 1000
+	maxWorkers = 1024
+)
+
+// checkSimFlags validates the flags that need no file, naming the flag in
+// every error, before anything runs.
+func checkSimFlags(cmd *cobra.Command, f simFlags) error {
 	if f.format != "table" && f.format != "json" {
 		return fmt.Errorf("--format %q: want table or json", f.format)
+	}
+	if f.tick != 0 && !(f.tick >= minTick && f.tick <= maxTick) {
+		return fmt.Errorf("--tick %v: want 0 (after every event) or seconds in [%g, %g]", f.tick, minTick, maxTick)
+	}
+	if cmd.Flags().Changed("seeds") && (f.seeds < 1 || f.seeds > maxSeeds) {
+		return fmt.Errorf("--seeds %d: want 1 to %d (omit it for the experiment's own count)", f.seeds, maxSeeds)
+	}
+	if f.workers < 0 || f.workers > maxWorkers {
+		return fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) to %d", f.workers, maxWorkers)
+	}
+	if f.traceFmt != "" && f.traceFmt != string(workload.FormatGeneric) && f.traceFmt != string(workload.FormatPhilly) {
+		return fmt.Errorf("--trace-format %q: want generic or philly", f.traceFmt)
+	}
+	if cmd.Flags().Changed("policy") {
+		if _, err := splitPolicies(f.policies); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runSim(cmd *cobra.Command, f simFlags) error {
+	if err := checkSimFlags(cmd, f); err != nil {
+		return err
 	}
 	pols, err := plugins.Policies()
 	if err != nil {
@@ -96,9 +139,6 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 	if f.list {
 		return list(stdout, exps, pols)
 	}
-	if f.workers < 0 {
-		return fmt.Errorf("--workers %d: want >= 0 (0: GOMAXPROCS)", f.workers)
-	}
 	env := &experiment.Env{Seed: f.seed, Seeds: f.seeds, Policies: pols, PhillyPath: f.philly, Quick: f.quick, Workers: f.workers}
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		env.Progress = newProgressBar(os.Stderr).update
@@ -110,7 +150,7 @@ func runSim(cmd *cobra.Command, f simFlags) error {
 		}
 		rep, err = runTrace(cmd, f, env)
 	} else {
-		if f.policies != "" || f.cluster != "" || len(f.profiles) > 0 {
+		if cmd.Flags().Changed("policy") || f.cluster != "" || len(f.profiles) > 0 {
 			return fmt.Errorf("--policy, --profile and --cluster go with --trace; experiments fix their own")
 		}
 		name := f.experiment
@@ -148,33 +188,32 @@ func runTrace(cmd *cobra.Command, f simFlags, env *experiment.Env) (*experiment.
 	}
 	nodes, err := cluster.ParseSpec(f.cluster)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--cluster: %w", err)
 	}
-	format := f.traceFmt
+	format := workload.Format(f.traceFmt)
 	if format == "" {
-		format = "generic"
-		if strings.Contains(strings.ToLower(f.trace), "philly") {
-			format = "philly"
+		if format, err = workload.SniffFormat(f.trace); err != nil {
+			return nil, fmt.Errorf("--trace: %w (or set --trace-format)", err)
 		}
 	}
 	var jobs []*cluster.Job
 	switch format {
-	case "generic":
+	case workload.FormatGeneric:
 		jobs, err = workload.LoadCSVFile(f.trace)
-	case "philly":
+	case workload.FormatPhilly:
 		jobs, err = workload.LoadPhilly(f.trace, workload.DefaultPhillyOptions())
-	default:
-		return nil, fmt.Errorf("--trace-format %q: want generic or philly", format)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--trace (format %s): %w", format, err)
 	}
 	specs := baselines.OverviewPolicies
 	if len(f.profiles) > 0 {
 		specs = nil
 	}
-	if f.policies != "" {
-		specs = splitPolicies(f.policies)
+	if cmd.Flags().Changed("policy") {
+		if specs, err = splitPolicies(f.policies); err != nil {
+			return nil, err
+		}
 	}
 	names, err := addProfiles(env.Policies, f.profiles)
 	if err != nil {
@@ -183,7 +222,7 @@ func runTrace(cmd *cobra.Command, f simFlags, env *experiment.Env) (*experiment.
 	specs = append(specs, names...)
 	for _, s := range specs {
 		if _, err := env.Policies.New(s); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--policy: %w", err)
 		}
 	}
 	setup := experiment.Setup{
@@ -234,14 +273,24 @@ func addProfiles(pols *policy.Registry, files []string) ([]string, error) {
 	return names, nil
 }
 
-func splitPolicies(s string) []string {
+// splitPolicies splits --policy at commas. An empty entry (--policy ',')
+// or a policy given twice is an error: either would run something other
+// than what was asked for without saying so.
+func splitPolicies(s string) ([]string, error) {
 	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+	seen := map[string]int{}
+	for i, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, fmt.Errorf("--policy %q: entry %d is empty", s, i+1)
 		}
+		if prev, dup := seen[p]; dup {
+			return nil, fmt.Errorf("--policy %q: %s given twice (entries %d and %d)", s, p, prev, i+1)
+		}
+		seen[p] = i + 1
+		out = append(out, p)
 	}
-	return out
+	return out, nil
 }
 
 func list(w io.Writer, exps *experiment.Registry, pols *policy.Registry) error {

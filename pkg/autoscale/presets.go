@@ -15,6 +15,10 @@ import (
 // ReactiveName is the name of the reactive preset.
 const ReactiveName = "reactive"
 
+// MaxHours bounds the predictive plugin's warmup and refit: a year. With a
+// tick of at least a second, the counts of ticks they become fit an int.
+const MaxHours = 365 * 24
+
 // predictiveArgs are the predictive plugin's arguments; the presets add
 // "base".
 var predictiveArgs = []string{"model", "tick", "warmup", "refit", "groups", "quick", "net"}
@@ -41,22 +45,16 @@ func parsePredictive(pr policy.Params) (*Predictive, error) {
 		}
 	}
 	var err error
-	if p.Tick, err = pr.Float("tick", 300); err != nil {
+	if p.Tick, err = pr.FloatIn("tick", 300, 1, 24*3600); err != nil {
 		return nil, err
 	}
-	if !(p.Tick > 0) || math.IsInf(p.Tick, 0) {
-		return nil, fmt.Errorf("parameter tick=%v: want a positive number of seconds", p.Tick)
-	}
-	warm, err := pr.Float("warmup", 24)
+	warm, err := pr.FloatIn("warmup", 24, 0, MaxHours)
 	if err != nil {
 		return nil, err
 	}
-	refit, err := pr.Float("refit", 24)
+	refit, err := pr.FloatIn("refit", 24, 1e-3, MaxHours)
 	if err != nil {
 		return nil, err
-	}
-	if warm < 0 || math.IsNaN(warm) || !(refit > 0) || math.IsInf(refit, 0) {
-		return nil, fmt.Errorf("parameters warmup=%v refit=%v: want hours, warmup >= 0 and refit > 0", warm, refit)
 	}
 	p.Warmup = int(math.Ceil(warm * 3600 / p.Tick))
 	p.Refit = max(1, int(math.Round(refit*3600/p.Tick)))
@@ -68,7 +66,7 @@ func parsePredictive(pr policy.Params) (*Predictive, error) {
 			p.Groups = append(p.Groups, strings.TrimSpace(x))
 		}
 	}
-	q, err := pr.Int("quick", 0)
+	q, err := pr.IntIn("quick", 0, 0, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ package baseline
 
 import (
 	"cmp"
-	"fmt"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -89,7 +88,7 @@ func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState) framework.Events 
 type DRF struct{}
 
 var (
-	_ framework.QueueSort = DRF{}
+	_ framework.KeyedSort = DRF{}
 	_ framework.Reserve   = DRF{}
 	_ framework.Requeuer  = DRF{}
 )
@@ -97,7 +96,7 @@ var (
 type drfState struct {
 	total resource.Vector
 	use   map[string]resource.Vector
-	pos   map[*cluster.JobState]int
+	queue cluster.PendingQueue
 }
 
 var drfKey = framework.NewKey[*drfState]("drf")
@@ -108,14 +107,9 @@ func (DRF) Name() string { return DRFName }
 func (DRF) state(c *framework.Cycle) *drfState {
 	return framework.GetOrInit(c, drfKey, func() *drfState {
 		s := c.Snap
-		st := &drfState{total: s.ReadyCapacity(), use: map[string]resource.Vector{}, pos: map[*cluster.JobState]int{}}
+		st := &drfState{total: s.ReadyCapacity(), use: map[string]resource.Vector{}, queue: s.Pending}
 		for _, js := range s.Running {
 			st.use[tenant(js)] = st.use[tenant(js)].Add(js.Job.Demand(js.Counts()))
-		}
-		i := 0
-		for js := range s.Pending.All() {
-			st.pos[js] = i
-			i++
 		}
 		return st
 	})
@@ -127,7 +121,16 @@ func (d DRF) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	share := func(js *cluster.JobState) float64 {
 		return st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total)
 	}
-	return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(st.pos[a], st.pos[b]))
+	pos := func(js *cluster.JobState) int { i, _ := st.queue.Order(js); return i }
+	return cmp.Or(cmp.Compare(share(a), share(b)), cmp.Compare(pos(a), pos(b)))
+}
+
+// Key implements framework.KeyedSort: the dominant share, then the queue
+// position.
+func (d DRF) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	st := d.state(c)
+	pos, _ := st.queue.Order(js)
+	return framework.SortKey{st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total), float64(pos)}
 }
 
 // Reserve implements framework.Reserve.
@@ -225,16 +228,16 @@ func ordered(name string, def placement.Strategy) policy.Factory {
 	}
 }
 
+// MaxWindow bounds the window parameter (jobs tried per cycle; 0: all).
+const MaxWindow = 1_000_000
+
 func options(p policy.Params, def placement.Strategy, name string, extra ...string) (placement.Strategy, int, error) {
 	if err := p.Check(name, append([]string{"placement"}, extra...)...); err != nil {
 		return 0, 0, err
 	}
-	w, err := p.Int("window", 0)
+	w, err := p.IntIn("window", 0, 0, MaxWindow)
 	if err != nil {
 		return 0, 0, err
-	}
-	if w < 0 {
-		return 0, 0, fmt.Errorf("parameter window=%d: must be >= 0 (0: all)", w)
 	}
 	st := def
 	if v, ok := p["placement"]; ok {

@@ -22,37 +22,69 @@ import (
 // PreferNoSchedule; repeated for several):
 //
 //	4:gpu=8,cpu=48,mem_gib=384,label=pool=team-a,taint=dedicated=team-a:NoSchedule+8:gpu=8,cpu=48,mem_gib=384
+//
+// Bounds (issue 17 item 10): a pool has 1 to MaxSpecNodes nodes, and so do
+// all pools together; each number lies within its key's specBounds and a
+// non-zero amount must not round to zero in drover's units (cpu 0.001
+// core, memory and storage one byte); the capacity of the whole cluster
+// must fit int64 with room for sums. role is worker or ps (the group names
+// trace jobs have; another role would make the pool unusable), and a key
+// other than label or taint may appear once per pool.
 func ParseSpec(spec string) ([]Node, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, fmt.Errorf("cluster spec is empty")
 	}
 	var nodes []Node
-	seq := map[string]int{} // per instance type, so two pools of one type get distinct names
+	var total [resource.NumKinds]float64 // capacity of the cluster, checked against maxSpecTotal
+	seq := map[string]int{}              // per instance type, so two pools of one type get distinct names
 	for pi, pool := range strings.Split(spec, "+") {
 		cnt, kvs, ok := strings.Cut(strings.TrimSpace(pool), ":")
 		if !ok {
 			return nil, fmt.Errorf("cluster spec pool %d %q: want COUNT:key=value,...", pi+1, pool)
 		}
-		n, err := strconv.Atoi(cnt)
-		if err != nil || n <= 0 || n > 1_000_000 {
+		n, err := strconv.Atoi(strings.TrimSpace(cnt))
+		switch {
+		case err != nil || n <= 0:
 			return nil, fmt.Errorf("cluster spec pool %d: count %q is not a positive integer", pi+1, cnt)
+		case n > MaxSpecNodes || len(nodes)+n > MaxSpecNodes:
+			return nil, fmt.Errorf("cluster spec pool %d: count %d brings the cluster to %d nodes, above the limit %d", pi+1, n, len(nodes)+n, MaxSpecNodes)
 		}
 		tmpl := Node{InstanceType: fmt.Sprintf("pool%d", pi+1)}
+		seen := map[string]bool{}
 		for _, kv := range strings.Split(kvs, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok {
 				return nil, fmt.Errorf("cluster spec pool %d: %q is not key=value", pi+1, kv)
 			}
+			if k != "label" && k != "taint" {
+				if seen[k] {
+					return nil, fmt.Errorf("cluster spec pool %d: key %s given twice", pi+1, k)
+				}
+				seen[k] = true
+			}
 			num := func() (float64, error) {
+				b, ok := specBounds[k]
+				if !ok {
+					return 0, fmt.Errorf("cluster spec pool %d: unknown key %q (want cpu, mem_gib, gpu, storage_gib, bandwidth_mbps, price, role, type, group, label, taint)", pi+1, k)
+				}
 				x, err := strconv.ParseFloat(v, 64)
-				if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) || x > 1e12 {
-					return 0, fmt.Errorf("cluster spec pool %d: %s=%q is not a non-negative number", pi+1, k, v)
+				if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+					return 0, fmt.Errorf("cluster spec pool %d: %s=%q is not a number", pi+1, k, v)
+				}
+				if x < 0 || x > b.max {
+					return 0, fmt.Errorf("cluster spec pool %d: %s=%q is outside [0, %v]", pi+1, k, v, b.max)
+				}
+				if x > 0 && x*b.unit < 0.5 {
+					return 0, fmt.Errorf("cluster spec pool %d: %s=%q rounds to 0 (the smallest amount is %v)", pi+1, k, v, 1/b.unit)
 				}
 				return x, nil
 			}
 			var x float64
 			switch k {
 			case "role":
+				if v != "worker" && v != "ps" {
+					return nil, fmt.Errorf("cluster spec pool %d: role=%q: want worker or ps (the replica groups of trace jobs; omit role for nodes that run anything)", pi+1, v)
+				}
 				tmpl.Role = v
 				continue
 			case "type":
@@ -101,12 +133,15 @@ func ParseSpec(spec string) ([]Node, error) {
 				tmpl.Capacity[resource.Bandwidth] = int64(x)
 			case "price":
 				tmpl.PricePerHour = x
-			default:
-				return nil, fmt.Errorf("cluster spec pool %d: unknown key %q (want cpu, mem_gib, gpu, storage_gib, bandwidth_mbps, price, role, type, group, label, taint)", pi+1, k)
 			}
 		}
 		if tmpl.Capacity.IsZero() {
 			return nil, fmt.Errorf("cluster spec pool %d: no capacity given", pi+1)
+		}
+		for r, c := range tmpl.Capacity {
+			if total[r] += float64(c) * float64(n); total[r] > maxSpecTotal {
+				return nil, fmt.Errorf("cluster spec pool %d: the cluster's total %s exceeds %v units (int64 headroom for sums)", pi+1, resource.Kind(r), float64(maxSpecTotal))
+			}
 		}
 		for i := 0; i < n; i++ {
 			nd := tmpl // nodes of a pool share its (read-only) labels and taints
@@ -116,6 +151,30 @@ func ParseSpec(spec string) ([]Node, error) {
 		}
 	}
 	return nodes, nil
+}
+
+// MaxSpecNodes bounds the nodes of a cluster spec.
+const MaxSpecNodes = 1_000_000
+
+// maxSpecTotal bounds the cluster's capacity of each resource in drover's
+// units, leaving a factor of 1000 below int64's maximum for the sums that
+// policies and executors form over nodes and jobs.
+const maxSpecTotal = math.MaxInt64 / 1000
+
+// specBound is the largest value of a numeric key and the number of
+// drover's units in one of its units (a non-zero value below half a unit
+// rounds to zero and is refused).
+type specBound struct{ max, unit float64 }
+
+// specBounds are the numeric keys of a pool: a million cores, GiB of
+// memory or GPUs, a billion GiB of storage or Mbit/s, or dollars an hour.
+var specBounds = map[string]specBound{
+	"cpu":            {1e6, 1000},
+	"mem_gib":        {1e6, float64(resource.GiB)},
+	"gpu":            {1e6, 1},
+	"storage_gib":    {1e9, float64(resource.GiB)},
+	"bandwidth_mbps": {1e9, 1},
+	"price":          {1e9, math.Inf(1)},
 }
 
 // parseTaint parses key=value:Effect or key:Effect.

@@ -244,6 +244,11 @@ type PendingQueue interface {
 	Head() *JobState
 	// Contains reports whether the job is queued.
 	Contains(s *JobState) bool
+	// Order returns a number that grows from the head of the queue to its
+	// tail, and whether the job is queued: comparing two jobs' numbers
+	// compares their queue positions in O(1), until the queue next
+	// changes (never within a scheduling cycle).
+	Order(s *JobState) (int, bool)
 }
 
 var _ PendingQueue = (*Queue)(nil)
@@ -254,10 +259,11 @@ func (q *Queue) ReadOnly() PendingQueue { return readOnlyQueue{q} }
 
 type readOnlyQueue struct{ q *Queue }
 
-func (r readOnlyQueue) All() iter.Seq[*JobState]  { return r.q.All() }
-func (r readOnlyQueue) Len() int                  { return r.q.Len() }
-func (r readOnlyQueue) Head() *JobState           { return r.q.Head() }
-func (r readOnlyQueue) Contains(s *JobState) bool { return r.q.Contains(s) }
+func (r readOnlyQueue) All() iter.Seq[*JobState]      { return r.q.All() }
+func (r readOnlyQueue) Len() int                      { return r.q.Len() }
+func (r readOnlyQueue) Head() *JobState               { return r.q.Head() }
+func (r readOnlyQueue) Contains(s *JobState) bool     { return r.q.Contains(s) }
+func (r readOnlyQueue) Order(s *JobState) (int, bool) { return r.q.Order(s) }
 
 // Len returns the number of queued jobs.
 func (q *Queue) Len() int { return q.live }
@@ -311,6 +317,10 @@ func (q *Queue) Remove(s *JobState) bool {
 
 // Contains reports whether the job is queued.
 func (q *Queue) Contains(s *JobState) bool { _, ok := q.pos[s]; return ok }
+
+// Order implements PendingQueue: the job's slot, which removals keep and
+// pushes at either end and compaction renumber in queue order.
+func (q *Queue) Order(s *JobState) (int, bool) { i, ok := q.pos[s]; return i, ok }
 
 func (q *Queue) compact() {
 	n := make([]*JobState, 0, q.live+q.live/2+8)

@@ -100,7 +100,7 @@ func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
 // weight, heaviest first; ties keep queue order.
 type Order struct{}
 
-var _ framework.QueueSort = Order{}
+var _ framework.KeyedSort = Order{}
 
 // Name implements framework.Plugin.
 func (Order) Name() string { return OrderName }
@@ -118,6 +118,17 @@ func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 		return 1
 	}
 	return weightOf(c, b).Compare(weightOf(c, a))
+}
+
+// Key implements framework.KeyedSort: 0 for a TE job, else 1, then the
+// elastic weight's key (heaviest first).
+func (Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	te := 1.0
+	if isTE(js) {
+		te = 0
+	}
+	w := weightOf(c, js).Key()
+	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
 }
 
 // minCounts is the smallest size elastic.Workers proposes (at least one
@@ -532,13 +543,13 @@ func Entries() []policy.Entry {
 					return nil, err
 				}
 			}
-			if o.Lambda, err = pr.Float("lambda", o.Lambda); err != nil {
+			if o.Lambda, err = pr.FloatIn("lambda", o.Lambda, 0, fitgpp.MaxLambda); err != nil {
 				return nil, err
 			}
 			if v, ok := pr["p"]; ok {
 				if v == "inf" {
 					o.P = fitgpp.Unlimited
-				} else if o.P, err = pr.Int("p", o.P); err != nil {
+				} else if o.P, err = pr.IntIn("p", o.P, 1, fitgpp.MaxP); err != nil {
 					return nil, err
 				}
 			}
@@ -575,12 +586,9 @@ func Plugins() []framework.PluginEntry {
 				if err := a.Check(ConvergedName, "p"); err != nil {
 					return nil, err
 				}
-				p, err := a.Int("p", 1)
+				p, err := a.IntIn("p", 1, 1, fitgpp.MaxP)
 				if err != nil {
 					return nil, err
-				}
-				if p < 1 {
-					return nil, fmt.Errorf("parameter p=%d: must be at least 1", p)
 				}
 				return &Converged{P: p}, nil
 			}},
@@ -591,7 +599,7 @@ func Plugins() []framework.PluginEntry {
 				}
 				p := &Payoff{}
 				var err error
-				if p.Eta, err = a.Float("eta", 1); err != nil {
+				if p.Eta, err = a.FloatIn("eta", 1, oasis.MinScale, oasis.MaxScale); err != nil {
 					return nil, err
 				}
 				if p.LFloor, err = a.Float("lfloor", 1e-4); err != nil {

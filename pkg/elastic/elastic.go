@@ -91,7 +91,7 @@ func (e *elasticCycle) byWeight(jobs []*cluster.JobState) []*cluster.JobState {
 // article's insertion into the queue amounts to.
 type Weighted struct{}
 
-var _ framework.QueueSort = Weighted{}
+var _ framework.KeyedSort = Weighted{}
 
 // Name implements framework.Plugin.
 func (Weighted) Name() string { return WeightedName }
@@ -104,6 +104,12 @@ func (Weighted) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { 
 func (Weighted) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	e := elasticState(c)
 	return e.weight(b).Compare(e.weight(a))
+}
+
+// Key implements framework.KeyedSort: the weight's key, heaviest first.
+func (Weighted) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	w := elasticState(c).weight(js).Key()
+	return framework.SortKey{w[0], w[1], w[2], w[3], w[4]}
 }
 
 // Order is the order in which Workers proposes a job's sizes, i.e. the

@@ -8,6 +8,9 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
+// MaxWaitSeconds bounds DRAGON's starve_s and scaleup_s: a year.
+const MaxWaitSeconds = 365 * 24 * 3600
+
 // Entries returns the registry entries of the elastic scheduler and its two
 // baselines, as framework presets.
 func Entries() []policy.Entry {
@@ -50,16 +53,13 @@ func Entries() []policy.Entry {
 				if err := p.Check("dragon", "starve_s", "scaleup_s"); err != nil {
 					return nil, err
 				}
-				starve, err := p.Float("starve_s", DefaultStarveAfter)
+				starve, err := p.FloatIn("starve_s", DefaultStarveAfter, 0, MaxWaitSeconds)
 				if err != nil {
 					return nil, err
 				}
-				scaleUp, err := p.Float("scaleup_s", DefaultScaleUpAfter)
+				scaleUp, err := p.FloatIn("scaleup_s", DefaultScaleUpAfter, 0, MaxWaitSeconds)
 				if err != nil {
 					return nil, err
-				}
-				if !(starve >= 0) || !(scaleUp >= 0) {
-					return nil, fmt.Errorf("starve_s=%v and scaleup_s=%v must be >= 0", starve, scaleUp)
 				}
 				return framework.New(DragonProfile(starve, scaleUp))
 			}},
@@ -76,14 +76,7 @@ func Plugins() []framework.PluginEntry {
 		if err := a.Check(name, key); err != nil {
 			return 0, err
 		}
-		v, err := a.Float(key, def)
-		if err != nil {
-			return 0, err
-		}
-		if !(v >= 0) {
-			return 0, fmt.Errorf("parameter %s=%v: must be >= 0", key, v)
-		}
-		return v, nil
+		return a.FloatIn(key, def, 0, MaxWaitSeconds)
 	}
 	return []framework.PluginEntry{
 		{Name: WeightedName, Description: "queueSort: the elastic article's weight, heaviest first: priority, then utility, then CPU + memory share; ties keep queue order",

@@ -25,6 +25,22 @@ type Weight struct {
 	Demand   float64
 }
 
+// Key returns five numbers that, compared one after the other with
+// cmp.Compare, order weights heaviest first exactly as o.Compare(w) does
+// (cmp.Compare puts NaN below every number, so a NaN utility or demand is
+// flagged before its negation; priorities are exact up to 2^53).
+func (w Weight) Key() [5]float64 {
+	neg := func(x float64) (float64, float64) {
+		if x != x {
+			return 1, 0
+		}
+		return 0, -x
+	}
+	nu, u := neg(w.Utility)
+	nd, d := neg(w.Demand)
+	return [5]float64{-float64(w.Priority), nu, u, nd, d}
+}
+
 // Compare returns -1, 0 or +1 as w weighs less than, as much as, or more
 // than o.
 func (w Weight) Compare(o Weight) int {

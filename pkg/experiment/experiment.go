@@ -51,6 +51,12 @@ type Row struct {
 	Policy  string             `json:"policy"`
 	Params  map[string]string  `json:"params,omitempty"`
 	Metrics map[string]float64 `json:"metrics"`
+	// Rejected and Unfinished count the jobs the policy rejected, and
+	// those still pending or running when the run ended, by reason (see
+	// ReasonKey), as a mean over seeds; absent when there are none. Rows
+	// of RunPolicies fill them.
+	Rejected   map[string]float64 `json:"rejected,omitempty"`
+	Unfinished map[string]float64 `json:"unfinished,omitempty"`
 }
 
 // JobTable is the per-job records of one run, written as CSV with --out.

@@ -76,6 +76,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeReasons(w, r.Results)
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

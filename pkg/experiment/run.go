@@ -101,15 +101,17 @@ func RunPolicies(ctx context.Context, env *Env, label string, setup Setup, specs
 	var rows []Row
 	runs := make([]Run, len(res))
 	for si, spec := range specs {
-		var ms []map[string]float64
+		var ms, rej, unf []map[string]float64
 		name := spec
 		for k := range seeds {
 			r := res[si*seeds+k]
 			runs[si*seeds+k] = r.run
 			ms = append(ms, r.metrics)
 			name = r.run.Policy
+			rj, uf := countReasons(r.run.Result.Records)
+			rej, unf = append(rej, rj), append(unf, uf)
 		}
-		row := Row{Policy: name, Metrics: MeanMetrics(ms)}
+		row := Row{Policy: name, Metrics: MeanMetrics(ms), Rejected: meanCounts(rej, seeds), Unfinished: meanCounts(unf, seeds)}
 		if spec != name {
 			_, params, _ := policy.ParseSpec(spec)
 			row.Params = params

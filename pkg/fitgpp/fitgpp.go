@@ -586,7 +586,7 @@ func parseFitGpp(pr policy.Params) (*Preemptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	lambda, err := pr.Float("lambda", DefaultLambda)
+	lambda, err := pr.FloatIn("lambda", DefaultLambda, 0, MaxLambda)
 	if err != nil {
 		return nil, err
 	}
@@ -680,8 +680,16 @@ func parseP(pr policy.Params) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("parameter p=%q: not an integer or inf", v)
 	}
-	if n < 1 {
-		return 0, fmt.Errorf("parameter p=%d: must be at least 1 (or inf)", n)
+	if n < 1 || n > MaxP {
+		return 0, fmt.Errorf("parameter p=%d: want an integer in [1, %d] or inf", n, MaxP)
 	}
 	return n, nil
 }
+
+// Bounds of the parameters: lambda weighs grace-period seconds against
+// sizes, and p counts preemptions of one job; larger values are
+// indistinguishable from these (p=inf is Unlimited).
+const (
+	MaxLambda = 1e6
+	MaxP      = 1_000_000
+)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -223,8 +222,8 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		bad(field+".name", "plugin %q does not implement %s", name, point)
 	}
 	prof := Profile{Name: spec.Name, Window: spec.Window, OneNodeFirstFit: spec.OneNodeFirstFit}
-	if spec.Window < 0 {
-		bad("window", "%d is negative", spec.Window)
+	if spec.Window < 0 || spec.Window > MaxWindow {
+		bad("window", "%d is outside [0, %d]", spec.Window, MaxWindow)
 	}
 	g, err := placement.ParseGang(spec.Gang)
 	if err != nil {
@@ -285,8 +284,8 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		if w == 0 {
 			w = 1
 		}
-		if !(w > 0) || math.IsInf(w, 0) {
-			bad(f+".weight", "%v must be a positive number", ref.Weight)
+		if !(w > 0 && w <= MaxScoreWeight) {
+			bad(f+".weight", "%v must be a positive number up to %g", ref.Weight, MaxScoreWeight)
 		}
 		if p := get(f, ref); p != nil {
 			if q, ok := p.(Score); ok {
@@ -364,6 +363,14 @@ func (r *Registry) names() string {
 	}
 	return strings.Join(ns, ", ")
 }
+
+// Bounds of a profile's numbers (issue 17 item 10): a window beyond a
+// million jobs is "all", and a score weight beyond a million makes the
+// weighted sum of scores overflow to Inf, which orders nothing.
+const (
+	MaxWindow      = 1_000_000
+	MaxScoreWeight = 1e6
+)
 
 // argString turns a YAML scalar into the string form policy.Params holds.
 func argString(v any) (string, error) {

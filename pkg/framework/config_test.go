@@ -81,6 +81,7 @@ func TestProfileErrorsNameTheField(t *testing.T) {
 		{"wrong point", "name: x\nplugins: {queueSort: {name: shared}}\n", []string{`profile.plugins.queueSort.name: plugin "shared" does not implement QueueSort`}},
 		{"bad arg", "name: x\nplugins: {reserve: [{name: shared}]}\npluginConfig: [{name: shared, args: {kk: 1}}]\n", []string{`profile.plugins.reserve[0]: plugin shared: policy shared: unknown parameter "kk"`}},
 		{"bad gang and weight", "name: x\ngang: sideways\nplugins: {score: [{name: most-allocated, weight: -1}]}\n", []string{`profile.gang: unknown gang mode "sideways"`, `profile.plugins.score[0].weight: -1 must be a positive number`}},
+		{"huge weight and window", "name: x\nwindow: -5\nplugins: {score: [{name: most-allocated, weight: 1e300}]}\n", []string{"profile.window: -5 is outside [0, 1000000]", "profile.plugins.score[0].weight: 1e+300 must be a positive number up to 1e+06"}},
 		{"unused config", "name: x\npluginConfig: [{name: shared}]\n", []string{`profile.pluginConfig: plugin "shared" is configured but not used`}},
 		{"no name", "plugins: {}\n", []string{"profile.name: empty"}},
 	}

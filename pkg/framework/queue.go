@@ -31,9 +31,11 @@ import (
 // the parked jobs the cycle has not passed yet are merged back into it,
 // in queue-sort order.
 //
-// Classes. On the fast path (placement.Place alone decides) an attempt is
-// a function of the room, the sizes tried and the groups' demands and
-// names; jobs alike in these form a class (kube-scheduler's equivalence
+// Classes. On the fast path (placement.Place alone decides), and on the
+// generic path when every Filter is uniform and gangs go on one node only
+// (Runtime.classes), an attempt is a function of the room, the sizes
+// tried and the groups' demands, names and node constraints (by Key);
+// jobs alike in these form a class (kube-scheduler's equivalence
 // classes). Once a job of a class failed in a cycle, the others would
 // fail too until room comes back, so they are not placed again. When room
 // comes back, a parked class is tried on the new room first (a dry run);
@@ -57,7 +59,7 @@ type schedQueue struct {
 	// Preempt plugins that gave room back (a class's failure holds within
 	// an epoch).
 	cycle, epoch uint64
-	// fast: the profile places with placement.Place alone (classes);
+	// fast: the profile's attempts form classes (Runtime.classes);
 	// sampled: placement.Place samples nodes on this cluster (a failed
 	// attempt may move its cursor).
 	fast, sampled bool
@@ -114,7 +116,10 @@ type parkedJob struct {
 
 // jobClass is a class of jobs whose attempts are the same.
 type jobClass struct {
-	job   *cluster.Job // a member, for dry runs
+	job *cluster.Job // a member, for dry runs
+	// js is that member's state, for the generic path's dry run (uniform
+	// filters read only its job's groups).
+	js    *cluster.JobState
 	sizes [][]int
 	// jobs lists the parked members (and some that were since unparked:
 	// parked[j].class tells); parked counts them.
@@ -159,9 +164,9 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	s := c.Snap
 	q.sorted = r.p.QueueSort != nil
 	q.mergeable = q.sorted && len(r.p.Preempt) > 0
-	q.fast = r.fast && r.p.Place == nil
+	q.fast = r.classes()
 	q.placeOpts = r.opts
-	q.sampled = q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
+	q.sampled = r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
 	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
 	clear(q.pos)
 	if len(q.parked) == 0 {
@@ -227,7 +232,7 @@ func (q *schedQueue) wakeClasses(c *Cycle, r *Runtime) {
 			delete(q.classes, k)
 			continue
 		}
-		if q.fits(&q.scratch, cl) {
+		if q.fits(c, &q.scratch, cl) {
 			cl.awakeCycle = q.cycle
 			cl.members, cl.next, cl.ordered, cl.scans = cl.members[:0], 0, false, 0
 			q.awake = append(q.awake, cl)
@@ -242,8 +247,14 @@ func (q *schedQueue) wakeClasses(c *Cycle, r *Runtime) {
 
 // fits reports whether class cl fits on l at one of its sizes (l is left
 // as it was).
-func (q *schedQueue) fits(l *placement.Ledger, cl *jobClass) bool {
+func (q *schedQueue) fits(c *Cycle, l *placement.Ledger, cl *jobClass) bool {
 	for _, counts := range cl.sizes {
+		if !c.rt.fast {
+			if c.rt.feasible(c, l, cl.js, counts) {
+				return true
+			}
+			continue
+		}
 		l.Fork()
 		_, err := placement.Place(l, cl.job, counts, q.placeOpts)
 		l.Revert()
@@ -352,9 +363,7 @@ func (q *schedQueue) skip(c *Cycle, js *cluster.JobState, pos int) bool {
 		q.skipped = append(q.skipped, js)
 		return true
 	}
-	if js.Reason != p.reason {
-		c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: p.reason})
-	}
+	c.St.wait(js, p.reason)
 	if q.mergeable {
 		q.setPos(js, pos)
 		q.skipped = append(q.skipped, js)
@@ -623,9 +632,9 @@ func (q *schedQueue) end(c *Cycle) {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
 			for _, m := range cl.members {
-				if p := q.parked[m.js.Job]; p == m.p && !p.inCands && m.js.Reason != cl.failSt.Reason() {
+				if p := q.parked[m.js.Job]; p == m.p && !p.inCands {
 					p.reason = cl.failSt.Reason()
-					c.St.Record(m.js, policy.Wait{Job: m.js.Job.ID, Reason: p.reason})
+					c.St.wait(m.js, p.reason)
 				}
 			}
 			continue
@@ -634,7 +643,7 @@ func (q *schedQueue) end(c *Cycle) {
 			continue
 		}
 		if !q.sampled {
-			if !q.fits(c.St.Now(), cl) {
+			if !q.fits(c, c.St.Now(), cl) {
 				l := c.St.Now()
 				for i := range c.Snap.Nodes {
 					q.water[i] = q.water[i].Min(l.Free(i))
@@ -689,9 +698,7 @@ func (r *Runtime) walk(c *Cycle) {
 		}
 		cands = append(cands, js)
 	}
-	sortJobs := func(js []*cluster.JobState) {
-		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return qs.Compare(c, a, b) })
-	}
+	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
 	cands = q.reps(c, qs, cands)
 	for i := 0; i < len(cands); i++ {
@@ -755,6 +762,21 @@ func (r *Runtime) attempt(c *Cycle, js *cluster.JobState) (cluster.Placement, *S
 			}
 		}
 	}
+	cl := q.class(js, sizes)
+	q.cur = cl
+	if cl.failEpoch == q.epoch {
+		return nil, cl.failSt
+	}
+	pl, st := r.placeSizes(c, &r.now, js, sizes)
+	if !st.IsSuccess() {
+		cl.failEpoch, cl.failCycle, cl.failSt = q.epoch, q.cycle, st
+	}
+	return pl, st
+}
+
+// class returns the class of js tried at sizes: jobs alike in the groups'
+// demands, names and node constraints and in the sizes tried.
+func (q *schedQueue) class(js *cluster.JobState, sizes [][]int) *jobClass {
 	k := q.key[:0]
 	for _, g := range js.Job.Groups {
 		for _, v := range g.Demand {
@@ -762,6 +784,15 @@ func (r *Runtime) attempt(c *Cycle, js *cluster.JobState) (cluster.Placement, *S
 		}
 		k = binary.AppendUvarint(k, uint64(len(g.Name)))
 		k = append(k, g.Name...)
+		// The node constraint decides which nodes the group may use:
+		// jobs alike in everything else but it are not alike.
+		if g.Constraint != nil {
+			ck := g.Constraint.Key()
+			k = binary.AppendUvarint(k, uint64(len(ck))+1)
+			k = append(k, ck...)
+		} else {
+			k = binary.AppendUvarint(k, 0)
+		}
 	}
 	for _, counts := range sizes {
 		k = binary.AppendUvarint(k, uint64(len(counts)))
@@ -772,18 +803,41 @@ func (r *Runtime) attempt(c *Cycle, js *cluster.JobState) (cluster.Placement, *S
 	q.key = k
 	cl, ok := q.classes[string(k)]
 	if !ok {
-		cl = &jobClass{job: js.Job, sizes: sizes}
+		cl = &jobClass{job: js.Job, js: js, sizes: sizes}
 		q.classes[string(k)] = cl
 	}
-	q.cur = cl
-	if cl.failEpoch == q.epoch {
-		return nil, cl.failSt
+	return cl
+}
+
+// classes reports whether the profile's attempts are a function of the
+// room and of a job's class (see schedQueue): placement.Place alone
+// decides (the fast path), or, on the generic path, every Filter is
+// uniform (see UniformFilter) and a gang goes on one node only, so that
+// an attempt succeeds exactly when some node passes the filters and holds
+// the whole gang (the scores only choose among such nodes, and no Picker
+// is told of a failed attempt).
+func (r *Runtime) classes() bool {
+	return r.p.Place == nil && (r.fast || r.uniform && r.p.Gang == placement.OneNodeOnly)
+}
+
+// feasible is the generic path's dry run for a uniform one-node-only
+// profile: whether some node of l passes the filters for js at counts and
+// holds the whole gang. It is exactly when placeGeneric would place it.
+func (r *Runtime) feasible(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) bool {
+	d := js.Job.Demand(counts)
+	var buf [4]cluster.NodeSet
+	sets := buf[:0]
+	for k := range js.Job.Groups {
+		if counts[k] > 0 {
+			sets = append(sets, l.Eligible(js.Job, k))
+		}
 	}
-	pl, st := r.placeSizes(c, &r.now, js, sizes)
-	if !st.IsSuccess() {
-		cl.failEpoch, cl.failCycle, cl.failSt = q.epoch, q.cycle, st
+	for i, n := range c.Snap.Nodes {
+		if n.Ready && !n.Gone && inSets(sets, i) && d.Fits(l.Free(i)) && r.filter(c, js, -1, n, counts) == "" {
+			return true
+		}
 	}
-	return pl, st
+	return false
 }
 
 // nodesChanged compares the nodes' readiness with the previous call's.

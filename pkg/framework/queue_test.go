@@ -10,6 +10,8 @@ import (
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -158,4 +160,101 @@ func fmtSscan(s string, id *string, nodes *[]int) (int, error) {
 		*nodes = append(*nodes, n)
 	}
 	return k, nil
+}
+
+// countFilter is a Filter that passes every node and counts the jobs it
+// was asked about; uniform says whether it declares itself a
+// UniformFilter (its answer does not depend on the job's identity).
+type countFilter struct {
+	n       map[string]int
+	uniform bool
+}
+
+func (countFilter) Name() string { return "count-filter" }
+func (f countFilter) Filter(_ *framework.Cycle, js *cluster.JobState, _ int, _ *cluster.NodeState) *framework.Status {
+	f.n[js.Job.ID]++
+	return nil
+}
+func (f countFilter) Uniform() bool                                              { return f.uniform }
+func (countFilter) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+var _ framework.UniformFilter = countFilter{}
+
+// TestQueueClassesOnGenericPath: on the generic placement path (a Filter
+// of its own), jobs alike form a class, and the second of a class is not
+// placed after the first failed, only when every Filter is uniform and a
+// gang goes on one node only; otherwise every job is placed. The
+// decisions are the same either way.
+func TestQueueClassesOnGenericPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		uniform bool
+		gang    placement.Gang
+		// want: jobs whose placement the filter was asked about in the
+		// first cycle (a, b, c alike and too big; d fits).
+		want []string
+	}{
+		{"uniform, one node only", true, placement.OneNodeOnly, []string{"a", "d"}},
+		{"not uniform", false, placement.OneNodeOnly, []string{"a", "b", "c", "d"}},
+		{"uniform, per replica", true, placement.PerReplica, []string{"a", "b", "c", "d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := countFilter{n: map[string]int{}, uniform: tc.uniform}
+			rt, err := framework.New(framework.Profile{Name: "q", Filter: []framework.Filter{f}, Gang: tc.gang})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := map[string]*cluster.Job{"a": job("a", 4, 2), "b": job("b", 4, 2), "c": job("c", 4, 2), "d": job("d", 1, 1)}
+			w := newWorld().node("n0", 3).node("n1", 3).pending(jobs["a"], jobs["b"], jobs["c"], jobs["d"])
+			w.s.Cycle++
+			got := summary(rt.Schedule(w.s))
+			if d := gocmp.Diff([]string{"wait a", "wait b", "wait c", "start d [0]"}, got); d != "" {
+				t.Errorf("actions (-want +got):\n%s", d)
+			}
+			var asked []string
+			for _, id := range []string{"a", "b", "c", "d"} {
+				if f.n[id] > 0 {
+					asked = append(asked, id)
+				}
+			}
+			if d := gocmp.Diff(tc.want, asked); d != "" {
+				t.Errorf("jobs the filter was asked about (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestWaitOnlyWhenReasonChanges: a job that cannot start gets a Wait the
+// first time, and not again while the executor shows that reason (both
+// executors take such a Wait as no change); a job whose shown reason is
+// another gets one. Without the scheduling queue every job is tried every
+// cycle, so the second cycle tries both again.
+func TestWaitOnlyWhenReasonChanges(t *testing.T) {
+	rt, err := framework.New(framework.Profile{Name: "q", Score: pack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.WithoutQueue()
+	w := newWorld().node("n0", 2).pending(job("a", 4, 1), job("b", 4, 1))
+	w.s.Cycle++
+	first := rt.Schedule(w.s)
+	if d := gocmp.Diff([]string{"wait a", "wait b"}, summary(first)); d != "" {
+		t.Fatalf("first cycle (-want +got):\n%s", d)
+	}
+	// The executor applies the Waits; then b's reason is changed behind
+	// the scheduler's back.
+	for js := range w.s.Pending.All() {
+		for _, a := range first {
+			if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+				js.Reason = wa.Reason
+			}
+		}
+		if js.Job.ID == "b" {
+			js.Reason = "something else"
+		}
+	}
+	w.s.Cycle++
+	if d := gocmp.Diff([]string{"wait b"}, summary(rt.Schedule(w.s))); d != "" {
+		t.Errorf("second cycle (-want +got):\n%s", d)
+	}
 }

@@ -60,14 +60,18 @@ type Runtime struct {
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
 	fast bool
-	opts placement.Options
-	now  placement.Ledger
-	soon placement.Ledger
-	st   Statement
+	// uniform: every Filter is the node-role rule or a UniformFilter.
+	uniform bool
+	opts    placement.Options
+	now     placement.Ledger
+	soon    placement.Ledger
+	st      Statement
 	// cands is the buffer of one cycle's candidates, reused across
 	// cycles: a long queue would otherwise be copied into a fresh slice
 	// every cycle.
 	cands []*cluster.JobState
+	// keyed is sortJobs' buffer, reused across cycles.
+	keyed []keyedJob
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
 	// q is the scheduling queue (queue.go): nil unless every plugin is a
@@ -76,6 +80,9 @@ type Runtime struct {
 	plugins []Plugin
 	// still answers unchanged idle cycles of Clockless profiles (queue.go).
 	still *stillness
+	// guard is set during ScheduleGuarded (guard.go): panics are
+	// contained per job and per Rebalance or Provision plugin.
+	guard *guard
 }
 
 var (
@@ -120,9 +127,13 @@ func New(p Profile) (*Runtime, error) {
 	default:
 		r.fast = false
 	}
+	r.uniform = true
 	for _, f := range p.Filter {
 		if _, ok := f.(roleOnly); !ok {
 			r.fast = false
+			if u, ok := f.(UniformFilter); !ok || !u.Uniform() {
+				r.uniform = false
+			}
 		}
 	}
 	r.plugins = r.Plugins()
@@ -236,9 +247,17 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 		r.queue(c)
 	}
 	for _, pl := range p.Rebalance {
+		if r.guard != nil {
+			r.guarded(c, policy.StageRebalance, pl.Name(), func() { pl.Rebalance(c) })
+			continue
+		}
 		pl.Rebalance(c)
 	}
 	for _, pl := range p.Provision {
+		if r.guard != nil {
+			r.guarded(c, policy.StageProvision, pl.Name(), func() { pl.Provision(c) })
+			continue
+		}
 		pl.Provision(c)
 	}
 	if r.q != nil {
@@ -281,9 +300,7 @@ func (r *Runtime) queue(c *Cycle) {
 		cands = append(cands, js)
 	}
 	r.cands = cands
-	sortJobs := func(js []*cluster.JobState) {
-		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return p.QueueSort.Compare(c, a, b) })
-	}
+	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
 	for i := 0; i < len(cands); i++ {
 		if !r.try(c, cands[i]) {
@@ -296,9 +313,42 @@ func (r *Runtime) queue(c *Cycle) {
 	}
 }
 
+// sortJobs sorts js stably by the profile's QueueSort: by keys computed
+// once per job when it is a KeyedSort, else by Compare.
+func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
+	ks, ok := r.p.QueueSort.(KeyedSort)
+	if !ok {
+		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return r.p.QueueSort.Compare(c, a, b) })
+		return
+	}
+	k := r.keyed[:0]
+	for _, j := range js {
+		k = append(k, keyedJob{key: ks.Key(c, j), js: j})
+	}
+	slices.SortStableFunc(k, func(a, b keyedJob) int { return CompareKeys(a.key, b.key) })
+	for i := range k {
+		js[i] = k[i].js
+	}
+	clear(k)
+	r.keyed = k[:0]
+}
+
+type keyedJob struct {
+	key SortKey
+	js  *cluster.JobState
+}
+
 // try admits, sizes, places and if need be preempts for one pending job.
 // It returns false when an Admit plugin blocked the rest of the queue.
 func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
+	if r.guard != nil {
+		return r.tryGuarded(c, js)
+	}
+	return r.tryJob(c, js)
+}
+
+// tryJob is try without the guard.
+func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 	for _, a := range r.p.Admit {
 		st := a.Admit(c, js).WithPlugin(a.Name())
 		switch st.Code() {
@@ -309,7 +359,7 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 		case Unresolvable:
 			c.St.Record(js, policy.Reject{Job: js.Job.ID, Reason: st.Reason()})
 		default:
-			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			c.St.wait(js, st.Reason())
 		}
 		return true
 	}
@@ -319,7 +369,7 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 	} else if !r.preempt(c, js, st) {
 		c.failed = append(c.failed, js)
 		if r.q != nil {
-			r.q.failed(c, js, r.plugins, lastWait(c.St.acts, js.Job.ID))
+			r.q.failed(c, js, r.plugins, c.St.reason(js))
 		}
 	}
 	if c.committed {
@@ -368,12 +418,12 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 				r.started(c, js, pl)
 				return true
 			}
-			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			c.St.wait(js, st.Reason())
 			return false
 		case Wait:
 			c.St.Commit()
 			c.committed = true
-			c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.Reason()})
+			c.St.wait(js, st.Reason())
 			return true
 		default:
 			c.St.Discard()
@@ -382,18 +432,8 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 			}
 		}
 	}
-	c.St.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason.Reason()})
+	c.St.wait(js, reason.Reason())
 	return false
-}
-
-// lastWait returns the reason of the last Wait recorded for job id.
-func lastWait(acts []policy.Action, id string) string {
-	for i := len(acts) - 1; i >= 0; i-- {
-		if a, ok := acts[i].(policy.Wait); ok && a.Job == id {
-			return a.Reason
-		}
-	}
-	return ""
 }
 
 func lastStart(acts []policy.Action, id string) cluster.Placement {
@@ -445,7 +485,7 @@ func (r *Runtime) place(c *Cycle, l *placement.Ledger, js *cluster.JobState, cou
 	if r.fast {
 		pl, err := placement.Place(l, js.Job, counts, r.opts)
 		if err != nil {
-			return nil, NewStatus(Unschedulable, err.Error()).WithPlugin("placement")
+			return nil, StatusOf(Unschedulable, err).WithPlugin("placement")
 		}
 		return pl, nil
 	}

@@ -43,6 +43,10 @@ type Statement struct {
 	// labeled lists the jobs SetLabel was recorded for (the scheduling
 	// queue brings a parked job back when its labels change).
 	labeled []*cluster.JobState
+	// waits holds, for each job a Wait was recorded for in this cycle,
+	// the index in acts of the last one (see wait; an index that a
+	// Discard has cut off, or that now holds another action, is no Wait).
+	waits map[*cluster.JobState]int
 }
 
 type opUndo struct {
@@ -63,6 +67,48 @@ func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 	}
 	st.undo, st.marks = st.undo[:0], st.marks[:0]
 	st.labeled = st.labeled[:0]
+	clear(st.waits)
+}
+
+// wait records that js waits for reason, unless the executor already
+// shows that reason and no other Wait was recorded for js in this cycle:
+// both executors take such a Wait as no change (the simulator sets the
+// same reason; the Kubernetes executor writes nothing and posts no
+// Event), and on a long queue most jobs that cannot start fail for the
+// same reason cycle after cycle, so the Runtime would otherwise hand
+// thousands of them to the executor's validator every cycle.
+func (st *Statement) wait(js *cluster.JobState, reason string) {
+	if _, ok := st.lastWait(js); !ok && js.Reason == reason {
+		return
+	}
+	if st.waits == nil {
+		st.waits = map[*cluster.JobState]int{}
+	}
+	st.waits[js] = len(st.acts)
+	st.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason})
+}
+
+// lastWait returns the reason of the last Wait recorded for js in this
+// cycle and not discarded since, if any.
+func (st *Statement) lastWait(js *cluster.JobState) (string, bool) {
+	i, ok := st.waits[js]
+	if !ok || i >= len(st.acts) {
+		return "", false
+	}
+	w, ok := st.acts[i].(policy.Wait)
+	if !ok || w.Job != js.Job.ID {
+		return "", false
+	}
+	return w.Reason, true
+}
+
+// reason returns the reason js waits for after this cycle's actions so
+// far: the last Wait recorded for it, else the executor's.
+func (st *Statement) reason(js *cluster.JobState) string {
+	if r, ok := st.lastWait(js); ok {
+		return r
+	}
+	return js.Reason
 }
 
 // Now is the ledger of what is free now.
@@ -117,6 +163,16 @@ func (st *Statement) Commit() {
 func (st *Statement) Discard() {
 	m := st.marks[len(st.marks)-1]
 	st.marks = st.marks[:len(st.marks)-1]
+	st.rollback(m)
+	st.now.Revert()
+	if st.hasSoon {
+		st.soon.Revert()
+	}
+}
+
+// rollback drops the actions recorded since m and restores the job marks
+// they changed; the ledgers are the caller's to revert.
+func (st *Statement) rollback(m stMark) {
 	st.acts = st.acts[:m.acts]
 	for i := len(st.undo) - 1; i >= m.undo; i-- {
 		u := st.undo[i]
@@ -127,10 +183,6 @@ func (st *Statement) Discard() {
 		}
 	}
 	st.undo = st.undo[:m.undo]
-	st.now.Revert()
-	if st.hasSoon {
-		st.soon.Revert()
-	}
 }
 
 func (st *Statement) mark(js *cluster.JobState, op Op) {

@@ -2,7 +2,6 @@ package k8s
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -40,6 +39,10 @@ type applier struct {
 	// free is what each node can still take this cycle, placeholder
 	// capacity included.
 	free []dres.Vector
+	// extra is the cycle's ledger of pods and extended resources per node,
+	// quota of ResourceQuota usage per namespace (validate.Extra).
+	extra []nodeExtra
+	quota map[string][]*nsQuota
 	// g runs the API calls of validated starts concurrently: validation
 	// and the ledger stay sequential, in the policy's order, but one
 	// job's status write, pod creations and Bindings need not wait for
@@ -51,8 +54,12 @@ type applier struct {
 	started map[string]chan struct{}
 }
 
-// startWorkers bounds the concurrent starts of one cycle.
-const startWorkers = 16
+// startWorkers bounds the concurrent starts of one cycle, and the jobs
+// reconciled at once. A start is three round trips (status, pod, Binding)
+// one after another, so with 16 workers a cycle of 200 starts on a busy
+// API server (100-300 ms a call) took 4 to 11 s; 64 keep the client's
+// rate limit (200/s by default), not the round trips, the bound.
+const startWorkers = 64
 
 // wait waits for the concurrent starts; it may be called more than once.
 func (a *applier) wait() error {
@@ -65,7 +72,7 @@ func (a *applier) wait() error {
 }
 
 func newApplier(e *Executor, v *View, w *World) *applier {
-	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes))}
+	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: cloneExtra(v.extra), quota: cloneQuotas(v.quotas)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			a.free[i] = n.Free().Add(n.Placeholder)
@@ -77,7 +84,35 @@ func newApplier(e *Executor, v *View, w *World) *applier {
 var (
 	_ validate.State   = (*applier)(nil)
 	_ validate.Limited = (*applier)(nil)
+	_ validate.Extra   = (*applier)(nil)
 )
+
+// FitsExtra implements validate.Extra: the placement fits the pods and
+// extended resources left on its nodes, and, for a TrainingJob, the
+// ResourceQuotas of its namespace (hard minus used, less what this
+// cycle's earlier starts and resizes took).
+func (a *applier) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
+	if err := a.v.placementExtra(a.extra, j, p, current); err != nil {
+		return err
+	}
+	if jv := a.v.jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
+			if why := quotaShort(jv.tj.Namespace, qs, a.v.jobQuota(jv, delta(j, p, current))); why != "" {
+				return fmt.Errorf("%s: %s", ReasonQuotaExceeded, why)
+			}
+		}
+	}
+	return nil
+}
+
+// delta returns the replicas per group placement p adds to current.
+func delta(j *cluster.Job, p, current cluster.Placement) []int {
+	d := p.Counts(len(j.Groups))
+	for g, c := range current.Counts(len(j.Groups)) {
+		d[g] -= c
+	}
+	return d
+}
 
 // Job implements validate.State: an opted-in pod or a TrainingJob whose
 // spec converted.
@@ -123,6 +158,12 @@ func (a *applier) Unsupported(act policy.Action) error {
 		if gj := a.v.gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.members) {
 			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.members), len(act.Placement))
 		}
+	case policy.SetLabel:
+		if js := a.Job(act.Job); js != nil {
+			if err := checkSetLabel(js.Labels, act.Key, act.Value); err != nil {
+				return fmt.Errorf("job %s: cannot store the policy label: %w", act.Job, err)
+			}
+		}
 	case policy.SetPlaceholders:
 		for _, p := range act.Placeholders {
 			if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
@@ -133,9 +174,22 @@ func (a *applier) Unsupported(act policy.Action) error {
 	return nil
 }
 
+// take charges (sign 1) or returns (sign -1) placement p of job j on the
+// cycle's ledgers: node vectors, pods and extended resources, and the
+// namespace's quotas.
 func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
 	for ni, d := range p.DemandOn(j) {
 		a.free[ni] = a.free[ni].Sub(d.Scale(sign))
+	}
+	a.v.takeExtra(a.extra, j, p, sign)
+	if jv := a.v.jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
+			counts := p.Counts(len(j.Groups))
+			for g := range counts {
+				counts[g] *= int(sign)
+			}
+			chargeQuota(qs, a.v.jobQuota(jv, counts))
+		}
 	}
 }
 
@@ -271,7 +325,13 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return err
 		}
 		st := jv.tj.Status
-		return e.ensurePods(ctx, jv, &st)
+		if err := e.ensurePods(ctx, jv, &st); err != nil {
+			// The resize is written: whatever failed (a refused pod
+			// included) is the next cycle's reconcile's to finish, not a
+			// refusal of the action.
+			return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
+		}
+		return nil
 	case policy.Reject:
 		jv := a.v.jobs[act.Job]
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -300,6 +360,11 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			if o.Status.Phase == "" {
 				o.Status.Phase = v1alpha1.PhasePending // a new job's first write
 			}
+			if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+				// Offered to the policy again: no longer held.
+				meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+					Reason: "Queued", Message: act.Reason})
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -308,25 +373,19 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		return nil
 	case policy.SetLabel:
 		jv := a.v.jobs[act.Job]
-		if jv.st.Labels[act.Key] == act.Value {
-			if _, ok := jv.st.Labels[act.Key]; ok {
-				return nil
-			}
+		if v, ok := jv.st.Labels[act.Key]; ok && v == act.Value {
+			return nil
 		}
-		if err := e.updateMeta(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			labels := PolicyLabels(o)
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			labels, _ := PolicyLabels(o) // only valid labels are written back
+			if err := checkSetLabel(labels, act.Key, act.Value); err != nil {
+				return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
+			}
 			if labels == nil {
 				labels = map[string]string{}
 			}
 			labels[act.Key] = act.Value
-			b, err := json.Marshal(labels)
-			if err != nil {
-				return err
-			}
-			if o.Annotations == nil {
-				o.Annotations = map[string]string{}
-			}
-			o.Annotations[v1alpha1.AnnotationLabels] = string(b)
+			o.Status.PolicyLabels = labels
 			return nil
 		}); err != nil {
 			return err
@@ -393,6 +452,10 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse,
 				Reason: "Resumed", Message: "placed on " + desc})
 		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+				Reason: "Placed", Message: "placed on " + desc})
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -404,7 +467,24 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 	e.m.Actions.WithLabelValues("start").Inc()
 	e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
 	st := jv.tj.Status
-	return e.ensurePods(ctx, jv, &st)
+	err := e.ensurePods(ctx, jv, &st)
+	if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+		// The pods this start created are gone again (ensurePods):
+		// release the placement now, not a cycle later.
+		attempt := jv.tj.Status.Attempt
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase != v1alpha1.PhaseAdmitted || o.Status.Attempt != attempt {
+				return &apiError{err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
+			}
+			e.refused(&o.Status, ref)
+			return nil
+		}); err != nil {
+			return err
+		}
+		e.refusedEvent(jv.tj, ref)
+		return nil
+	}
+	return err
 }
 
 // startReplicas is status.replicas of a job just placed: per group of the
@@ -440,7 +520,11 @@ func preemptReason(p policy.Preempt) string {
 func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p cluster.Placement) error {
 	for ni, d := range p.DemandOn(j) {
 		n := a.v.Snap.Nodes[ni]
-		if n.Placeholder.IsZero() || d.Fits(n.Free()) {
+		// Placeholder pods hold pod slots too, which the cycle's ledger
+		// (charged with this job already) counted as free for a real job.
+		x := &a.extra[ni]
+		fits := func() bool { return d.Fits(n.Free()) && (x.podCap < 0 || x.pods <= x.podCap) }
+		if n.Placeholder.IsZero() || fits() {
 			continue
 		}
 		for i := range a.w.Pods {
@@ -448,7 +532,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.DeletionTimestamp != nil {
 				continue
 			}
-			if d.Fits(n.Free()) {
+			if fits() {
 				break
 			}
 			if err := a.e.fault("evict placeholder " + pod.Name); err != nil {
@@ -460,6 +544,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			pd := PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
+			x.add(-1, extendedRequests(&pod.Spec), true)
 			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
 		}
 	}

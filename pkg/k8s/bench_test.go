@@ -16,8 +16,11 @@ import (
 
 // bigWorld is 5,000 ready nodes (16 CPU, 8 GPU) and 10,000 pending
 // single-replica jobs (4 CPU, 1 GPU), the issue's benchmark size.
-func bigWorld() *World {
-	w := &World{Nodes: make([]corev1.Node, 5000), Jobs: make([]v1alpha1.TrainingJob, 10000)}
+func bigWorld() *World { return scaledWorld(5000, 10000) }
+
+// scaledWorld is bigWorld with n nodes and m pending jobs.
+func scaledWorld(n, m int) *World {
+	w := &World{Nodes: make([]corev1.Node, n), Jobs: make([]v1alpha1.TrainingJob, m)}
 	for i := range w.Nodes {
 		w.Nodes[i] = testNode(fmt.Sprintf("node-%05d", i), "16", "8", true)
 	}
@@ -50,6 +53,17 @@ func BenchmarkSnapshot5kNodes10kJobs(b *testing.B) {
 // (snapshot + policy decision, no API calls) per policy. Target: < 50 ms.
 func BenchmarkCycle5kNodes10kJobs(b *testing.B) {
 	benchCycle(b, bigWorld(), "fifo", "k8s-default", "binpack", "fitgpp")
+}
+
+// BenchmarkCycleScale is BenchmarkCycle5kNodes10kJobs at 1,000, 5,000 and
+// 20,000 nodes with twice as many pending jobs (issue 15, item 4: how a
+// cycle's cost grows with the cluster). docs/simulator.md has the table.
+func BenchmarkCycleScale(b *testing.B) {
+	for _, n := range []int{1000, 5000, 20000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			benchCycle(b, scaledWorld(n, 2*n), "fifo", "fitgpp")
+		})
+	}
 }
 
 // BenchmarkCycle5kNodes10kGangs is BenchmarkCycle5kNodes10kJobs with gangs:

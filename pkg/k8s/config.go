@@ -3,6 +3,7 @@ package k8s
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -69,6 +70,16 @@ type Config struct {
 	LeaderElection          bool   `json:"leaderElection,omitempty"`
 	LeaderElectionNamespace string `json:"leaderElectionNamespace,omitempty"`
 	LeaderElectionID        string `json:"leaderElectionID,omitempty"`
+	// LeaseDuration, RenewDeadline and RetryPeriod time leader election
+	// (controller-runtime's defaults: 15s, 10s, 2s). A standby may take
+	// the Lease LeaseDuration after the leader's last renewal; the leader
+	// renews every RetryPeriod and stops writing, at once, when its last
+	// renewal is RenewDeadline old (Fence), so a leader frozen past its
+	// lease never writes after it resumes. RetryPeriod*1.2 < RenewDeadline
+	// < LeaseDuration.
+	LeaseDuration metav1.Duration `json:"leaseDuration,omitempty"`
+	RenewDeadline metav1.Duration `json:"renewDeadline,omitempty"`
+	RetryPeriod   metav1.Duration `json:"retryPeriod,omitempty"`
 	// MetricsAddr serves Prometheus metrics on /metrics ("0" disables).
 	// Default :8080. HealthAddr serves /healthz and /readyz. Default :8081.
 	MetricsAddr string `json:"metricsAddr,omitempty"`
@@ -89,6 +100,22 @@ type Config struct {
 	// the queue.
 	QueuePositions      *int            `json:"queuePositions,omitempty"`
 	QueuePositionPeriod metav1.Duration `json:"queuePositionPeriod,omitempty"`
+	// ProgressPeriod is how long a trainer's progress report may wait in
+	// the scheduler's memory before it is written to the TrainingJob's
+	// status.progress and status.evals on its own. Any other status write
+	// of the job (running, completion, preemption, ...) carries it at
+	// once, and policies see it at once (the snapshot reads it from
+	// memory); only the API server's copy lags, by at most this long.
+	// Below Period, every new report is written at the next cycle (one
+	// status write per running job per cycle). Default 10s.
+	ProgressPeriod metav1.Duration `json:"progressPeriod,omitempty"`
+	// Tenants maps namespaces to the tenant fair-share policies (drf, the
+	// drover preset's ordering) charge their jobs to; a namespace not
+	// listed is its own tenant. Only the operator who writes this config
+	// decides tenants: a TrainingJob's spec.tenant is ignored, since any
+	// user could name another team's tenant there and jump its place.
+	// Keys are namespace names, values DNS-1123 labels.
+	Tenants map[string]string `json:"tenants,omitempty"`
 	// ReportClockSkew is how far in the future of the scheduler's clock a
 	// trainer's progress report (the drover.dev/report annotation) may be
 	// dated and still be read. Reports keep the newest by their time, so a
@@ -129,6 +156,15 @@ func (c *Config) Defaults() {
 	if c.LeaderElectionID == "" {
 		c.LeaderElectionID = "drover-scheduler"
 	}
+	if c.LeaseDuration.Duration == 0 {
+		c.LeaseDuration.Duration = 15 * time.Second
+	}
+	if c.RenewDeadline.Duration == 0 {
+		c.RenewDeadline.Duration = 10 * time.Second
+	}
+	if c.RetryPeriod.Duration == 0 {
+		c.RetryPeriod.Duration = 2 * time.Second
+	}
 	if c.MetricsAddr == "" {
 		c.MetricsAddr = ":8080"
 	}
@@ -148,6 +184,9 @@ func (c *Config) Defaults() {
 	if c.QueuePositionPeriod.Duration == 0 {
 		c.QueuePositionPeriod.Duration = 10 * time.Second
 	}
+	if c.ProgressPeriod.Duration == 0 {
+		c.ProgressPeriod.Duration = 10 * time.Second
+	}
 	if c.ReportClockSkew.Duration == 0 {
 		c.ReportClockSkew.Duration = time.Minute
 	}
@@ -166,6 +205,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("queuePositions: %d is not in [0, 1000]", *c.QueuePositions)
 	case c.QueuePositionPeriod.Duration < 0:
 		return fmt.Errorf("queuePositionPeriod: %v is negative", c.QueuePositionPeriod.Duration)
+	case c.ProgressPeriod.Duration < 0:
+		return fmt.Errorf("progressPeriod: %v is negative", c.ProgressPeriod.Duration)
+	case c.RetryPeriod.Duration <= 0 || float64(c.RetryPeriod.Duration)*1.2 >= float64(c.RenewDeadline.Duration):
+		return fmt.Errorf("retryPeriod: %v must be positive and 1.2 times it below renewDeadline %v", c.RetryPeriod.Duration, c.RenewDeadline.Duration)
+	case c.RenewDeadline.Duration >= c.LeaseDuration.Duration:
+		return fmt.Errorf("renewDeadline: %v must be below leaseDuration %v", c.RenewDeadline.Duration, c.LeaseDuration.Duration)
 	case c.ReportClockSkew.Duration < 0 || c.ReportClockSkew.Duration > time.Hour:
 		return fmt.Errorf("reportClockSkew: %v is not in [0, 1h]", c.ReportClockSkew.Duration)
 	case c.Namespace != "" && len(c.Namespaces) > 0:
@@ -187,6 +232,14 @@ func (c *Config) Validate() error {
 	if c.Profile != nil {
 		if _, err := plugins.Profile(*c.Profile); err != nil {
 			return err
+		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(c.Tenants)) {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("tenants: key %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsDNS1123Label(c.Tenants[ns]); len(errs) > 0 {
+			return fmt.Errorf("tenants[%s]: %q is not a DNS-1123 label: %s", ns, c.Tenants[ns], strings.Join(errs, "; "))
 		}
 	}
 	for i, it := range c.Catalog {

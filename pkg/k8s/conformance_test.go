@@ -116,8 +116,11 @@ var confScripts = []*confB{
 		do(policy.Start{Job: "ns/a", Placement: at(0, 0)}, policy.Start{Job: "ns/b", Placement: at(0)}),
 	// (c) The Kubernetes executor ranged over a map of nodes, so which
 	// node it named varied from run to run; both name the first used.
-	script("over capacity on several nodes names the first").node("n2", "").node("n3", "").pending("ns/a", workers(8, 4)).
-		do(policy.Start{Job: "ns/a", Placement: at(2, 2, 1, 1, 3, 3, 0, 0)}).runs(20),
+	// (The job fits the empty cluster, 16 of 16 GPUs: a gang larger than
+	// the cluster is held out of the Kubernetes queue as Unschedulable,
+	// see TestBuildHoldsImpossibleJobs.)
+	script("over capacity on several nodes names the first").node("n2", "").node("n3", "").pending("ns/a", workers(4, 4)).
+		do(policy.Start{Job: "ns/a", Placement: at(2, 2, 1, 1)}).runs(20),
 	script("start on a launching node").launchingNode().pending("ns/a", workers(1, 1)).
 		do(policy.Start{Job: "ns/a", Placement: at(2)}),
 	script("start on a node of another role").node("n2", "ps").pending("ns/a", workers(1, 1)).
@@ -132,7 +135,7 @@ var confScripts = []*confB{
 	script("start below min (no gang)").pending("ns/a", workers(2, 1)).
 		do(policy.Start{Job: "ns/a", Placement: at(0)}),
 	script("start then label it (SpeCon)").pending("ns/a", workers(1, 1)).
-		do(policy.Start{Job: "ns/a", Placement: at(0)}, policy.SetLabel{Job: "ns/a", Key: "slot", Value: "0"}),
+		do(policy.Start{Job: "ns/a", Placement: at(0)}, policy.SetLabel{Job: "ns/a", Key: "drover.dev/slot", Value: "0"}),
 	script("start takes placeholder capacity").placeholders(cluster.Placeholder{Name: "ph", Demand: dres.New(8, 64, 4), Count: 2}).
 		pending("ns/a", workers(2, 4)).
 		do(policy.Start{Job: "ns/a", Placement: at(0, 1)}),
@@ -171,7 +174,7 @@ var confScripts = []*confB{
 	script("reject, then wait").pending("ns/a", workers(1, 1)).running("ns/r", at(0), workers(1, 1)).
 		do(policy.Reject{Job: "ns/a", Reason: "no"}, policy.Wait{Job: "ns/a", Reason: "later"}, policy.Reject{Job: "ns/r"}, policy.Wait{Job: "ns/r"}),
 	script("labels").running("ns/r", at(0), workers(1, 1)).
-		do(policy.SetLabel{Job: "ns/r", Key: "k", Value: "v"}, policy.SetLabel{Job: "ns/zz", Key: "k", Value: "v"}),
+		do(policy.SetLabel{Job: "ns/r", Key: "drover.dev/k", Value: "v"}, policy.SetLabel{Job: "ns/zz", Key: "drover.dev/k", Value: "v"}),
 	script("invalid placeholders").pending("ns/a", workers(1, 1)).
 		do(policy.SetPlaceholders{Placeholders: []cluster.Placeholder{{Name: "ph", Demand: dres.New(1, 1, 0), Count: -1}}},
 			policy.SetPlaceholders{Placeholders: []cluster.Placeholder{{Name: "ph", Count: 1}}},
@@ -187,6 +190,13 @@ var confScripts = []*confB{
 		k8sRefuses("release n1: node release is left to the cluster autoscaler",
 			"provision zz: node provisioning is left to the cluster autoscaler (drover expresses demand with placeholders)",
 			`placeholders placeholders: placeholder name "ph-g4dn.xlarge-1" is not a DNS-1123 label`),
+	// Policy labels are stored in status.policyLabels and read back every
+	// cycle: the Kubernetes executor keeps them to the documented form
+	// (keys under drover.dev/, bounded sizes; issue 17, item 1).
+	script("labels outside drover.dev/ or too long").running("ns/r", at(0), workers(1, 1)).
+		do(policy.SetLabel{Job: "ns/r", Key: "slot", Value: "0"}, policy.SetLabel{Job: "ns/r", Key: "drover.dev/v", Value: strings.Repeat("x", MaxPolicyLabelValue+1)}).
+		k8sRefuses(`label ns/r: job ns/r: cannot store the policy label: key "slot": not of the form drover.dev/<name>`,
+			"label ns/r: job ns/r: cannot store the policy label: key drover.dev/v: value of 65537 bytes, more than 65536"),
 	// A preemption with no grace suspends the job at once in the
 	// simulator (it is pending again and its resources are free); on
 	// Kubernetes its pods take a moment to go, so it is Suspending until

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +48,8 @@ type Executor struct {
 	nodes *NodeTable
 	// elig keeps node constraints' eligible sets between cycles.
 	elig *cluster.Eligibility
+	// crowded remembers nodes whose pod slots a refused start lacked.
+	crowded Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again later.
 	noPodGroups time.Time
@@ -57,12 +61,28 @@ type Executor struct {
 	reported map[types.UID]bool
 	// positioned is when queue positions were last written (queue.go).
 	positioned time.Time
+	// indexed is set when the client's cache has the live indexes
+	// (live.go): a cycle then reads only unfinished TrainingJobs and pods.
+	indexed bool
+	// finished counts the finished TrainingJobs for drover_jobs when the
+	// cycle does not read them (indexed).
+	finished *finishedJobs
+
+	// progress holds, per job, progress copied from reports but not yet
+	// written to the API server (Config.ProgressPeriod); Read lays it over
+	// the cached status, and any status write of the job carries it.
+	progress map[string]*deferredProgress
 
 	mu      sync.Mutex
 	reports map[string]observed // newest report seen per job (ObserveReport)
 	// rejected is the time of the last future-dated report seen per job,
 	// so that each gets one ReportRejected Event.
 	rejected map[string]time.Time
+	// made remembers the replica pods this executor created (and bound)
+	// until the informer cache shows them, by namespace/name, so that a
+	// cycle reading a lagging cache neither creates them again
+	// (AlreadyExists) nor binds them again (Conflict).
+	made map[string]madePod
 
 	// Origin is time 0 of the policies' clock, kept in the ConfigMap
 	// drover-clock so that every scheduler that ever runs against the
@@ -71,10 +91,18 @@ type Executor struct {
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// fence, with leader election, refuses writes once leadership cannot
+	// be shown (fence.go); nil without leader election.
+	fence *Fence
+
 	// Fault, when set, is called before every API write with a short
 	// description; an error it returns aborts the write. Tests use it to
 	// kill the scheduler in the middle of a cycle.
 	Fault func(op string) error
+	// OnCycle, when set, is called by Run after every cycle with its
+	// result (failed cycles included, Err set). The soak test uses it to
+	// record cycle times and how much of the world each cycle read.
+	OnCycle func(*CycleResult)
 }
 
 // New returns an executor. reader may be nil, in which case c is used for
@@ -86,8 +114,22 @@ func New(cfg Config, c client.Client, reader client.Reader, rec record.EventReco
 	return &Executor{
 		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
 		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]observed{},
-		rejected: map[string]time.Time{}, Now: time.Now,
+		rejected: map[string]time.Time{}, progress: map[string]*deferredProgress{}, made: map[string]madePod{}, Now: time.Now,
 	}
+}
+
+// Fence returns the leadership fence of the executor's writes, nil
+// without leader election.
+func (e *Executor) Fence() *Fence { return e.fence }
+
+// leading returns nil unless the executor runs under leader election and
+// cannot show it still leads (Fence.Check). The cycle asks before each
+// batch of writes, and stops at once on loss.
+func (e *Executor) leading() error {
+	if e.fence == nil {
+		return nil
+	}
+	return e.fence.Check()
 }
 
 // Policy returns the policy the executor runs.
@@ -100,11 +142,26 @@ func (e *Executor) Run(ctx context.Context) error {
 	t := time.NewTicker(e.cfg.Period.Duration)
 	defer t.Stop()
 	for {
-		if _, err := e.Cycle(ctx); err != nil {
+		res, err := e.Cycle(ctx)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if errors.Is(err, ErrNotLeader) {
+				// Another replica may be scheduling: stop now, before the
+				// elector notices; the manager exits and the process
+				// restarts as a standby.
+				e.log.Error(err, "leadership lost; stopping")
+				return err
+			}
 			e.log.Error(err, "scheduling cycle failed")
+		}
+		if e.OnCycle != nil {
+			if res == nil {
+				res = &CycleResult{}
+			}
+			res.Err = err
+			e.OnCycle(res)
 		}
 		select {
 		case <-ctx.Done():
@@ -118,18 +175,40 @@ func (e *Executor) Run(ctx context.Context) error {
 type CycleResult struct {
 	Actions  []policy.Action
 	Refusals []policy.Refusal
+	// Jobs and Pods are how many TrainingJobs and pods the cycle read
+	// from the cache (its work grows with these); Duration is how long it
+	// took, reading included.
+	Jobs, Pods int
+	Duration   time.Duration
+	// Err is the cycle's error (set by Run for OnCycle).
+	Err error
+	// Faults are the policy's panics contained this cycle.
+	Faults []policy.Fault
 }
 
 // Read lists the world from the (cached) client.
 func (e *Executor) Read(ctx context.Context) (*World, error) {
 	w := &World{}
 	var nodes corev1.NodeList
-	if err := e.c.List(ctx, &nodes); err != nil {
+	var nodeOpts []client.ListOption
+	if e.indexed {
+		// Nodes are only read (Build and the NodeTable copy what they
+		// keep), so the cycle shares the cache's objects instead of
+		// copying every node every period: at 5,000 nodes that copy was
+		// the largest allocation of a cycle. (e.indexed: the client reads
+		// through the manager's cache, where this option applies.)
+		nodeOpts = append(nodeOpts, client.UnsafeDisableDeepCopy)
+	}
+	if err := e.c.List(ctx, &nodes, nodeOpts...); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	w.Nodes = nodes.Items
 	var pods corev1.PodList
-	if err := e.c.List(ctx, &pods); err != nil {
+	var podOpts []client.ListOption
+	if e.indexed {
+		podOpts = append(podOpts, client.MatchingFields{IndexPod: podLive})
+	}
+	if err := e.c.List(ctx, &pods, podOpts...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	w.Pods = pods.Items
@@ -138,7 +217,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	if e.cfg.Namespace != "" {
 		opts = append(opts, client.InNamespace(e.cfg.Namespace))
 	}
-	if err := e.c.List(ctx, &jobs, opts...); err != nil {
+	jobOpts := opts
+	if e.indexed {
+		jobOpts = append(slices.Clone(opts), client.MatchingFields{IndexJobLive: "true"})
+	}
+	if err := e.c.List(ctx, &jobs, jobOpts...); err != nil {
 		return nil, fmt.Errorf("listing trainingjobs: %w", err)
 	}
 	w.Jobs = jobs.Items
@@ -154,11 +237,48 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			}
 		}
 	}
-	// Forget jobs that are gone, so the bookkeeping does not grow forever.
+	if e.indexed {
+		// The finished pods of running jobs: how a job completes or fails.
+		// A pod that finished between the two lists is in both: the
+		// finished copy is the newer one.
+		var finished map[types.UID]bool
+		for i := range w.Jobs {
+			tj := &w.Jobs[i]
+			if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
+				continue
+			}
+			var done corev1.PodList
+			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
+				return nil, fmt.Errorf("listing finished pods of %s: %w", JobKey(tj), err)
+			}
+			for k := range done.Items {
+				if finished == nil {
+					finished = map[types.UID]bool{}
+				}
+				finished[done.Items[k].UID] = true
+			}
+			w.Pods = append(w.Pods, done.Items...)
+		}
+		if len(finished) > 0 {
+			w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
+				return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			})
+		}
+	}
+	// Forget jobs that are gone (or finished, with the live indexes), so
+	// the bookkeeping does not grow with the jobs that ever ran.
 	present := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
-		present[JobKey(&w.Jobs[i])] = true
+		key := JobKey(&w.Jobs[i])
+		present[key] = true
+		if dp := e.progress[key]; dp != nil {
+			dp.overlay(&w.Jobs[i])
+		}
 	}
+	// After the finished pods of running jobs: a pod this executor made
+	// that finished before the cache showed it live is among those, and
+	// must not be added back as live.
+	w.Pods = e.withMade(w.Pods, present)
 	for k := range e.written {
 		if !present[k] {
 			delete(e.written, k)
@@ -167,6 +287,11 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	for k := range e.reports {
 		if !present[k] {
 			delete(e.reports, k)
+		}
+	}
+	for k := range e.progress {
+		if !present[k] {
+			delete(e.progress, k)
 		}
 	}
 	for k := range e.rejected {
@@ -185,6 +310,12 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			w.PodGroups = pgs.Items
 		}
 	}
+	// ResourceQuotas, for admission against namespace quota (admission.go).
+	var quotas corev1.ResourceQuotaList
+	if err := e.c.List(ctx, &quotas, opts...); err != nil {
+		return nil, fmt.Errorf("listing resourcequotas: %w", err)
+	}
+	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
 		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
@@ -216,17 +347,27 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			if jv.tj.Status.Reason == reason {
 				continue
 			}
+			code, _, _ := strings.Cut(reason, ":")
+			unschedulable := code == ReasonUnschedulable || code == ReasonQuotaExceeded
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
 					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+				}
+				if unschedulable {
+					meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable,
+						Status: metav1.ConditionTrue, Reason: code, Message: strings.TrimSpace(strings.TrimPrefix(reason, code+":"))})
 				}
 				return nil
 			}); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			e.event(jv.tj, strings.HasPrefix(reason, ReasonUnschedulable), "Waiting", "%s", reason)
+			kind := "Waiting"
+			if unschedulable {
+				kind = code // Unschedulable or QuotaExceeded, a Warning
+			}
+			e.event(jv.tj, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)
@@ -246,14 +387,22 @@ func olderThan(a, b string) bool {
 // actions.
 func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	start := time.Now()
-	defer func() { e.m.CycleSeconds.Observe(time.Since(start).Seconds()) }()
+	res := &CycleResult{}
+	defer func() {
+		res.Duration = time.Since(start)
+		e.m.CycleSeconds.Observe(res.Duration.Seconds())
+	}()
+	if err := e.leading(); err != nil {
+		return res, err
+	}
 	w, err := e.Read(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
+	res.Jobs, res.Pods = len(w.Jobs), len(w.Pods)
 	if e.Origin.IsZero() {
 		if err := e.loadOrigin(ctx); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	e.cycle++
@@ -266,9 +415,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	if e.elig == nil {
 		e.elig = cluster.NewEligibility()
 	}
+	if e.crowded == nil {
+		e.crowded = Crowded{}
+	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants}
 	if len(e.cfg.Namespaces) > 0 {
 		opts.InScope = e.cfg.InScope
 	}
@@ -276,14 +428,38 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	var errs []error
 	changed := false
 	var fresh []string
-	for _, key := range v.order {
+	if err := e.leading(); err != nil {
+		return res, err // before the reconcile writes
+	}
+	// Jobs are reconciled concurrently (each touches only its own job, its
+	// pods and the executor's locked bookkeeping): a cycle in which
+	// hundreds of jobs complete writes their statuses startWorkers at a
+	// time instead of one round trip after another.
+	type outcome struct {
+		changed bool
+		err     error
+	}
+	outs := make([]outcome, len(v.order))
+	var rg errgroup.Group
+	rg.SetLimit(startWorkers)
+	for i, key := range v.order {
 		jv := v.jobs[key]
-		c, err := e.reconcile(ctx, v, jv)
-		if err != nil {
+		rg.Go(func() error {
+			c, err := e.reconcile(ctx, v, jv)
+			outs[i] = outcome{c, err}
+			return nil
+		})
+	}
+	_ = rg.Wait()
+	for i, key := range v.order {
+		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
+			if errors.Is(err, ErrNotLeader) {
+				return nil, errors.Join(errs...)
+			}
 		}
-		changed = changed || c
-		if jv.fresh {
+		changed = changed || outs[i].changed
+		if v.jobs[key].fresh {
 			fresh = append(fresh, key)
 		}
 	}
@@ -307,8 +483,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		errs = append(errs, err)
 	}
 	e.observe(v)
-	acts := e.pol.Schedule(v.Snap)
-	res := &CycleResult{Actions: acts}
+	acts, faults := e.schedule(v.Snap)
+	res.Actions, res.Faults = acts, faults
+	if err := e.leading(); err != nil {
+		// The policy may have run long: check again before its writes.
+		return res, errors.Join(append(errs, err)...)
+	}
 	ap := newApplier(e, v, w)
 	defer ap.wait()
 	for _, a := range acts {
@@ -316,10 +496,13 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 			var fatal *apiError
 			if errors.As(err, &fatal) {
 				errs = append(errs, err)
-				if ctx.Err() != nil || fatal.abort {
+				if ctx.Err() != nil || fatal.abort || errors.Is(err, ErrNotLeader) {
 					break
 				}
 				continue
+			}
+			if tm := (*tooManyPods)(nil); errors.As(err, &tm) {
+				e.crowded.note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)
@@ -330,6 +513,12 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	}
 	if err := ap.wait(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := e.leading(); err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.contain(ctx, ap, faults)...)
 	}
 	if ctx.Err() == nil {
 		errs = append(errs, e.markPending(ctx, v, fresh)...)
@@ -423,11 +612,6 @@ func (e *Executor) updateStatus(ctx context.Context, jv *jobView, mutate func(*v
 	return e.write(ctx, jv, "status", mutate)
 }
 
-// updateMeta is updateStatus for metadata (annotations).
-func (e *Executor) updateMeta(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
-	return e.write(ctx, jv, "meta", mutate)
-}
-
 func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate func(*v1alpha1.TrainingJob) error) error {
 	if err := e.fault("update " + what + " " + JobKey(jv.tj)); err != nil {
 		return err
@@ -438,20 +622,24 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		if err := mutate(obj); err != nil {
 			return err
 		}
-		var err error
-		if what == "status" {
-			deriveStatus(obj)
-			err = e.c.Status().Update(ctx, obj)
-		} else {
-			err = e.c.Update(ctx, obj)
-		}
+		deriveStatus(obj)
+		// Users see the tenant they are charged to (kubectl's wide
+		// Tenant column), on a write the scheduler makes anyway.
+		obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
+		// Only the status subresource: policy state lives there too
+		// (status.policyLabels), so the scheduler needs no update or
+		// patch on TrainingJobs themselves, which tenants own.
+		err := e.c.Status().Update(ctx, obj)
 		if err == nil {
-			if what == "status" {
-				e.m.transition(before, obj, e.Now())
-			}
+			e.m.transition(before, obj, e.Now())
 			jv.tj = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()
+			if what == "status" {
+				// The write carried any deferred progress (jv.tj has it
+				// laid over; a re-read object got it below).
+				delete(e.progress, JobKey(obj))
+			}
 			e.mu.Unlock()
 			return nil
 		}
@@ -462,6 +650,13 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		fresh := &v1alpha1.TrainingJob{}
 		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", JobKey(obj), err)}
+		}
+		if what == "status" {
+			e.mu.Lock()
+			if dp := e.progress[JobKey(fresh)]; dp != nil {
+				dp.overlay(fresh)
+			}
+			e.mu.Unlock()
 		}
 		obj = fresh
 	}
@@ -508,4 +703,138 @@ func (e *Executor) loadOrigin(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("configmap %s: could not read or create it", key)
+}
+
+// madePod is a pod this executor created, as the API server returned it
+// (with the node once bound).
+type madePod struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// madeFor is how long a created pod is remembered at most: the cache
+// normally shows it within a cycle or two; a pod deleted before the cache
+// saw it is forgotten after this.
+const madeFor = 30 * time.Second
+
+// remember records a pod this executor created or bound.
+func (e *Executor) remember(p *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.made[p.Namespace+"/"+p.Name] = madePod{pod: p.DeepCopy(), at: time.Now()}
+}
+
+// forget drops a pod from what remember recorded: this executor deleted
+// it, so the cache's copy (terminating, or gone) is the one to believe.
+func (e *Executor) forget(p *corev1.Pod) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.made, p.Namespace+"/"+p.Name)
+}
+
+// withMade adds to the pods listed from the cache those this executor
+// created that the cache does not show yet, and forgets those it shows
+// and those of jobs no longer listed (finished or gone). The caller holds
+// e.mu.
+func (e *Executor) withMade(pods []corev1.Pod, jobs map[string]bool) []corev1.Pod {
+	if len(e.made) == 0 {
+		return pods
+	}
+	lagging := map[string]int{} // made pods the cache shows unbound, by key
+	for i := range pods {
+		key := pods[i].Namespace + "/" + pods[i].Name
+		m, ok := e.made[key]
+		switch {
+		case !ok:
+		case pods[i].UID != m.pod.UID || pods[i].Spec.NodeName != "" || m.pod.Spec.NodeName == "":
+			delete(e.made, key) // the cache caught up (or holds another pod of that name)
+		default:
+			lagging[key] = i
+		}
+	}
+	now := time.Now()
+	for key, m := range e.made {
+		if now.Sub(m.at) > madeFor || !jobs[m.pod.Namespace+"/"+m.pod.Labels[v1alpha1.LabelJob]] {
+			delete(e.made, key)
+			continue
+		}
+		if i, ok := lagging[key]; ok {
+			pods[i] = *m.pod.DeepCopy() // the cache has it, without the binding yet
+		} else {
+			pods = append(pods, *m.pod.DeepCopy())
+		}
+	}
+	return pods
+}
+
+// schedule runs the policy on the snapshot without letting a panic of its
+// code stop the process: a policy.Guarded policy (every preset and
+// profile) contains it to one job or plugin; any other is recovered
+// around the whole call, its actions of the cycle dropped.
+func (e *Executor) schedule(s *cluster.Snapshot) (acts []policy.Action, faults []policy.Fault) {
+	if g, ok := e.pol.(policy.Guarded); ok {
+		return g.ScheduleGuarded(s)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			acts, faults = nil, []policy.Fault{{Stage: policy.StageCycle, Value: fmt.Sprint(v)}}
+		}
+	}()
+	return e.pol.Schedule(s), nil
+}
+
+// ReasonPolicyPanic starts the reason of a job failed because the policy
+// panicked while deciding about it.
+const ReasonPolicyPanic = "PolicyPanic"
+
+// contain acts on the faults of the cycle's policy run: each is logged and
+// counted (drover_policy_panics_total); a job the policy panicked on is
+// taken out of the queue for good, so that it cannot take the scheduler
+// down cycle after cycle: a TrainingJob is marked Failed with the panic
+// in its reason and a Warning Event, an opted-in pod or a PodGroup gang is
+// rejected (their way of leaving the queue). A panic outside any one job
+// changes no job; the cycle's other actions stand.
+func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fault) []error {
+	var errs []error
+	for _, f := range faults {
+		e.m.PolicyPanics.WithLabelValues(string(f.Stage)).Inc()
+		e.log.Error(f, "policy panic contained", "policy", e.pol.Name(), "stage", string(f.Stage), "job", f.Job, "plugin", f.Plugin)
+		if f.Job == "" {
+			continue
+		}
+		reason := fmt.Sprintf("%s: policy %s panicked while deciding about this job: %s", ReasonPolicyPanic, e.pol.Name(), f.Value)
+		if f.At != "" {
+			reason += " (at " + f.At + ")"
+		}
+		jv := ap.v.jobs[f.Job]
+		if jv == nil || jv.st == nil {
+			// A plain pod or a gang: reject it (validated: still pending).
+			if err := ap.apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
+				errs = append(errs, fmt.Errorf("job %s: after a policy panic: %w", f.Job, err))
+			}
+			continue
+		}
+		if jv.st.Phase != cluster.Pending {
+			continue // decided for in this cycle after all (cannot happen: its actions were discarded)
+		}
+		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+				return errPrecondition{"job is no longer pending"}
+			}
+			now := metav1.Time{Time: e.Now()}
+			o.Status.Phase = v1alpha1.PhaseFailed
+			o.Status.Reason = reason
+			o.Status.CompletionTime = &now
+			setTerminal(&o.Status, v1alpha1.PhaseFailed, reason)
+			return nil
+		}); err != nil {
+			if _, ok := err.(errPrecondition); !ok {
+				errs = append(errs, fmt.Errorf("job %s: marking it Failed after a policy panic: %w", f.Job, err))
+			}
+			continue
+		}
+		jv.st.Phase = cluster.Rejected // out of the queue for the rest of the cycle
+		e.event(jv.tj, true, ReasonPolicyPanic, "%s", reason)
+	}
+	return errs
 }

@@ -201,7 +201,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 	id := GangJobID(gj.ns, gj.name)
 	h := fnv.New64a()
 	h.Write([]byte(id))
-	j := &cluster.Job{ID: id, Class: cluster.ClassBE, Tenant: gj.ns, Work: o.DefaultDuration, GracePeriod: 0,
+	j := &cluster.Job{ID: id, Class: cluster.ClassBE, Tenant: o.Tenant(gj.ns), Work: o.DefaultDuration, GracePeriod: 0,
 		Submit: max(0, o.Seconds(gj.created)), Seed: h.Sum64()}
 	gj.group = make([]int, len(gj.members))
 	var invalid error
@@ -217,7 +217,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 				if err != nil && invalid == nil {
 					invalid = fmt.Errorf("pod %s: spec.%w", p.Name, err)
 				}
-				grp.Constraint = c
+				grp.Constraint = withExtended(c, &p.Spec, o.Nodes.extFree())
 			}
 			grp.Replicas++
 			d := PodDemand(&p.Spec)
@@ -254,7 +254,13 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 		st.Preemptions, _ = strconv.Atoi(pg.Annotations[AnnotationPreemptions])
 		st.Reason = pg.Annotations[AnnotationReason]
 		if s := pg.Annotations[v1alpha1.AnnotationLabels]; s != "" {
-			_ = json.Unmarshal([]byte(s), &st.Labels)
+			// An annotation whoever may edit the PodGroup can write:
+			// malformed reads as none, and each entry is bounded as a
+			// TrainingJob's status.policyLabels are.
+			var stored map[string]string
+			if json.Unmarshal([]byte(s), &stored) == nil {
+				st.Labels, _ = keepLabels(stored, "podgroup "+gj.ns+"/"+pg.Name+": annotation "+v1alpha1.AnnotationLabels)
+			}
 		}
 	}
 
@@ -263,7 +269,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 	var graceEnds float64
 	for _, p := range terminating {
 		if ni, ok := v.nodeIdx[podNode(p)]; ok {
-			v.charge(ni, PodDemand(&p.Spec), true)
+			v.charge(ni, p, true)
 			st.Placement = append(st.Placement, cluster.Assignment{Group: 0, Node: ni})
 		}
 		if d := p.DeletionTimestamp.Time; !now.After(d.Add(o.StuckAfter)) {
@@ -273,7 +279,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 	if len(terminating) > 0 {
 		for _, p := range gj.members {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), false)
+				v.charge(ni, p, false)
 			}
 		}
 		if len(st.Placement) == 0 || len(j.Groups) == 0 {
@@ -301,6 +307,7 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 		}
 		placed++
 		st.Placement = append(st.Placement, cluster.Assignment{Group: gj.group[k], Node: ni})
+		v.chargeExtra(ni, p, false)
 		if p.Status.StartTime != nil && (st.FirstStart < 0 || o.Seconds(p.Status.StartTime.Time) < st.FirstStart) {
 			st.FirstStart = o.Seconds(p.Status.StartTime.Time)
 			st.LastStart = st.FirstStart

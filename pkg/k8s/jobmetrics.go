@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,9 @@ const (
 	// PreemptNodeLost: the job was requeued because a node of its
 	// placement is gone.
 	PreemptNodeLost = "node-lost"
+	// PreemptInvalidStatus: the job was requeued because its stored
+	// placement failed the executor's checks (an edited status).
+	PreemptInvalidStatus = "invalid-status"
 )
 
 // phases lists every TrainingJob phase, for drover_jobs (zeros included,
@@ -45,7 +49,7 @@ func (m *Metrics) addJobMetrics() {
 		Name: "drover_job_failures_total", Help: "TrainingJobs that Failed (a replica failed or its pod template was refused), by class.",
 	}, []string{"class"})
 	m.Preemptions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "drover_preemptions_total", Help: "TrainingJobs preempted or requeued, by class and reason (make-room, policy, node-lost).",
+		Name: "drover_preemptions_total", Help: "TrainingJobs preempted or requeued, by class and reason (make-room, policy, node-lost, invalid-status).",
 	}, []string{"class", "reason"})
 	m.Migrations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_migrations_total", Help: "TrainingJob migrations (checkpoint and restore elsewhere), by class.",
@@ -115,7 +119,11 @@ func (m *Metrics) transition(before statusMark, tj *v1alpha1.TrainingJob, now ti
 	case s.Phase == v1alpha1.PhaseAdmitted && queued(before.phase):
 		m.WaitSeconds.WithLabelValues(class).Observe(max(0, now.Sub(before.since).Seconds()))
 	case s.Phase == v1alpha1.PhaseSuspended && s.Preemptions == before.preemptions && !queued(before.phase):
-		m.Preemptions.WithLabelValues(class, PreemptNodeLost).Inc()
+		why := PreemptNodeLost
+		if strings.HasPrefix(s.Reason, ReasonPlacementRefused) {
+			why = PreemptInvalidStatus
+		}
+		m.Preemptions.WithLabelValues(class, why).Inc()
 	}
 	if s.Preemptions > before.preemptions {
 		m.Preemptions.WithLabelValues(class, preemptKind(s.Reason)).Inc()
@@ -171,22 +179,42 @@ func deriveStatus(tj *v1alpha1.TrainingJob) {
 // observeJobs sets drover_jobs from every TrainingJob of the world (the
 // copies this cycle wrote, where there are), and drover_placeholder_pods.
 func (e *Executor) observeJobs(w *World, v *View) {
-	type key struct{ phase, class string }
-	n := map[key]int{}
+	n := map[phaseClass]int{}
+	// With the live indexes (NewManager), the world holds the jobs the
+	// cache showed unfinished; finished ones are counted by e.finished
+	// from the informer's events. A job this cycle finished is counted
+	// here until the informer shows it finished.
+	var ended []string
+	if e.finished != nil {
+		for i := range w.Jobs {
+			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.tj.Status.Phase.Terminal() {
+				ended = append(ended, JobKey(jv.tj))
+			}
+		}
+		var counted map[string]bool
+		n, counted = e.finished.counts(ended)
+		ended = ended[:0]
+		for k := range counted {
+			ended = append(ended, k)
+		}
+	}
 	for i := range w.Jobs {
 		tj := &w.Jobs[i]
 		if jv := v.jobs[JobKey(tj)]; jv != nil {
 			tj = jv.tj
 		}
+		if len(ended) > 0 && slices.Contains(ended, JobKey(tj)) {
+			continue // counted by e.finished
+		}
 		p := tj.Status.Phase
 		if p == "" {
 			p = v1alpha1.PhasePending
 		}
-		n[key{string(p), jobClass(tj)}]++
+		n[phaseClass{string(p), jobClass(tj)}]++
 	}
 	for _, p := range phases {
 		for _, c := range []string{string(v1alpha1.ClassTE), string(v1alpha1.ClassBE)} {
-			e.m.Jobs.WithLabelValues(string(p), c).Set(float64(n[key{string(p), c}]))
+			e.m.Jobs.WithLabelValues(string(p), c).Set(float64(n[phaseClass{string(p), c}]))
 		}
 	}
 	ph := 0

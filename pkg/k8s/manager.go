@@ -3,7 +3,7 @@ package k8s
 import (
 	"context"
 	"fmt"
-	"github.com/drover-sched/drover/pkg/plugins"
+	"os"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +13,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -23,6 +25,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -53,7 +56,7 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOptions(cfg),
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsAddr},
@@ -62,7 +65,28 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 		LeaderElectionID:              cfg.LeaderElectionID,
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-	})
+		LeaseDuration:                 &cfg.LeaseDuration.Duration,
+		RenewDeadline:                 &cfg.RenewDeadline.Duration,
+		RetryPeriod:                   &cfg.RetryPeriod.Duration,
+	}
+	var fence *Fence
+	if cfg.LeaderElection {
+		// The elector's Lease lock, as controller-runtime makes it, behind
+		// a Fence that every write of the executor passes (fence.go).
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, nil, fmt.Errorf("leader election identity: %w", err)
+		}
+		lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, cfg.LeaderElectionNamespace, cfg.LeaderElectionID,
+			resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())}, rest.AddUserAgent(rc, "leader-election"), cfg.RenewDeadline.Duration)
+		if err != nil {
+			return nil, nil, fmt.Errorf("leader election lock: %w", err)
+		}
+		fence = NewFence(lock, cfg.RenewDeadline.Duration)
+		fence.Refused = DefaultMetrics().FencedWrites.Inc
+		opts.LeaderElectionResourceLockInterface = fence
+	}
+	mgr, err := ctrl.NewManager(rc, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
@@ -72,8 +96,9 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err
 	}
-	ex := New(cfg, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor(cfg.SchedulerName), pol,
+	ex := New(cfg, WithFence(mgr.GetClient(), fence), mgr.GetAPIReader(), mgr.GetEventRecorderFor(cfg.SchedulerName), pol,
 		ctrl.Log.WithName("drover-scheduler"))
+	ex.fence = fence
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod informer: %w", err)
@@ -84,11 +109,23 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	}); err != nil {
 		return nil, nil, fmt.Errorf("pod informer: %w", err)
 	}
+	if err := indexLive(context.Background(), mgr.GetFieldIndexer(), cfg.SchedulerName); err != nil {
+		return nil, nil, err
+	}
+	ex.indexed = true
+	ex.finished = newFinishedJobs(cfg.Namespace)
+	jinf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.TrainingJob{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("trainingjob informer: %w", err)
+	}
+	if _, err := jinf.AddEventHandler(ex.finished.handler()); err != nil {
+		return nil, nil, fmt.Errorf("trainingjob informer: %w", err)
+	}
 	// Every other kind a cycle lists gets its informer now too, so that
 	// the manager starts them together: otherwise the first cycle's lists
 	// start them one after another, each waiting for its own initial list.
 	// PodGroups only when their CRD is installed (the cycle copes without).
-	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}}
+	kinds := []client.Object{&corev1.Node{}, &v1alpha1.TrainingJob{}, &appsv1.Deployment{}, &corev1.ResourceQuota{}}
 	if _, err := mgr.GetRESTMapper().RESTMapping(schedv1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(),
 		schedv1alpha1.SchemeGroupVersion.Version); err == nil {
 		kinds = append(kinds, &schedv1alpha1.PodGroup{})
@@ -121,7 +158,14 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 func cacheOptions(cfg Config) cache.Options {
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.PlaceholderNamespace: {}}},
-	}}
+	},
+		// managedFields are the bulk of a small object and nothing here
+		// reads them: every cached pod and TrainingJob, finished ones
+		// included, costs less memory without them. Updates sent from a
+		// cached copy leave the server's managedFields alone (an unset
+		// field is not a request to clear it).
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 	if len(cfg.Namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range cfg.Namespaces {

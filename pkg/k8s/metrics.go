@@ -19,6 +19,12 @@ type Metrics struct {
 	Bindings     prometheus.Counter
 	Conflicts    prometheus.Counter
 	StuckPods    prometheus.Gauge
+	// PolicyPanics counts panics of the policy's code contained by the
+	// executor, by stage (job, rebalance, provision, cycle).
+	PolicyPanics *prometheus.CounterVec
+	// FencedWrites counts API writes refused because the process could
+	// not show it still held the leader Lease (fence.go).
+	FencedWrites prometheus.Counter
 
 	// Job-phase metrics (jobmetrics.go): TrainingJobs by phase and class,
 	// and what happened to them, counted at the status write that did it.
@@ -74,9 +80,15 @@ func newMetrics(r prometheus.Registerer) *Metrics {
 		StuckPods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "drover_stuck_terminating_pods", Help: "Replica pods terminating past their grace period.",
 		}),
+		PolicyPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_policy_panics_total", Help: "Panics of the policy's plugins contained by the executor, by stage (job, rebalance, provision, cycle).",
+		}, []string{"stage"}),
+		FencedWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_fenced_writes_total", Help: "API writes refused because leadership could not be confirmed (lease lost or not renewed in time).",
+		}),
 	}
 	m.addJobMetrics()
-	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods,
+	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods, m.PolicyPanics, m.FencedWrites,
 		m.Jobs, m.Completions, m.Failures, m.Preemptions, m.Migrations, m.Resizes, m.WaitSeconds, m.Placeholders} {
 		if err := r.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

@@ -71,9 +71,9 @@ func (v *View) addPodJob(p *corev1.Pod, o Options) *cluster.JobState {
 	if err != nil {
 		c = nil // the API server validated the pod; a spec it accepts compiles
 	}
-	j := &cluster.Job{ID: PodJobID(p), Class: class, Tenant: p.Namespace, Priority: prio,
+	j := &cluster.Job{ID: PodJobID(p), Class: class, Tenant: o.Tenant(p.Namespace), Priority: prio,
 		Submit: max(0, o.Seconds(p.CreationTimestamp.Time)), Work: o.DefaultDuration, GracePeriod: grace, Seed: h.Sum64(),
-		Groups: []cluster.ReplicaGroup{{Name: "pod", Demand: d, Replicas: 1, Min: 1, Max: 1, Constraint: c}}}
+		Groups: []cluster.ReplicaGroup{{Name: "pod", Demand: d, Replicas: 1, Min: 1, Max: 1, Constraint: withExtended(c, &p.Spec, o.Nodes.extFree())}}}
 	st := cluster.NewJobState(j)
 	st.Updated = v.Snap.Now
 	st.Enqueued = j.Submit
@@ -92,6 +92,7 @@ func (v *View) addPodJob(p *corev1.Pod, o Options) *cluster.JobState {
 	n := v.Snap.Nodes[ni]
 	n.Allocated = n.Allocated.Add(d)
 	n.Usage = n.Usage.Add(d)
+	v.chargeExtra(ni, p, false)
 	n.Jobs = append(n.Jobs, st)
 	v.Snap.Running = append(v.Snap.Running, st)
 	return nil

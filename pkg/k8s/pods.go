@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,8 +44,11 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		return true, err
 	}
 	for _, p := range jv.stuck {
-		if !e.reported[p.UID] {
-			e.reported[p.UID] = true
+		e.mu.Lock()
+		first := !e.reported[p.UID]
+		e.reported[p.UID] = true
+		e.mu.Unlock()
+		if first {
 			e.event(tj, true, "TerminationStuck", "pod %s is still terminating %s after its grace period ended; no longer waiting for it",
 				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
 		}
@@ -59,6 +63,13 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
 	}
 
+	if jv.badLabels != nil {
+		// Someone wrote labels the scheduler would not have: keep the
+		// valid ones, drop the rest, and say so.
+		next.PolicyLabels = maps.Clone(jv.st.Labels)
+		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.badLabels)
+		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.badLabels.Error())
+	}
 	var podErr error
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
@@ -77,6 +88,18 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
 			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
 			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
+		case jv.badPlacement != nil:
+			// The stored placement fails the checks a policy's Start is
+			// held to (someone edited the status): never act on it.
+			// Requeue the job at the head, like a lost node; the policy
+			// places it afresh.
+			next.Phase = v1alpha1.PhaseSuspended
+			next.Placement = nil
+			next.Migrating = false
+			next.RequeuedAt = &metav1.Time{Time: e.Now()}
+			next.Reason = ReasonPlacementRefused + ": " + jv.badPlacement.Error() + "; requeued"
+			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			e.event(tj, true, ReasonPlacementRefused, "%s", next.Reason)
 		case len(jv.missingNodes) > 0:
 			// A node of the placement is gone: the job cannot run as
 			// placed. Requeue it at the head like a preemption.
@@ -94,11 +117,12 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
 			}
 			podErr = e.ensurePods(ctx, jv, next)
-			if inv := (*invalidPod)(nil); errors.As(podErr, &inv) {
-				// A template the API server refuses will never run: fail
-				// the job with the server's message instead of retrying.
-				e.finish(next, v1alpha1.PhaseFailed, inv.Error())
-				e.event(tj, true, "Failed", "%s", inv.Error())
+			if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
+				// The API server refuses the job's pods: release the
+				// placement (or fail the job for a refusal that cannot
+				// change) rather than hold it while retrying every cycle.
+				e.refused(next, ref)
+				e.refusedEvent(tj, ref)
 				podErr = e.deletePods(ctx, jv, jv.live(), 0)
 				break
 			}
@@ -130,15 +154,27 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		}
 	}
 	next.ProgressCategory = category(jv, next)
-	if equality.Semantic.DeepEqual(next, &tj.Status) {
-		return false, podErr
+	// The tenant the job is charged to, once for a job written before it
+	// was shown or after the config's mapping changed (every status
+	// write sets it too).
+	next.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
+	if e.deferProgress(JobKey(tj), next, &tj.Status) {
+		// Nothing to write, or only what a running job reports: kept in
+		// memory (and in this cycle's snapshot) until ProgressPeriod
+		// passes or another status write of the job carries it.
+		s := &jv.tj.Status
+		s.Phase, s.Replicas = next.Phase, next.Replicas
+		s.Progress, s.Evals, s.ProgressCategory = next.Progress, next.Evals, next.ProgressCategory
+		return before != s.Phase, podErr
 	}
-	if tj.Status.Phase == "" && next.Phase == v1alpha1.PhasePending {
+	if (tj.Status.Phase == "" || tj.Status.Phase == v1alpha1.PhasePending) && next.Phase == v1alpha1.PhasePending {
 		// A new job: most are started in the cycle that first sees them,
-		// and the start's status write says Admitted. Pending is written
-		// after the policy ran, for the jobs it did not start (Cycle).
+		// and the start's status write says Admitted (and the tenant).
+		// Pending is written after the policy ran, for the jobs it did
+		// not start (Cycle), unless the API server shows it already (the
+		// CRD's default): a waiting job costs no write.
 		unset := *next
-		unset.Phase = ""
+		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
 		if equality.Semantic.DeepEqual(&unset, &tj.Status) {
 			jv.fresh = true
 			return false, podErr
@@ -199,7 +235,7 @@ func podMessage(p *corev1.Pod) string {
 // category is the policy's "category" label when set, else the progress
 // quartile.
 func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
-	for k, v := range PolicyLabels(jv.tj) {
+	for k, v := range jv.st.Labels {
 		if k == "category" || strings.HasSuffix(k, "/category") {
 			return v
 		}
@@ -324,6 +360,7 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 		used[g][podIndex(p.Name)] = true
 	}
 	var errs []error
+	var created []*corev1.Pod
 	if err := e.deletePods(ctx, jv, stale, tj.Grace()); err != nil {
 		errs = append(errs, err)
 	}
@@ -364,9 +401,19 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 				continue
 			}
 			if err := e.createPod(ctx, p); err != nil {
+				if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+					// The rest would be refused too, or start a job that
+					// cannot have all its pods: stop, and take back the
+					// pods this call created (they have not run).
+					if derr := e.deletePods(ctx, jv, created, 0); derr != nil {
+						return joinErrs([]error{err, derr})
+					}
+					return err
+				}
 				errs = append(errs, err)
 				continue
 			}
+			created = append(created, p)
 			if err := e.bind(ctx, p, a.Node); err != nil {
 				errs = append(errs, err)
 			}
@@ -390,11 +437,82 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 	return joinErrs(errs)
 }
 
-// invalidPod is a replica pod the API server refuses as invalid.
-type invalidPod struct{ err error }
+// refusedPod is a replica pod the API server refused to create, with
+// the typed reason: ReasonInvalidPod (the spec is invalid) and
+// ReasonPodSecurity (the namespace's Pod Security level forbids it) cannot
+// change, so the job fails; ReasonQuotaExceeded (a ResourceQuota) and
+// ReasonPodRefused (any other admission refusal: a webhook, a LimitRange,
+// a terminating namespace, drover's own RBAC) may, so the job releases
+// its placement and waits.
+type refusedPod struct {
+	reason string
+	err    error
+}
 
-func (i *invalidPod) Error() string { return i.err.Error() }
-func (i *invalidPod) Unwrap() error { return i.err }
+func (r *refusedPod) Error() string { return r.err.Error() }
+func (r *refusedPod) Unwrap() error { return r.err }
+
+// permanent reports whether the refusal cannot change without a new spec.
+func (r *refusedPod) permanent() bool {
+	return r.reason == ReasonInvalidPod || r.reason == ReasonPodSecurity
+}
+
+// classifyRefusal returns the refusal of pod p that err is, or nil when
+// err is not one (a conflict, a timeout: retried as any API error).
+func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
+	reason := ""
+	switch {
+	case apierrors.IsInvalid(err):
+		reason = ReasonInvalidPod
+	case !apierrors.IsForbidden(err):
+		return nil
+	case strings.Contains(err.Error(), "violates PodSecurity"):
+		reason = ReasonPodSecurity
+	case strings.Contains(err.Error(), "exceeded quota"):
+		reason = ReasonQuotaExceeded
+	default:
+		reason = ReasonPodRefused
+	}
+	return &refusedPod{reason: reason, err: fmt.Errorf("the API server refuses replica pod %s/%s: %w", p.Namespace, p.Name, err)}
+}
+
+// refused records in status s that the API server refused one of the
+// job's pods: a permanent refusal fails the job; any other releases its
+// placement (the job is Pending again, with the server's message as its
+// reason and as the Admitted=False condition, and is offered to the
+// policy again after RefusalBackoff). It may run more than once (a status
+// write retried after a conflict); the caller deletes the pods and then
+// calls refusedEvent.
+func (e *Executor) refused(s *v1alpha1.TrainingJobStatus, ref *refusedPod) {
+	s.Placement = nil
+	s.Replicas = nil
+	if ref.permanent() {
+		e.finish(s, v1alpha1.PhaseFailed, ref.reason+": "+ref.Error())
+		return
+	}
+	s.Phase = v1alpha1.PhasePending
+	s.Reason = ref.reason + ": " + ref.Error()
+	// The transition time is the backoff's start (backingOff): the
+	// executor's clock, not the condition helper's.
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+		Reason: ref.reason, Message: ref.Error(), LastTransitionTime: metav1.NewTime(e.Now())})
+	if s.Migrating {
+		s.Migrating = false
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
+			Reason: ref.reason, Message: ref.Error()})
+	}
+}
+
+// refusedEvent is the Warning Event of a refusal (see refused): Failed
+// with the reason for a permanent one, else the reason (QuotaExceeded,
+// PodRefused), so that `kubectl describe` shows the server's message.
+func (e *Executor) refusedEvent(tj *v1alpha1.TrainingJob, ref *refusedPod) {
+	if ref.permanent() {
+		e.event(tj, true, "Failed", "%s: %s", ref.reason, ref.Error())
+		return
+	}
+	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), RefusalBackoff)
+}
 
 func joinErrs(errs []error) error {
 	switch len(errs) {
@@ -404,7 +522,7 @@ func joinErrs(errs []error) error {
 		return errs[0]
 	}
 	for _, e := range errs {
-		if inv := (*invalidPod)(nil); errors.As(e, &inv) {
+		if ref := (*refusedPod)(nil); errors.As(e, &ref) {
 			return e
 		}
 	}
@@ -503,12 +621,13 @@ func (e *Executor) createPod(ctx context.Context, p *corev1.Pod) error {
 		*p = *cur
 		return nil
 	}
-	if apierrors.IsInvalid(err) {
-		return &invalidPod{err: fmt.Errorf("the API server refuses replica pod %s: %w", p.Name, err)}
+	if ref := classifyRefusal(p, err); ref != nil {
+		return ref
 	}
 	if err != nil {
 		return &apiError{err: fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)}
 	}
+	e.remember(p)
 	return nil
 }
 
@@ -527,6 +646,11 @@ func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
 	switch {
 	case err == nil:
 		e.m.Bindings.Inc()
+		if p.Labels[v1alpha1.LabelJob] != "" {
+			bound := p.DeepCopy()
+			bound.Spec.NodeName = node
+			e.remember(bound)
+		}
 		return nil
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		// Already bound (by an earlier run of this step) or gone.
@@ -549,7 +673,9 @@ func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.P
 		err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace), client.Preconditions{UID: &p.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+			continue
 		}
+		e.forget(p)
 	}
 	if len(errs) > 0 {
 		return &apiError{err: joinErrs(errs)}
@@ -615,4 +741,76 @@ func (e *Executor) observedReport(key string, uid types.UID) *report.Report {
 		return o.r
 	}
 	return nil
+}
+
+// deferredProgress is what the scheduler saw of a running job but has not
+// written yet (Config.ProgressPeriod): progress copied from trainer
+// reports, the metric history, replica counts, and the move from
+// Admitted to Running once every replica runs.
+type deferredProgress struct {
+	attempt  int32
+	phase    v1alpha1.TrainingJobPhase
+	replicas []v1alpha1.GroupStatus
+	progress *v1alpha1.ProgressStatus
+	evals    []v1alpha1.EvalSample
+	category string
+	// since is when the oldest unwritten change was seen.
+	since time.Time
+}
+
+// overlay lays the deferred status over a job read from the cache or the
+// API server, whose copy is older (only this scheduler writes status, and
+// any status write of the job clears the deferred one). A job on another
+// attempt is left alone.
+func (dp *deferredProgress) overlay(tj *v1alpha1.TrainingJob) {
+	s := &tj.Status
+	if s.Attempt != dp.attempt || (s.Phase != v1alpha1.PhaseAdmitted && s.Phase != v1alpha1.PhaseRunning) {
+		return
+	}
+	s.Phase = dp.phase
+	s.Replicas = slices.Clone(dp.replicas)
+	s.Progress = dp.progress.DeepCopy()
+	s.Evals = slices.Clone(dp.evals)
+	s.ProgressCategory = dp.category
+}
+
+func (dp *deferredProgress) set(s *v1alpha1.TrainingJobStatus) {
+	dp.attempt, dp.phase = s.Attempt, s.Phase
+	dp.replicas = slices.Clone(s.Replicas)
+	dp.progress, dp.evals, dp.category = s.Progress.DeepCopy(), slices.Clone(s.Evals), s.ProgressCategory
+}
+
+// deferProgress reports whether the change from cur to next may wait in
+// memory: it touches only what a running job's trainers and kubelets
+// report (progress, evals, category, replica counts, Admitted to Running),
+// and the oldest unwritten change is younger than ProgressPeriod. It then
+// records next for the following cycles (Read lays it over the cache).
+// With no change at all it reports whether a deferred change is still
+// young enough to wait.
+func (e *Executor) deferProgress(key string, next, cur *v1alpha1.TrainingJobStatus) bool {
+	if next.Phase != cur.Phase && !(cur.Phase == v1alpha1.PhaseAdmitted && next.Phase == v1alpha1.PhaseRunning) {
+		return false
+	}
+	other := *next
+	other.Phase, other.Replicas = cur.Phase, cur.Replicas
+	other.Progress, other.Evals, other.ProgressCategory = cur.Progress, cur.Evals, cur.ProgressCategory
+	if !equality.Semantic.DeepEqual(&other, cur) {
+		return false
+	}
+	now := e.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dp := e.progress[key]
+	if dp == nil {
+		if equality.Semantic.DeepEqual(next, cur) {
+			return true // nothing to write
+		}
+		dp = &deferredProgress{since: now}
+		e.progress[key] = dp
+	}
+	if now.Sub(dp.since) >= e.cfg.ProgressPeriod.Duration {
+		return false // written now; the write clears dp
+	}
+	dp.set(next)
+	return true
 }

@@ -92,6 +92,11 @@ func (v *View) entry(st *cluster.JobState, pos int) (QueueEntry, bool) {
 	case v.jobs[st.Job.ID] != nil:
 		tj := v.jobs[st.Job.ID].tj
 		e.Kind, e.Namespace, e.Name, e.Reason = "TrainingJob", tj.Namespace, tj.Name, tj.Status.Reason
+		if tj.Status.Tenant != "" {
+			// What the scheduler charges it to: `drover queue` reads the
+			// API server without the scheduler's tenants mapping.
+			e.Tenant = tj.Status.Tenant
+		}
 		e.Since = tj.CreationTimestamp.Time
 		if tj.Status.RequeuedAt != nil {
 			e.Since = tj.Status.RequeuedAt.Time

@@ -12,10 +12,10 @@ package k8s
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +49,9 @@ type World struct {
 	// PodGroups are scheduler-plugins PodGroups (empty when the CRD is
 	// not installed).
 	PodGroups []schedv1alpha1.PodGroup
+	// Quotas are the ResourceQuotas of the namespaces drover schedules
+	// TrainingJobs in.
+	Quotas []corev1.ResourceQuota
 }
 
 // jobView ties a TrainingJob to its JobState and its pods.
@@ -62,9 +65,22 @@ type jobView struct {
 	failed    []*corev1.Pod
 	// stuck are terminating pods past their deadline plus the slack.
 	stuck []*corev1.Pod
+	// ext is each group's per-replica extended resources (see
+	// View.groupExtra), computed on first use; quota what one replica
+	// counts against a ResourceQuota (View.jobQuota).
+	ext, quota []corev1.ResourceList
+	extDone    bool
 	// missingNodes lists placement nodes that no longer exist.
 	missingNodes []string
 	invalid      error
+	// badLabels says which stored policy labels were dropped (reconcile
+	// writes the kept ones back and reports it).
+	badLabels error
+	// badPlacement says why status.placement cannot be acted on
+	// (committed.go); reconcile requeues the job.
+	badPlacement error
+	// done are the current attempt's pods that succeeded.
+	done []*corev1.Pod
 	// fresh is set by reconcile on a new job (no phase yet) whose only
 	// status change would be Pending: the cycle writes it after the
 	// policy ran, and only if the job is still pending then.
@@ -86,9 +102,15 @@ func (jv *jobView) group(name string) (int, bool) {
 type View struct {
 	Snap    *cluster.Snapshot
 	nodeIdx map[string]int
-	jobs    map[string]*jobView
-	pods    map[string]*podJob // opted-in plain pods, by job ID
-	order   []string           // job keys, sorted
+	// extra is each node's pods and extended resources (extra.go), by
+	// index.
+	extra []nodeExtra
+	// quotas are each namespace's unscoped ResourceQuotas (admission.go);
+	// reserved the same with the minimum of each queued job charged.
+	quotas, reserved map[string][]*nsQuota
+	jobs             map[string]*jobView
+	pods             map[string]*podJob // opted-in plain pods, by job ID
+	order            []string           // job keys, sorted
 	// held are pending jobs kept out of the policy's queue, with the
 	// reason: a pod still carrying scheduling gates, or a job that no
 	// node could ever accept (Unschedulable). They are never bound and
@@ -127,6 +149,13 @@ type Options struct {
 	// SchedulerName is drover's; plain pods with it and the opt-in label
 	// become one-replica jobs. Empty disables opt-in.
 	SchedulerName string
+	// Tenants maps namespaces to tenants (Config.Tenants); a namespace not
+	// in it is its own tenant. It must not change while a JobCache made
+	// with it is in use.
+	Tenants map[string]string
+	// Crowded, when set, remembers nodes where a start was refused for want
+	// of pod slots (see Crowded); Build drops entries that are stale.
+	Crowded Crowded
 	// Eligibility, when set, keeps node constraints' eligible sets from one
 	// cycle to the next (reset when a node's labels or taints change). Nil
 	// computes them afresh.
@@ -151,6 +180,16 @@ func (o Options) Seconds(t time.Time) float64 {
 	return t.Sub(o.Origin).Seconds()
 }
 
+// Tenant is the tenant of the jobs of namespace ns: its mapping in
+// Tenants, else ns. Never what a job says of itself (spec.tenant), which
+// any user who may create jobs could set to another team's tenant.
+func (o Options) Tenant(ns string) string {
+	if t, ok := o.Tenants[ns]; ok {
+		return t
+	}
+	return ns
+}
+
 // JobKey is the snapshot job ID of a TrainingJob: namespace/name.
 func JobKey(tj *v1alpha1.TrainingJob) string { return tj.Namespace + "/" + tj.Name }
 
@@ -164,10 +203,12 @@ func Build(w *World, now time.Time, o Options) *View {
 		nodeIdx: make(map[string]int, len(w.Nodes)),
 		jobs:    make(map[string]*jobView, len(w.Jobs)),
 		pods:    map[string]*podJob{},
+		quotas:  buildQuotas(w.Quotas),
 	}
 	table := o.Nodes
 	if table == nil {
 		table = NewNodeTable()
+		o.Nodes = table // jobs' extended-resource constraints read its extFree
 	}
 	seen := table.assign(w.Nodes)
 	v.Snap.Eligibility = o.Eligibility
@@ -177,12 +218,15 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.Snap.Eligibility.Reset()
 	}
 	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
+	v.extra = make([]nodeExtra, len(seen))
 	for i, n := range seen {
 		if n == nil { // gone: kept as last seen, so that indices stay
 			v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Gone: true}
+			v.extra[i] = nodeExtra{podCap: -1}
 			continue
 		}
 		v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Ready: nodeReady(n)}
+		v.extra[i] = newNodeExtra(n)
 		v.nodeIdx[n.Name] = i
 	}
 
@@ -241,6 +285,7 @@ func Build(w *World, now time.Time, o Options) *View {
 					jv.succeeded = map[string]int{}
 				}
 				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
+				jv.done = append(jv.done, p)
 			case done && cur:
 				jv.failed = append(jv.failed, p)
 			case !done:
@@ -257,6 +302,7 @@ func Build(w *World, now time.Time, o Options) *View {
 				n := v.Snap.Nodes[ni]
 				n.Allocated = n.Allocated.Add(d)
 				n.Placeholder = n.Placeholder.Add(d)
+				v.chargeExtra(ni, p, true)
 			}
 			continue
 		}
@@ -282,6 +328,10 @@ func Build(w *World, now time.Time, o Options) *View {
 			v.Snap.Running = append(v.Snap.Running, jv.st)
 		}
 	}
+	// Every pod is charged: the free extended resources are known.
+	if table.ext.update(v) {
+		v.Snap.Eligibility.Reset()
+	}
 	// A preempted job goes back to the head of the queue, the most recently
 	// preempted first (as the simulator's PushFront does); the rest wait in
 	// arrival order.
@@ -299,16 +349,28 @@ func Build(w *World, now time.Time, o Options) *View {
 	})
 	queue := cluster.NewQueue()
 	for _, r := range requeued {
-		if !v.hold(r.st, o) {
+		if !v.hold(r.st, now, o) {
 			queue.PushBack(r.st)
 		}
 	}
 	for _, q := range queued {
-		if !v.hold(q.st, o) {
+		if !v.hold(q.st, now, o) {
 			queue.PushBack(q.st)
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
+	v.checkCommitted()
+	v.markFull(o.Crowded)
+	if len(v.quotas) > 0 {
+		if v.reserved == nil {
+			v.reserved = cloneQuotas(v.quotas)
+		}
+		for _, key := range v.order {
+			if jv := v.jobs[key]; jv.invalid == nil && v.held[key] == "" {
+				v.capToQuota(jv)
+			}
+		}
+	}
 
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
@@ -345,10 +407,12 @@ type NodeTable struct {
 	// changed is set by assign when a known node's labels or taints
 	// changed (node constraints' eligible sets must be recomputed).
 	changed bool
+	// ext is the nodes' free extended resources (extra.go).
+	ext *extFree
 }
 
 // NewNodeTable returns an empty table.
-func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}} }
+func NewNodeTable() *NodeTable { return &NodeTable{index: map[string]int{}, ext: &extFree{}} }
 
 // assign indexes this cycle's nodes, appending unknown ones, and returns
 // the node at each index, nil for one that is gone.
@@ -417,6 +481,7 @@ func (v *View) chargeForeign(p *corev1.Pod) {
 	if p.DeletionTimestamp != nil {
 		n.Releasing = n.Releasing.Add(d)
 	}
+	v.chargeExtra(ni, p, false)
 }
 
 // podNode is the node a replica pod runs on or was assigned to.
@@ -449,7 +514,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
 		}
 	}
-	st.Labels = PolicyLabels(tj)
+	st.Labels, jv.badLabels = PolicyLabels(tj)
 	for _, e := range tj.Status.Evals {
 		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
 	}
@@ -481,6 +546,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			n.Allocated = n.Allocated.Add(dm)
 			n.Usage = n.Usage.Add(dm)
 			n.Releasing = n.Releasing.Add(dm)
+			v.chargeExtra(ni, p, false)
 		}
 	}
 	waiting := graceEnds > 0 // terminating pods not yet stuck
@@ -488,17 +554,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
 		st.Phase = cluster.Running
-		for _, a := range tj.Status.Placement {
-			g, gok := jv.group(a.Group)
-			ni, nok := v.nodeIdx[a.Node]
-			if !gok || !nok {
-				jv.missingNodes = append(jv.missingNodes, a.Node)
-				continue
-			}
-			for range a.Count {
-				st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
-			}
-		}
+		st.Placement, jv.badPlacement = v.storedPlacement(jv)
 		// Charge the placement (pods to be created included) rather than
 		// the pods seen: the informer cache may not show pods created a
 		// moment ago, and the placement is what the scheduler committed to.
@@ -513,7 +569,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			ni, nok := v.nodeIdx[podNode(p)]
 			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
 				if nok {
-					v.charge(ni, PodDemand(&p.Spec), false)
+					v.charge(ni, p, false)
 				}
 				continue
 			}
@@ -522,7 +578,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 				want[k]--
 				continue
 			}
-			v.charge(ni, PodDemand(&p.Spec), false)
+			v.charge(ni, p, false)
 		}
 		for _, a := range st.Placement {
 			v.chargeJob(jv, a)
@@ -538,7 +594,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		// Preempted: Suspending while its pods checkpoint, then pending.
 		for _, p := range live {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), true)
+				v.charge(ni, p, true)
 			}
 		}
 		if waiting || len(live) > 0 {
@@ -559,13 +615,17 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		st.Phase = cluster.Pending
 		for _, p := range live {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, PodDemand(&p.Spec), true)
+				v.charge(ni, p, true)
 			}
 		}
 	}
 }
 
-func (v *View) charge(ni int, d resource.Vector, releasing bool) {
+// charge charges pod p to node ni (its vector, pod slot and extended
+// resources); releasing marks it terminating or about to be.
+func (v *View) charge(ni int, p *corev1.Pod, releasing bool) {
+	d := PodDemand(&p.Spec)
+	v.chargeExtra(ni, p, false)
 	n := v.Snap.Nodes[ni]
 	n.Allocated = n.Allocated.Add(d)
 	n.Usage = n.Usage.Add(d)
@@ -579,6 +639,7 @@ func (v *View) chargeJob(jv *jobView, a cluster.Assignment) {
 	n := v.Snap.Nodes[a.Node]
 	n.Allocated = n.Allocated.Add(g.Demand)
 	n.Usage = n.Usage.Add(g.EffectiveUsage())
+	v.extra[a.Node].add(1, v.groupExtra(jv.st.Job.ID, a.Group), false)
 	if !slices.Contains(n.Jobs, jv.st) {
 		n.Jobs = append(n.Jobs, jv.st)
 	}
@@ -663,7 +724,7 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 	submit := max(0, o.Seconds(tj.CreationTimestamp.Time))
 	j := &cluster.Job{
 		ID:          JobKey(tj),
-		Tenant:      cmp.Or(tj.Spec.Tenant, tj.Namespace),
+		Tenant:      o.Tenant(tj.Namespace),
 		Priority:    int(tj.Spec.Priority),
 		Submit:      submit,
 		Work:        o.DefaultDuration,
@@ -699,15 +760,76 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spec.replicaGroups[%d].template.spec.%w", i, err)
 		}
+		if err := checkDemand(&g.Template.Spec, hi); err != nil {
+			return nil, fmt.Errorf("spec.replicaGroups[%d].%w", i, err)
+		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{
 			Name: g.Name, Demand: PodDemand(&g.Template.Spec),
-			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: c,
+			Replicas: int(g.Replicas), Min: int(lo), Max: int(hi), Constraint: withExtended(c, &g.Template.Spec, o.Nodes.extFree()),
 		})
 	}
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
 	return j, nil
+}
+
+// maxQuantity bounds each resource quantity a pod template may request, in
+// the resource's own unit (cores, bytes, GPUs): a million cores, a PiB of
+// memory or storage, a million GPUs. Beyond these, Quantity.MilliValue and
+// Value overflow int64 (cpu: 1e18 read as zero demand, memory: 8Ei as a
+// negative one).
+var maxQuantity = map[corev1.ResourceName]float64{
+	corev1.ResourceCPU:              1e6,
+	corev1.ResourceMemory:           1 << 50,
+	GPUResource:                     1e6,
+	corev1.ResourceEphemeralStorage: 1 << 50,
+}
+
+// maxGroupDemand bounds a group's demand at its largest replica count, in
+// drover's units, leaving a factor of 1000 below int64's maximum for the
+// sums over jobs and nodes.
+const maxGroupDemand = math.MaxInt64 / 1000
+
+// checkDemand fails when a quantity of the pod template is beyond
+// maxQuantity, or when the template's demand times maxReplicas overflows
+// maxGroupDemand; errors name the field below the replica group.
+func checkDemand(s *corev1.PodSpec, maxReplicas int32) error {
+	lists := func(prefix string, cs []corev1.Container) error {
+		for i := range cs {
+			for _, l := range []struct {
+				name string
+				rl   corev1.ResourceList
+			}{{"requests", cs[i].Resources.Requests}, {"limits", cs[i].Resources.Limits}} {
+				for r, q := range l.rl {
+					if max, ok := maxQuantity[r]; ok {
+						if x := q.AsApproximateFloat64(); !(x <= max) {
+							return fmt.Errorf("template.spec.%s[%d].resources.%s.%s: %s is above the limit %v", prefix, i, l.name, r, q.String(), max)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := lists("containers", s.Containers); err != nil {
+		return err
+	}
+	if err := lists("initContainers", s.InitContainers); err != nil {
+		return err
+	}
+	for r, q := range s.Overhead {
+		if max, ok := maxQuantity[r]; ok && !(q.AsApproximateFloat64() <= max) {
+			return fmt.Errorf("template.spec.overhead.%s: %s is above the limit %v", r, q.String(), max)
+		}
+	}
+	d := PodDemand(s)
+	for k, v := range d {
+		if float64(v)*float64(max(maxReplicas, 1)) > maxGroupDemand {
+			return fmt.Errorf("template: %s demand %d x %d replicas overflows", resource.Kind(k), v, maxReplicas)
+		}
+	}
+	return nil
 }
 
 // Vector converts a resource list to drover's vector.
@@ -767,20 +889,6 @@ func nodeReady(n *corev1.Node) bool {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
-// PolicyLabels decodes the policy labels kept on a TrainingJob; a
-// malformed annotation (edited by hand) reads as no labels.
-func PolicyLabels(tj *v1alpha1.TrainingJob) map[string]string {
-	s := tj.Annotations[v1alpha1.AnnotationLabels]
-	if s == "" {
-		return nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil
-	}
-	return m
-}
-
 // Reasons a pending job is held out of the queue.
 const (
 	ReasonSchedulingGated = "SchedulingGated"
@@ -788,14 +896,28 @@ const (
 )
 
 // hold reports whether pending job st must be kept out of the policy's
-// queue, recording why in v.held: a pod that still has scheduling gates
-// (kube-scheduler's PreEnqueue keeps such pods out of its queue too), or a
-// group that no node could ever take one replica of, whatever runs there:
-// its role, taints, labels or capacity refuse it on every node, and no
-// catalogue type the cluster autoscaler could add would take it. Such a
-// job is reported Unschedulable with the reason and re-examined every
-// cycle (a node may join or change).
-func (v *View) hold(st *cluster.JobState, o Options) bool {
+// queue, recording why in v.held, so that it neither blocks the jobs
+// behind it (a head-of-line policy would wait for it for ever) nor makes a
+// policy preempt anything:
+//
+//   - a pod that still has scheduling gates (kube-scheduler's PreEnqueue
+//     keeps such pods out of its queue too);
+//   - Unschedulable: a group that no node could ever take one replica of,
+//     whatever runs there (its role, taints, labels, capacity, pod count
+//     or extended resources refuse it on every node), or minimum replicas
+//     that outnumber what all the nodes that may run them hold when empty
+//     (tooFew), unless a catalogue type the cluster autoscaler could add
+//     would take it;
+//   - a TrainingJob whose pod the API server refused less than
+//     RefusalBackoff ago (backingOff);
+//   - QuotaExceeded: a TrainingJob whose minimum replicas exceed a
+//     ResourceQuota of its namespace, hard minus used (as Kueue admits
+//     against quota before placing).
+//
+// All are judged against the cluster as it is now and re-examined every
+// cycle: a node that joins (or an autoscaler adds) or changes its labels,
+// a pod that ends, a raised quota lets the job in.
+func (v *View) hold(st *cluster.JobState, now time.Time, o Options) bool {
 	if why := v.gated(st.Job.ID); why != "" {
 		v.setHeld(st.Job.ID, why)
 		return true
@@ -803,6 +925,20 @@ func (v *View) hold(st *cluster.JobState, o Options) bool {
 	j := st.Job
 	for g := range j.Groups {
 		if why := v.nowhere(j, g, o); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+	}
+	if why := v.tooFew(j, o); why != "" {
+		v.setHeld(st.Job.ID, why)
+		return true
+	}
+	if jv := v.jobs[st.Job.ID]; jv != nil {
+		if why := backingOff(jv.tj, now); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
+		if why := v.overQuota(jv); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
@@ -852,7 +988,9 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 	var order []string
 	count := map[string]int{}
 	nodes := 0
-	set := v.Snap.Eligibility.Set(v.Snap.Nodes, grp.Constraint)
+	static := static(grp.Constraint)
+	set := v.Snap.Eligibility.Set(v.Snap.Nodes, static)
+	ext := v.groupExtra(j.ID, g)
 	for i, n := range v.Snap.Nodes {
 		if n.Gone {
 			continue
@@ -862,10 +1000,12 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		switch {
 		case n.Role != "" && n.Role != grp.Name:
 			why = "node-role: node(s) are for other replica groups"
-		case !set.Has(i) && !admitsOnceReady(&n.Node, grp.Constraint):
-			why = cluster.WhyNot(&n.Node, grp.Constraint)
+		case !set.Has(i) && !admitsOnceReady(&n.Node, static):
+			why = cluster.WhyNot(&n.Node, static)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
+		case ext != nil && (&nodeExtra{podCap: -1, extCap: v.extra[i].extCap}).short(1, ext) != "":
+			why = "Insufficient " + string(shortExt(v.extra[i].extCap, ext))
 		default:
 			return ""
 		}
@@ -878,7 +1018,7 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 		return "" // no node yet (a scheduler starting before its nodes registered): nothing to judge
 	}
 	for _, t := range o.Catalog {
-		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, grp.Constraint) {
+		if grp.Demand.Fits(t.Capacity) && cluster.Admits(&cluster.Node{Name: t.Name, InstanceType: t.Name, Capacity: t.Capacity}, static) {
 			return ""
 		}
 	}
@@ -910,4 +1050,13 @@ func admitsOnceReady(n *cluster.Node, c cluster.NodeConstraint) bool {
 	m := *n
 	m.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t cluster.Taint) bool { return transientTaints[t.Key] })
 	return cluster.Admits(&m, c)
+}
+
+// extFree returns the table's free extended resources; nil for a nil
+// table.
+func (t *NodeTable) extFree() *extFree {
+	if t == nil {
+		return nil
+	}
+	return t.ext
 }

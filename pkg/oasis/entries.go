@@ -2,6 +2,7 @@ package oasis
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/baseline"
@@ -146,9 +147,9 @@ func newRRH(name string, p policy.Params) (*RRH, error) {
 	if err := p.Check(name, "threshold", "order"); err != nil {
 		return nil, err
 	}
-	th, err := p.Float("threshold", 0.1)
-	if err != nil || th < 0 || th > 1 {
-		return nil, fmt.Errorf("parameter threshold: want a number in [0, 1]")
+	th, err := p.FloatIn("threshold", 0.1, 0, 1)
+	if err != nil {
+		return nil, err
 	}
 	o, err := p.Enum("order", RRHArrival.String(), RRHOrderNames...)
 	if err != nil {
@@ -161,16 +162,31 @@ func newDorm(name string, p policy.Params) (*Dorm, error) {
 	if err := p.Check(name, "fair", "adjust"); err != nil {
 		return nil, err
 	}
-	f, err := p.Float("fair", 0.5)
-	if err != nil || f < 0 || f > 1 {
-		return nil, fmt.Errorf("parameter fair: want a number in [0, 1]")
+	f, err := p.FloatIn("fair", 0.5, 0, 1)
+	if err != nil {
+		return nil, err
 	}
-	a, err := p.Int("adjust", 4)
-	if err != nil || a < 0 {
-		return nil, fmt.Errorf("parameter adjust: want an integer >= 0")
+	a, err := p.IntIn("adjust", 4, 0, MaxSlots)
+	if err != nil {
+		return nil, err
 	}
 	return &Dorm{Fair: f, Adjust: a}, nil
 }
+
+// Bounds of the oasis parameters. A slot is at least a second and at most
+// a year; the schedule keeps one entry per slot, so MaxSlots bounds its
+// memory; eta and scale are factors on prices within six orders of
+// magnitude of the paper's 1.
+const (
+	MinSlot  = 1
+	MaxSlot  = 365 * 24 * 3600
+	MaxSlots = 100_000
+	MinScale = 1e-6
+	MaxScale = 1e6
+	// MaxBound bounds the given price bounds uw, up, lw, lp: times
+	// MaxScale and summed over slots they stay finite.
+	MaxBound = 1e100
+)
 
 // oasisParams are the oasis plugin's parameters.
 var oasisParams = []string{"slot", "slots", "eta", "scale", "uw", "up", "lw", "lp", "lfloor", "ubound"}
@@ -181,32 +197,26 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 	}
 	var cfg Config
 	var err error
-	if cfg.Slot, err = p.Float("slot", 3600); err != nil {
+	if cfg.Slot, err = p.FloatIn("slot", 3600, MinSlot, MaxSlot); err != nil {
 		return nil, err
 	}
-	if cfg.Slots, err = p.Int("slots", 100); err != nil {
+	if cfg.Slots, err = p.IntIn("slots", 100, 1, MaxSlots); err != nil {
 		return nil, err
 	}
-	if cfg.Eta, err = p.Float("eta", 1); err != nil {
+	if cfg.Eta, err = p.FloatIn("eta", 1, MinScale, MaxScale); err != nil {
 		return nil, err
 	}
-	if cfg.LFloor, err = p.Float("lfloor", DefaultLFloor); err != nil {
+	if cfg.LFloor, err = p.FloatIn("lfloor", DefaultLFloor, math.SmallestNonzeroFloat64, 1); err != nil {
 		return nil, err
-	}
-	if cfg.LFloor <= 0 || cfg.LFloor > 1 {
-		return nil, fmt.Errorf("parameter lfloor=%v: want a number in (0, 1]", cfg.LFloor)
 	}
 	ub, err := p.Enum("ubound", UPerResource.String(), UReadingNames...)
 	if err != nil {
 		return nil, err
 	}
 	cfg.U = UReading(slices.Index(UReadingNames, ub))
-	scale, err := p.Float("scale", 1)
+	scale, err := p.FloatIn("scale", 1, MinScale, MaxScale)
 	if err != nil {
 		return nil, err
-	}
-	if scale <= 0 {
-		return nil, fmt.Errorf("parameter scale=%v: want a number > 0", scale)
 	}
 	n := 0
 	for _, k := range []string{"uw", "up", "lw", "lp"} {
@@ -230,14 +240,11 @@ func newOASiS(p policy.Params) (*OASiS, error) {
 		if b.UP, err = parseVec("up", p["up"]); err != nil {
 			return nil, err
 		}
-		if b.LW, err = p.Float("lw", 0); err != nil {
+		if b.LW, err = p.FloatIn("lw", 0, math.SmallestNonzeroFloat64, MaxBound); err != nil {
 			return nil, err
 		}
-		if b.LP, err = p.Float("lp", 0); err != nil {
+		if b.LP, err = p.FloatIn("lp", 0, math.SmallestNonzeroFloat64, MaxBound); err != nil {
 			return nil, err
-		}
-		if b.LW <= 0 || b.LP <= 0 {
-			return nil, fmt.Errorf("parameters lw, lp: want numbers > 0")
 		}
 		b = b.Scale(scale)
 		cfg.Bounds = &b

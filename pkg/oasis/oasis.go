@@ -345,7 +345,7 @@ type srvCost struct {
 func (o *OASiS) BestSchedule(j *cluster.Job, first int) *Plan {
 	p := j.PS
 	T := o.cfg.Slots
-	if first >= T {
+	if first >= T || CheckJob(j) != nil { // never read a model the job lacks
 		return nil
 	}
 	W := WorkerSlots(p, o.cfg.Slot)
@@ -594,8 +594,14 @@ func (o *OASiS) EncodeSchedule(p *Plan, s *cluster.Snapshot) string {
 	return b.String()
 }
 
+// maxScheduleCount bounds the replicas of one node in one slot of a
+// decoded schedule, as the trace format bounds replica counts.
+const maxScheduleCount = 100_000
+
 // DecodeSchedule parses EncodeSchedule's format, resolving node names with
-// index.
+// index. The label may have been edited by hand, so its slot range is
+// bounded by MaxSlots before the plan is allocated (a range of 2^62 slots
+// was a makeslice panic) and each count by maxScheduleCount.
 func DecodeSchedule(v string, index map[string]int) (*Plan, error) {
 	head, body, ok := strings.Cut(v, "|")
 	if !ok {
@@ -604,8 +610,8 @@ func DecodeSchedule(v string, index map[string]int) (*Plan, error) {
 	a, b, ok := strings.Cut(head, "-")
 	start, err1 := strconv.Atoi(a)
 	end, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || start < 0 || end < start {
-		return nil, fmt.Errorf("schedule %q: bad slot range %q", v, head)
+	if !ok || err1 != nil || err2 != nil || start < 0 || end < start || end >= MaxSlots {
+		return nil, fmt.Errorf("schedule %q: bad slot range %q (want 0 <= start <= end < %d)", v, head, MaxSlots)
 	}
 	p := &Plan{Start: start, End: end, Slots: make([]slotPlan, end-start+1)}
 	list := func(s string) ([]nodeCount, error) {
@@ -617,7 +623,7 @@ func DecodeSchedule(v string, index map[string]int) (*Plan, error) {
 			name, cnt, ok := strings.Cut(item, "*")
 			n, err := strconv.Atoi(cnt)
 			h, known := index[name]
-			if !ok || err != nil || n <= 0 || !known {
+			if !ok || err != nil || n <= 0 || n > maxScheduleCount || !known {
 				return nil, fmt.Errorf("schedule %q: bad entry %q", v, item)
 			}
 			out = append(out, nodeCount{h, n})

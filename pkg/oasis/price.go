@@ -73,8 +73,8 @@ func parseVec(key, s string) ([resource.NumKinds]float64, error) {
 	}
 	for i, p := range parts {
 		x, err := strconv.ParseFloat(p, 64)
-		if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-			return v, fmt.Errorf("parameter %s=%q: value %d is not a number >= 0", key, s, i+1)
+		if err != nil || !(x >= 0 && x <= MaxBound) {
+			return v, fmt.Errorf("parameter %s=%q: value %d is not a number in [0, %g]", key, s, i+1, MaxBound)
 		}
 		v[i] = x
 	}

@@ -415,6 +415,8 @@ func Why(n *cluster.NodeState, j *cluster.Job, g int) string {
 		return ""
 	case strings.HasPrefix(why, "node(s) had untolerated taint"):
 		return "taint-toleration: " + why
+	case strings.HasPrefix(why, "Insufficient "):
+		return why // resources the vector does not carry (the Kubernetes executor's extended resources)
 	}
 	return "node-affinity: " + why
 }
@@ -432,7 +434,7 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 			return p, nil
 		}
 		if o.Gang == OneNodeOnly {
-			return nil, fmt.Errorf("no node has %v free for all %d replicas%s", j.Demand(counts), sum(counts), l.constrained(j, counts))
+			return nil, &NoFitError{Demand: j.Demand(counts), Replicas: sum(counts), OneNode: true, Constrained: l.constrained(j, counts)}
 		}
 	}
 	l.Fork()
@@ -448,7 +450,7 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 			n := pick(l, j, g, d, sets, o)
 			if n < 0 {
 				l.Revert()
-				return nil, fmt.Errorf("no node has %v free for replica %d of group %s%s", d, r+1, j.Groups[g].Name, l.constrained(j, counts))
+				return nil, &NoFitError{Demand: d, Replica: r + 1, Group: j.Groups[g].Name, Constrained: l.constrained(j, counts)}
 			}
 			l.Take(n, d)
 			p = append(p, cluster.Assignment{Group: g, Node: n})
@@ -456,6 +458,30 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 	}
 	l.Commit()
 	return p, nil
+}
+
+// NoFitError is Place's error: no node has room for the whole gang on one
+// node (OneNode, Replicas in all), or for one replica of a group. Its
+// message is built only when asked for: what-if placements (a preemption
+// plugin trying victims) fail by the thousand and read none.
+type NoFitError struct {
+	Demand   resource.Vector
+	OneNode  bool
+	Replicas int
+	// Replica (from 1) of Group did not fit, when not OneNode.
+	Replica int
+	Group   string
+	// Constrained says how many nodes constrained groups may use at all
+	// ("" without constraints).
+	Constrained string
+}
+
+// Error implements error.
+func (e *NoFitError) Error() string {
+	if e.OneNode {
+		return fmt.Sprintf("no node has %v free for all %d replicas%s", e.Demand, e.Replicas, e.Constrained)
+	}
+	return fmt.Sprintf("no node has %v free for replica %d of group %s%s", e.Demand, e.Replica, e.Group, e.Constrained)
 }
 
 // sets appends group g's eligible set to buf unless it is the fast path

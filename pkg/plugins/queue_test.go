@@ -9,8 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -122,6 +124,53 @@ func TestQueueChangesNoDecision(t *testing.T) {
 				if m0 != m1 {
 					t.Errorf("%s: metrics or records differ with the queue", w.name)
 				}
+			}
+		})
+	}
+}
+
+// constrainedClassWorld has two jobs alike in demand, group name and
+// counts but not in node constraints: a, which only the team's node takes,
+// and b, which any node takes. The team's node is busy when both arrive,
+// so a cannot start and b can, on the other node. A scheduling queue that
+// took a's failure for b's (jobs of one class fail together) would make b
+// wait until the team's job ends.
+func constrainedClassWorld(t *testing.T) ([]cluster.Node, []*cluster.Job) {
+	t.Helper()
+	team, err := constraint.New(constraint.Spec{NodeSelector: map[string]string{"pool": "team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu8 := func(id string, submit, work float64, c cluster.NodeConstraint) *cluster.Job {
+		return &cluster.Job{ID: id, Submit: submit, Work: work, Class: cluster.ClassBE, Seed: 1,
+			Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(8, 64, 8), Replicas: 1, Min: 1, Max: 1, Constraint: c}}}
+	}
+	nodes := []cluster.Node{
+		{Name: "team", Capacity: resource.New(32, 256, 8), Labels: map[string]string{"pool": "team-a"}},
+		{Name: "other", Capacity: resource.New(32, 256, 8)},
+	}
+	return nodes, []*cluster.Job{
+		gpu8("busy", 0, 5000, team),
+		gpu8("a", 60, 600, team),
+		gpu8("b", 60, 600, nil),
+	}
+}
+
+// TestQueueClassesKeepConstraintsApart: two jobs of one demand but
+// different node constraints are not one class for the scheduling queue.
+// Every preset that skips jobs that do not fit starts b beside the busy
+// team node at once, with and without the queue.
+func TestQueueClassesKeepConstraintsApart(t *testing.T) {
+	nodes, jobs := constrainedClassWorld(t)
+	for _, name := range []string{"k8s-default", "binpack", "drf", "default", "specon"} {
+		t.Run(name, func(t *testing.T) {
+			m0, log0 := runQueued(t, name, false, nodes, jobs, 1)
+			m1, log1 := runQueued(t, name, true, nodes, jobs, 1)
+			if d := cmp.Diff(log0, log1); d != "" {
+				t.Errorf("actions differ with the queue (-without +with):\n%s", d)
+			}
+			if m0 != m1 {
+				t.Errorf("metrics or records differ with the queue")
 			}
 		})
 	}

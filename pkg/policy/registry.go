@@ -41,6 +41,38 @@ func (p Params) Int(key string, def int) (int, error) {
 	return v, nil
 }
 
+// FloatIn returns the named parameter, or def when absent, and fails
+// unless it lies in [min, max]. Every numeric parameter of a preset is read
+// through FloatIn or IntIn so that its bounds are declared once, next to
+// its default: a value that parses but makes no sense (slot=1e-300 would
+// stall the clock, warmup=1e300 overflows a count of ticks) is an error
+// naming the key, the value and the range rather than a hang or a
+// silently absurd run.
+func (p Params) FloatIn(key string, def, min, max float64) (float64, error) {
+	v, err := p.Float(key, def)
+	if err != nil {
+		return 0, err
+	}
+	if v < min || v > max {
+		return 0, fmt.Errorf("parameter %s=%q: want a number in [%v, %v]", key, p[key], min, max)
+	}
+	return v, nil
+}
+
+// IntIn returns the named parameter, or def when absent, and fails unless
+// it lies in [min, max] (see FloatIn). A count such as slots sizes
+// allocations, so its upper bound is what keeps memory bounded.
+func (p Params) IntIn(key string, def, min, max int) (int, error) {
+	v, err := p.Int(key, def)
+	if err != nil {
+		return 0, err
+	}
+	if v < min || v > max {
+		return 0, fmt.Errorf("parameter %s=%q: want an integer in [%d, %d]", key, p[key], min, max)
+	}
+	return v, nil
+}
+
 // Bool returns the named parameter (true/false, 1/0), or def when absent.
 func (p Params) Bool(key string, def bool) (bool, error) {
 	s, ok := p[key]
@@ -166,6 +198,7 @@ func (r *Registry) New(spec string) (Policy, error) {
 // policies in --policy; a key given twice is an error.
 func ParseSpec(spec string) (string, Params, error) {
 	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	name = strings.TrimSpace(name) // "fifo : k=v" names fifo, not "fifo " (found by FuzzParseSpec)
 	if name == "" {
 		return "", nil, fmt.Errorf("empty policy name in %q", spec)
 	}

@@ -238,7 +238,7 @@ func TestPlugins(t *testing.T) {
 		}
 	}
 	sp := Plugins()[1]
-	if _, err := sp.New(policy.Params{"alpha": "2"}); err == nil || !strings.Contains(err.Error(), "alpha=2") {
+	if _, err := sp.New(policy.Params{"alpha": "2"}); err == nil || !strings.Contains(err.Error(), `alpha="2": want a number in [0, 1]`) {
 		t.Errorf("specon plugin accepted alpha=2: %v", err)
 	}
 	p, err := sp.New(policy.Params{"interval": "20"})

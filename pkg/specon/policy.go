@@ -146,6 +146,16 @@ func (p Params) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Bounds of the parameters ParseParams reads. The interval is the period of
+// the categorisation, so it must be long against the clock's resolution
+// (interval=1e-300 never advances time); a day is far beyond the paper's
+// 10 to 60 s. Weights are ratios of evaluation-function growth.
+const (
+	MinInterval = 1
+	MaxInterval = 24 * 3600
+	MaxWeight   = 1e6
+)
+
 // paramKeys are the keys ParseParams reads.
 var paramKeys = []string{"alpha", "interval", "wpc", "wwc", "wcc", "scope", "rebalance", "candidates"}
 
@@ -157,9 +167,9 @@ func ParseParams(ps policy.Params) (Params, error) {
 	}
 	p := DefaultParams
 	var err error
-	get := func(key string, dst *float64) {
+	get := func(key string, dst *float64, min, max float64) {
 		if err == nil {
-			*dst, err = ps.Float(key, *dst)
+			*dst, err = ps.FloatIn(key, *dst, min, max)
 		}
 	}
 	enum := func(key, def string, allowed ...string) string {
@@ -170,11 +180,11 @@ func ParseParams(ps policy.Params) (Params, error) {
 		v, err = ps.Enum(key, def, allowed...)
 		return v
 	}
-	get("alpha", &p.Alpha)
-	get("interval", &p.Interval)
-	get("wpc", &p.Weights.PC)
-	get("wwc", &p.Weights.WC)
-	get("wcc", &p.Weights.CC)
+	get("alpha", &p.Alpha, 0, 1) // the open interval is Validate's
+	get("interval", &p.Interval, MinInterval, MaxInterval)
+	get("wpc", &p.Weights.PC, 0, MaxWeight)
+	get("wwc", &p.Weights.WC, 0, MaxWeight)
+	get("wcc", &p.Weights.CC, 0, MaxWeight)
 	p.Scope = Scope(enum("scope", string(p.Scope), string(ScopeWorker), string(ScopeCluster)))
 	p.Rebalance = RebalanceWhen(enum("rebalance", string(p.Rebalance), string(RebalanceAlways), string(RebalanceGated)))
 	p.Candidates = Candidates(enum("candidates", string(p.Candidates), string(CandidatesMigrated), string(CandidatesConverged)))

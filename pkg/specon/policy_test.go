@@ -25,11 +25,13 @@ func TestParseParams(t *testing.T) {
 		{policy.Params{"wpc": "2", "wwc": "1.5", "wcc": "0"}, ""},
 		{policy.Params{"alpha": "0"}, "alpha=0: must be in (0, 1)"},
 		{policy.Params{"alpha": "1"}, "alpha=1"},
-		{policy.Params{"alpha": "-0.1"}, "alpha=-0.1"},
+		{policy.Params{"alpha": "-0.1"}, `alpha="-0.1": want a number in [0, 1]`},
 		{policy.Params{"alpha": "NaN"}, `alpha="NaN": not a finite number`}, // rejected by policy.Params.Float
-		{policy.Params{"interval": "0"}, "interval=0: must be a positive"},
-		{policy.Params{"interval": "-30"}, "interval=-30"},
-		{policy.Params{"wcc": "-1"}, "wcc=-1: must be a finite weight >= 0"},
+		{policy.Params{"interval": "0"}, `interval="0": want a number in [1, 86400]`},
+		{policy.Params{"interval": "1e-300"}, `interval="1e-300": want a number in [1, 86400]`}, // issue 17 item 10: never advanced the clock
+		{policy.Params{"wpc": "1e300"}, `wpc="1e300": want a number in [0, 1e+06]`},
+		{policy.Params{"interval": "-30"}, `interval="-30"`},
+		{policy.Params{"wcc": "-1"}, `wcc="-1": want a number in [0, 1e+06]`},
 		{policy.Params{"wpc": "1", "wwc": "1.5"}, "must be ordered wpc >= wwc >= wcc"},
 		{policy.Params{"wcc": "1.6"}, "must be ordered"},
 		{policy.Params{"alpha": "x"}, `alpha="x": not a number`},

@@ -39,9 +39,10 @@ type RoundRobin struct {
 }
 
 var (
-	_ framework.Filter  = (*RoundRobin)(nil)
-	_ framework.Score   = (*RoundRobin)(nil)
-	_ framework.Reserve = (*RoundRobin)(nil)
+	_ framework.Filter        = (*RoundRobin)(nil)
+	_ framework.UniformFilter = (*RoundRobin)(nil)
+	_ framework.Score         = (*RoundRobin)(nil)
+	_ framework.Reserve       = (*RoundRobin)(nil)
 )
 
 // rrWorkers is the worker list W of the job last scored in this cycle, as
@@ -61,6 +62,10 @@ func (*RoundRobin) Name() string { return RoundRobinName }
 // the score, which moves with the slot, is asked only of nodes where the
 // job fits, so it never makes a job fail (one node only).
 func (*RoundRobin) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Uniform implements framework.UniformFilter: the verdict is the node's
+// eligibility for the job's groups (roles, labels, taints), nothing else.
+func (*RoundRobin) Uniform() bool { return true }
 
 // Filter implements framework.Filter: n must be eligible for every group
 // of the job, whichever group is being placed.

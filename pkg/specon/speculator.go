@@ -39,6 +39,9 @@ import (
 type Speculator struct {
 	P   Params
 	mem map[string]*jobMem
+	// live and before are Rebalance's per-cycle maps, kept to be reused.
+	live   map[string]*cluster.JobState
+	before map[string][6][2]string
 }
 
 var (
@@ -114,8 +117,17 @@ func (*Speculator) Reserve(c *framework.Cycle, js *cluster.JobState, p cluster.P
 	v.where[js.Job.ID] = p[0].Node
 }
 
-// jobMem is SpeCon's state of one job; every field is mirrored in a label.
+// jobMem is SpeCon's state of one job; every field of memFields is
+// mirrored in a label. lab caches the labels of labOf, so that a cycle in
+// which a job's state did not change builds no strings for it.
 type jobMem struct {
+	memFields
+	lab   [6][2]string
+	labOf memFields
+	labOK bool
+}
+
+type memFields struct {
 	cat         Category
 	round       int64   // last round categorised, -1 before
 	convergedAt float64 // when it entered CC, -1 when not in CC
@@ -127,7 +139,7 @@ type jobMem struct {
 // memFromLabels rebuilds a job's state from its labels; missing, malformed
 // or out-of-range labels fall back to a fresh job's state.
 func memFromLabels(js *cluster.JobState) *jobMem {
-	m := &jobMem{cat: PC, round: -1, convergedAt: -1, markedAt: -1}
+	m := &jobMem{memFields: memFields{cat: PC, round: -1, convergedAt: -1, markedAt: -1}}
 	l := js.Labels
 	if c, err := ParseCategory(l[LabelCategory]); err == nil {
 		m.cat = c
@@ -151,13 +163,18 @@ func memFromLabels(js *cluster.JobState) *jobMem {
 }
 
 // labels returns the label values that represent m.
-func (m *jobMem) labels() [][2]string {
+func (m *jobMem) labels() [6][2]string {
+	if m.labOK && m.labOf == m.memFields {
+		return m.lab
+	}
 	mig := ""
 	if m.migrated {
 		mig = "true"
 	}
-	return [][2]string{{LabelCategory, m.cat.String()}, {LabelRound, strconv.FormatInt(m.round, 10)},
+	m.lab = [6][2]string{{LabelCategory, m.cat.String()}, {LabelRound, strconv.FormatInt(m.round, 10)},
 		{LabelConvergedAt, timeLabel(m.convergedAt)}, {LabelMigrated, mig}, {LabelMarkedAt, timeLabel(m.markedAt)}, {LabelMove, m.move}}
+	m.labOf, m.labOK = m.memFields, true
+	return m.lab
 }
 
 // timeLabel is the label value of a time, "" for none (negative).
@@ -175,8 +192,12 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 
 	// Load state of running jobs (from memory, else from labels) and drop
 	// that of jobs that left.
-	live := make(map[string]*cluster.JobState, len(s.Running))
-	before := map[string][][2]string{}
+	if p.live == nil {
+		p.live, p.before = map[string]*cluster.JobState{}, map[string][6][2]string{}
+	}
+	live, before := p.live, p.before
+	clear(live)
+	clear(before)
 	for _, js := range s.Running {
 		id := js.Job.ID
 		live[id] = js

@@ -50,6 +50,20 @@ type Limited interface {
 	Unsupported(a policy.Action) error
 }
 
+// Extra is implemented by the state of an executor whose nodes have
+// limits the resource vector does not carry: the Kubernetes executor's
+// pods per node and extended resources, and its namespaces'
+// ResourceQuotas. Check asks it last about every placement (Start,
+// Migrate, Resize), after the vector fit, so a placement over such a limit
+// is refused like one over capacity. The simulator's state does not
+// implement it: its nodes have no such limits.
+type Extra interface {
+	// FitsExtra returns why placement p of job j, once the job's current
+	// placement (nil when pending) is given back, exceeds such a limit in
+	// the state the actions applied so far this cycle left, or nil.
+	FitsExtra(j *cluster.Job, p, current cluster.Placement) error
+}
+
 // Check returns nil when the executor may carry out action a in state s,
 // or an error saying why not. The rules per action are those of
 // docs/ARCHITECTURE.md:
@@ -72,7 +86,8 @@ type Limited interface {
 // nodes, uses only ready nodes whose role, labels and taints admit the
 // group (placement.Eligible: node selector, affinity, tolerations), puts at most
 // Max replicas in each group and fits, node by node in first-use order, in
-// the node's free capacity (plus what the job gives back there).
+// the node's free capacity (plus what the job gives back there), and, when
+// s implements Extra, fits the limits it adds.
 func Check(s State, a policy.Action) error {
 	if l, ok := s.(Limited); ok {
 		if err := l.Unsupported(a); err != nil {
@@ -225,5 +240,46 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 			return fmt.Errorf("over capacity on node %s: needs %v, %v free (short of %s)", nodes[ni].Name, d, free, d.Short(free))
 		}
 	}
+	if x, ok := s.(Extra); ok {
+		return x.FitsExtra(j, p, current)
+	}
 	return nil
+}
+
+// Committed checks a placement an executor reads back from its own store
+// before it acts on it again: the Kubernetes executor keeps each job's
+// placement in the TrainingJob's status, which whoever holds
+// trainingjobs/status can rewrite, and creates and binds the pods that
+// placement still lacks. whole is the job's placement as stored, todo the
+// part of it not carried out yet (replicas with no pod bound). The rules
+// are those of a Start: whole names existing groups and nodes and puts at
+// most Max replicas in each group; todo uses only ready nodes whose role,
+// labels and taints admit the group, and fits, node by node, in the free
+// capacity (s.Free must not count todo as taken: the executor checks
+// stored placements one after another on a ledger, as a cycle's Starts
+// are checked). What
+// is carried out already is a fact, not checked again: a node cordoned
+// under running replicas does not make them invalid.
+func Committed(s State, j *cluster.Job, whole, todo cluster.Placement) error {
+	if len(whole) == 0 {
+		return errors.New("empty placement")
+	}
+	nodes := s.Nodes()
+	for _, a := range whole {
+		if a.Group < 0 || a.Group >= len(j.Groups) {
+			return fmt.Errorf("placement names group %d; the job has %d", a.Group, len(j.Groups))
+		}
+		if a.Node < 0 || a.Node >= len(nodes) {
+			return fmt.Errorf("placement names node %d; there are %d", a.Node, len(nodes))
+		}
+	}
+	for g, c := range whole.Counts(len(j.Groups)) {
+		if c > j.Groups[g].Max {
+			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	return checkPlacement(s, j, todo, nil)
 }

@@ -243,3 +243,39 @@ func TestCheckLimited(t *testing.T) {
 		t.Errorf("release: %v", err)
 	}
 }
+
+// Committed holds a stored placement's pending part to a Start's rules
+// and the whole to the group bounds; what is carried out is not checked.
+func TestCommitted(t *testing.T) {
+	base := func() *world {
+		return makeWorld().node(makeNode("n0")).node(makeNode("n1")).node(makeNode("n2").launching())
+	}
+	w2 := makeJob("w2").group("worker", 2, 2, 2, 2)
+	tests := []struct {
+		name        string
+		w           *world
+		whole, todo cluster.Placement
+		want        string
+	}{
+		{"all carried out, node not ready since", base(), place(on(0, 2), on(0, 2)), nil, ""},
+		{"pending part fits", base(), place(on(0, 0), on(0, 1)), place(on(0, 1)), ""},
+		{"pending part on a node not ready", base(), place(on(0, 0), on(0, 2)), place(on(0, 2)), "node n2 is not ready"},
+		{"pending part over capacity", base().running(makeJob("x").group("worker", 3, 1, 1, 1), on(0, 1)), place(on(0, 1), on(0, 1)), place(on(0, 1), on(0, 1)),
+			"over capacity on node n1: needs cpu=2 memory=2Gi gpu=4, cpu=7 memory=31Gi gpu=1 free (short of gpu)"},
+		{"above max, carried out or not", base(), place(on(0, 0), on(0, 0), on(0, 1)), nil, "group worker: 3 replicas is above max 2"},
+		{"bad group", base(), place(on(1, 0)), nil, "placement names group 1; the job has 1"},
+		{"bad node", base(), place(on(0, 7)), nil, "placement names node 7; there are 3"},
+		{"empty", base(), nil, nil, "empty placement"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if err := Committed(tc.w, &w2.j, tc.whole, tc.todo); err != nil {
+				got = err.Error()
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -42,9 +42,73 @@ import (
 //	node_selector key=value;key=value: nodes the workers may use (their labels must match)
 //	tolerations   key=value:Effect;key:Effect;key;* : taints the workers tolerate
 //	ps_node_selector, ps_tolerations   the same for the parameter servers
+//	epochs, chunks, mini_batches, mini_batch_s, gradient_mb, worker_bw_mbs, ps_bw_mbs, sensitivity
+//	              OASiS's job model of a job with a parameter-server group (see psParams)
+//
+// Bounds: times (submit_s, duration_s, grace_s) are at most MaxSeconds,
+// priority at most MaxPriority in magnitude, demands at most maxDemand,
+// replica counts at most 100000, utility parameters at most MaxUtility in
+// magnitude, so that no value overflows the simulator's clock or sums.
 var columns = []string{"id", "submit_s", "duration_s", "class", "priority", "grace_s", "replicas", "min_replicas",
 	"max_replicas", "cpu", "mem_gib", "gpu", "ps_replicas", "ps_cpu", "ps_mem_gib", "ps_gpu", "tenant", "model",
-	"utility", "usage_cpu", "node_selector", "tolerations", "ps_node_selector", "ps_tolerations"}
+	"utility", "usage_cpu", "node_selector", "tolerations", "ps_node_selector", "ps_tolerations",
+	"epochs", "chunks", "mini_batches", "mini_batch_s", "gradient_mb", "worker_bw_mbs", "ps_bw_mbs", "sensitivity"}
+
+// psColumns are the columns of OASiS's job model.
+var psColumns = []string{"epochs", "chunks", "mini_batches", "mini_batch_s", "gradient_mb", "worker_bw_mbs", "ps_bw_mbs", "sensitivity"}
+
+// Bounds of trace values. MaxSeconds (about 31 years) keeps every time
+// and the simulator's clock far below where float64 spacing reaches a
+// second; beyond it a value such as 1e308 overflows sums into NaN metrics.
+const (
+	MaxSeconds  = 1e9
+	MaxPriority = 1_000_000_000
+	MaxUtility  = 1e12
+)
+
+// Format names a trace format.
+type Format string
+
+// The trace formats.
+const (
+	FormatGeneric Format = "generic"
+	FormatPhilly  Format = "philly"
+)
+
+// phillyColumns are the columns ParsePhilly needs.
+var phillyColumns = []string{"timestamp", "duration", "num_gpus", "gpu_time", "cluster"}
+
+// SniffFormat tells the trace format from the file's header row: generic
+// when it has submit_s, Philly when it has timestamp and num_gpus. A header
+// that is neither is an error naming both formats' columns, so that the
+// caller can ask for --trace-format. The file name plays no part.
+func SniffFormat(path string) (Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open trace: %w", err)
+	}
+	defer f.Close()
+	cr := csv.NewReader(f)
+	cr.FieldsPerRecord = -1
+	hdr, err := cr.Read()
+	if err == io.EOF {
+		return "", &FieldError{File: path, Line: 1, Err: errors.New("empty file: no header row")}
+	}
+	if err != nil {
+		return "", csvErr(path, err)
+	}
+	has := map[string]bool{}
+	for _, h := range hdr {
+		has[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = true
+	}
+	switch {
+	case has["submit_s"]:
+		return FormatGeneric, nil
+	case has["timestamp"] && has["num_gpus"]:
+		return FormatPhilly, nil
+	}
+	return "", &FieldError{File: path, Line: 1, Err: fmt.Errorf("header is neither the generic format (submit_s, duration_s, ...) nor Philly's (%s)", strings.Join(phillyColumns, ","))}
+}
 
 // FieldError locates a problem in an input file.
 type FieldError struct {
@@ -90,6 +154,9 @@ func ParseCSV(r io.Reader, name string) ([]*cluster.Job, error) {
 	col := map[string]int{}
 	for i, h := range header {
 		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if h == "" {
+			return nil, &FieldError{File: name, Line: 1, Column: i + 1, Field: fmt.Sprintf("(column %d)", i+1), Err: errors.New("empty column name")}
+		}
 		known := false
 		for _, c := range columns {
 			known = known || c == h
@@ -182,7 +249,9 @@ func (p *rowParser) str(field string) (string, bool) {
 	return s, s != ""
 }
 
-func (p *rowParser) num(field string, def float64, min float64) float64 {
+// num parses a number in [min, max], or returns def when the field is
+// absent or empty.
+func (p *rowParser) num(field string, def, min, max float64) float64 {
 	s, ok := p.str(field)
 	if !ok {
 		return def
@@ -195,10 +264,15 @@ func (p *rowParser) num(field string, def float64, min float64) float64 {
 	if v < min {
 		p.fail(field, fmt.Errorf("%v is below %v", v, min))
 	}
+	if v > max {
+		p.fail(field, fmt.Errorf("%v is above the limit %v", v, max))
+	}
 	return v
 }
 
-func (p *rowParser) integer(field string, def int) int {
+// integer parses an integer in [min, max], or returns def when the field
+// is absent or empty.
+func (p *rowParser) integer(field string, def, min, max int) int {
 	s, ok := p.str(field)
 	if !ok {
 		return def
@@ -207,6 +281,9 @@ func (p *rowParser) integer(field string, def int) int {
 	if err != nil {
 		p.fail(field, fmt.Errorf("%q is not an integer", s))
 		return def
+	}
+	if v < min || v > max {
+		p.fail(field, fmt.Errorf("%d is outside [%d, %d]", v, min, max))
 	}
 	return v
 }
@@ -218,10 +295,7 @@ const maxDemand = 1e6
 func (p *rowParser) demand(prefix string) resource.Vector {
 	var v [3]float64
 	for i, f := range []string{"cpu", "mem_gib", "gpu"} {
-		v[i] = p.num(prefix+f, 0, 0)
-		if v[i] > maxDemand {
-			p.fail(prefix+f, fmt.Errorf("%v is above the limit %v", v[i], maxDemand))
-		}
+		v[i] = p.num(prefix+f, 0, 0, maxDemand)
 	}
 	if v[2] != math.Trunc(v[2]) {
 		p.fail(prefix+"gpu", fmt.Errorf("%v is not a whole number of GPUs", v[2]))
@@ -231,11 +305,7 @@ func (p *rowParser) demand(prefix string) resource.Vector {
 
 // count parses a replica count within [min, 100000].
 func (p *rowParser) count(field string, def, min int) int {
-	n := p.integer(field, def)
-	if n < min || n > 100000 {
-		p.fail(field, fmt.Errorf("%d is outside [%d, 100000]", n, min))
-	}
-	return n
+	return p.integer(field, def, min, 100000)
 }
 
 func (p *rowParser) job() *cluster.Job {
@@ -243,8 +313,8 @@ func (p *rowParser) job() *cluster.Job {
 	if s, ok := p.str("id"); ok {
 		j.ID = s
 	}
-	j.Submit = p.num("submit_s", 0, 0)
-	j.Work = p.num("duration_s", 0, 0)
+	j.Submit = p.num("submit_s", 0, 0, MaxSeconds)
+	j.Work = p.num("duration_s", 0, 0, MaxSeconds)
 	if j.Work <= 0 && p.err == nil {
 		p.fail("duration_s", errors.New("must be positive"))
 	}
@@ -255,8 +325,8 @@ func (p *rowParser) job() *cluster.Job {
 		}
 		j.Class = c
 	}
-	j.Priority = p.integer("priority", 0)
-	j.GracePeriod = p.num("grace_s", 0, 0)
+	j.Priority = p.integer("priority", 0, -MaxPriority, MaxPriority)
+	j.GracePeriod = p.num("grace_s", 0, 0, MaxSeconds)
 	n := p.count("replicas", 1, 1)
 	w := cluster.ReplicaGroup{Name: "worker", Demand: p.demand(""), Replicas: n,
 		Min: p.count("min_replicas", n, 0), Max: p.count("max_replicas", n, 1)}
@@ -269,9 +339,7 @@ func (p *rowParser) job() *cluster.Job {
 	if w.Demand.IsZero() && p.err == nil {
 		p.fail(firstPresent(p.col, "gpu", "cpu", "mem_gib"), errors.New("worker demand is zero: set gpu, cpu or mem_gib"))
 	}
-	if u := p.num("usage_cpu", 0, 0); u > maxDemand {
-		p.fail("usage_cpu", fmt.Errorf("%v is above the limit %v", u, maxDemand))
-	} else if u > 0 {
+	if u := p.num("usage_cpu", 0, 0, maxDemand); u > 0 {
 		w.Usage = w.Demand
 		w.Usage[resource.CPU] = int64(u*1000 + 0.5)
 	}
@@ -284,8 +352,9 @@ func (p *rowParser) job() *cluster.Job {
 		}
 		j.Groups = append(j.Groups, cluster.ReplicaGroup{Name: "ps", Demand: d, Replicas: ps, Min: ps, Max: ps,
 			Constraint: p.constraint("ps_")})
+		j.PS = p.psParams(j)
 	} else {
-		for _, f := range []string{"ps_node_selector", "ps_tolerations"} {
+		for _, f := range append([]string{"ps_node_selector", "ps_tolerations"}, psColumns...) {
 			if _, ok := p.str(f); ok {
 				p.fail(f, errors.New("is set but ps_replicas is not"))
 			}
@@ -302,6 +371,55 @@ func (p *rowParser) job() *cluster.Job {
 	}
 	j.Seed = uint64(p.line)
 	return j
+}
+
+// psParams reads OASiS's job model of a job with a parameter-server group
+// (issue 17 item 11: without it the OASiS policies had nothing to plan
+// with). Every column is optional; the defaults make the model agree with
+// the row: one epoch over chunks = max_replicas data chunks (at most that
+// many workers at a time) of one mini-batch each, no gradient traffic,
+// worker bandwidth 1 MB/s and parameter-server bandwidth replicas /
+// ps_replicas MB/s (so the requested workers need exactly ps_replicas
+// servers), and mini_batch_s such that the job needs duration_s x
+// replicas worker-seconds. Given mini_batch_s, the worker-seconds
+// epochs x chunks x mini_batches x (mini_batch_s + 2 gradient_mb /
+// worker_bw_mbs) must be that product within 1%.
+func (p *rowParser) psParams(j *cluster.Job) *cluster.PSParams {
+	w, ps := j.Groups[0], j.Groups[1]
+	pp := &cluster.PSParams{
+		Epochs:      p.integer("epochs", 1, 1, 1_000_000),
+		Chunks:      p.integer("chunks", w.Max, 1, 100000),
+		MiniBatches: p.integer("mini_batches", 1, 1, 1_000_000),
+		GradientMB:  p.num("gradient_mb", 0, 0, 1e9),
+		WorkerBW:    p.num("worker_bw_mbs", 1, 1e-6, 1e9),
+	}
+	pp.PSBW = p.num("ps_bw_mbs", pp.WorkerBW*float64(w.Replicas)/float64(ps.Replicas), 1e-6, 1e12)
+	if s, ok := p.str("sensitivity"); ok {
+		switch s {
+		case "insensitive", "sensitive", "critical":
+			pp.Sensitivity = s
+		default:
+			p.fail("sensitivity", fmt.Errorf("%q: want insensitive, sensitive or critical", s))
+		}
+	}
+	if p.err != nil {
+		return nil
+	}
+	need := j.Work * float64(w.Replicas) // worker-seconds at the requested counts
+	batches := float64(pp.Epochs) * float64(pp.Chunks) * float64(pp.MiniBatches)
+	comm := 2 * pp.GradientMB / pp.WorkerBW
+	if _, ok := p.str("mini_batch_s"); ok {
+		pp.MiniBatchTime = p.num("mini_batch_s", 0, 0, MaxSeconds)
+		if got := batches * (pp.MiniBatchTime + comm); p.err == nil && math.Abs(got-need) > 0.01*need {
+			p.fail("mini_batch_s", fmt.Errorf("the model needs %.6g worker-seconds, duration_s x replicas is %.6g: they must agree within 1%%", got, need))
+		}
+	} else if pp.MiniBatchTime = need/batches - comm; pp.MiniBatchTime < 0 {
+		p.fail("gradient_mb", fmt.Errorf("communication alone (%.6g s per mini-batch) exceeds duration_s x replicas / (epochs x chunks x mini_batches)", comm))
+	}
+	if p.err != nil {
+		return nil
+	}
+	return pp
 }
 
 // constraint parses a group's node_selector and tolerations columns
@@ -354,6 +472,9 @@ func ParseUtility(s string) (cluster.Utility, error) {
 		v, err := strconv.ParseFloat(parts[i+1], 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%q: parameter %d is not a finite number", s, i+1)
+		}
+		if math.Abs(v) > MaxUtility {
+			return nil, fmt.Errorf("%q: parameter %d is beyond +-%v", s, i+1, MaxUtility)
 		}
 		g[i] = v
 	}

@@ -98,7 +98,7 @@ func ParsePhilly(r io.Reader, name string, o PhillyOptions) ([]*cluster.Job, err
 		}
 		return nil, csvErr(name, err)
 	}
-	want := []string{"timestamp", "duration", "num_gpus", "gpu_time", "cluster"}
+	want := phillyColumns
 	col := map[string]int{}
 	for i, h := range hdr {
 		col[strings.TrimSpace(h)] = i
@@ -131,8 +131,8 @@ func ParsePhilly(r io.Reader, name string, o PhillyOptions) ([]*cluster.Job, err
 			return nil, fe("timestamp", fmt.Errorf("%q is not YYYY-MM-DD HH:MM:SS", rec[col["timestamp"]]))
 		}
 		dur, err := strconv.ParseFloat(strings.TrimSpace(rec[col["duration"]]), 64)
-		if err != nil || math.IsNaN(dur) || math.IsInf(dur, 0) || dur <= 0 {
-			return nil, fe("duration", fmt.Errorf("%q is not a positive number of seconds", rec[col["duration"]]))
+		if err != nil || math.IsNaN(dur) || math.IsInf(dur, 0) || dur <= 0 || dur > MaxSeconds {
+			return nil, fe("duration", fmt.Errorf("%q is not a number of seconds in (0, %v]", rec[col["duration"]], MaxSeconds))
 		}
 		g, err := strconv.Atoi(strings.TrimSpace(rec[col["num_gpus"]]))
 		if err != nil || g <= 0 || g > 1<<20 {
@@ -173,6 +173,10 @@ func ParsePhilly(r io.Reader, name string, o PhillyOptions) ([]*cluster.Job, err
 	}
 	t0 := rows[0].t
 	for i, r := range rows {
+		if d := r.t - t0; d > MaxSeconds {
+			return nil, &FieldError{File: name, Line: r.line, Column: col["timestamp"] + 1, Field: "timestamp",
+				Err: fmt.Errorf("%d s after the first job, beyond the limit %v", d, MaxSeconds)}
+		}
 		r.j.Submit = float64(r.t - t0)
 		jobs[i] = r.j
 	}

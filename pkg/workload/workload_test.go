@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -234,6 +235,8 @@ func FuzzParseCSV(f *testing.F) {
 	f.Add("\ufeffsubmit_s,duration_s,cpu\n1e308,1e308,1e308\n")
 	f.Add("submit_s,duration_s,gpu,node_selector,tolerations\n0,1,1,pool=a;x.io/y=z,k=v:NoSchedule;k2;*\n")
 	f.Add("submit_s,duration_s,gpu,ps_replicas,ps_cpu,ps_node_selector,ps_tolerations\n0,1,1,1,1,a=,b:NoExecute\n")
+	f.Add("submit_s,duration_s,gpu,replicas,max_replicas,ps_replicas,ps_cpu,epochs,chunks,mini_batches,gradient_mb,worker_bw_mbs,ps_bw_mbs,sensitivity\n0,100,1,2,4,1,1,2,4,3,1,10,20,critical\n")
+	f.Add("submit_s,duration_s,gpu,ps_replicas,ps_cpu,mini_batch_s,epochs\n0,100,1,1,1,50,2\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		jobs, err := ParseCSV(strings.NewReader(in), "fuzz.csv")
 		if err != nil {
@@ -246,6 +249,22 @@ func FuzzParseCSV(f *testing.F) {
 		for _, j := range jobs {
 			if err := j.Validate(); err != nil {
 				t.Fatalf("parsed an invalid job: %v", err)
+			}
+			if j.Submit > MaxSeconds || j.Work > MaxSeconds || j.GracePeriod > MaxSeconds {
+				t.Fatalf("job %s: times beyond MaxSeconds: %v %v %v", j.ID, j.Submit, j.Work, j.GracePeriod)
+			}
+			if (j.PS != nil) != (len(j.Groups) == 2) {
+				t.Fatalf("job %s: %d groups, PS %+v", j.ID, len(j.Groups), j.PS)
+			}
+			if p := j.PS; p != nil {
+				if p.Epochs <= 0 || p.Chunks <= 0 || p.MiniBatches <= 0 || !(p.MiniBatchTime >= 0) || !(p.WorkerBW > 0) || !(p.PSBW > 0) || p.GradientMB < 0 {
+					t.Fatalf("job %s: PS %+v", j.ID, p)
+				}
+				need := j.Work * float64(j.Groups[0].Replicas)
+				got := float64(p.Epochs) * float64(p.Chunks) * float64(p.MiniBatches) * (p.MiniBatchTime + 2*p.GradientMB/p.WorkerBW)
+				if math.Abs(got-need) > 0.0101*need {
+					t.Fatalf("job %s: model needs %v worker-seconds, row %v", j.ID, got, need)
+				}
 			}
 		}
 	})

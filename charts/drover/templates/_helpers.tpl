@@ -72,7 +72,7 @@ ClusterRole; here they are created, bound, patched and deleted.
 {{- define "drover.tenantRules" }}
 - apiGroups: ["drover.dev"]
   resources: ["trainingjobs"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["drover.dev"]
   resources: ["trainingjobs/status"]
   verbs: ["get", "update", "patch"]
@@ -91,6 +91,9 @@ ClusterRole; here they are created, bound, patched and deleted.
 - apiGroups: ["scheduling.x-k8s.io"]
   resources: ["podgroups/status"]
   verbs: ["get", "update", "patch"]
+- apiGroups: [""]
+  resources: ["resourcequotas"]      # admission against namespace quota (read only)
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch", "update"]

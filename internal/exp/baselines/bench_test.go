@@ -2,7 +2,13 @@ package baselines
 
 import (
 	"context"
+	"fmt"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -59,6 +65,7 @@ func BenchmarkLongQueue(b *testing.B) {
 	for _, name := range []string{"fifo", "k8s-default", "binpack", "drf", "fitgpp", "lrtp", "rand",
 		"elastic", "dragon", "tf-operator", "specon", "default", "drover"} {
 		b.Run(name, func(b *testing.B) {
+			cpu0 := cpuTime()
 			for b.Loop() {
 				p, err := reg.New(name)
 				if err != nil {
@@ -73,6 +80,126 @@ func BenchmarkLongQueue(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// BenchmarkPhillyScale replays the Philly trace x1, x4 and x10 (k
+// synthetic copies of every job, copy c submitted c seconds after the
+// original, IDs suffixed) on 96, 384 and 960 nodes of 8 GPUs, so that the
+// load per node stays the trace's, under fifo and fitgpp. It reports jobs/s
+// and the peak live heap (runtime/metrics, sampled every 5 ms) besides
+// ns/op; issue 15 (item 4) asks that the cost grow close to linearly with
+// the jobs. docs/simulator.md has the table and the command.
+func BenchmarkPhillyScale(b *testing.B) {
+	po := workload.DefaultPhillyOptions()
+	base, err := workload.LoadPhilly("", po)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := plugins.Policies()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range []int{1, 4, 10} {
+		jobs := phillyCopies(base, k)
+		nodes := Nodes("node", PhillyNodes*k, workload.PhillyNode(po), 24.48)
+		for _, name := range []string{"fifo", "fitgpp"} {
+			b.Run(fmt.Sprintf("x%d/%s", k, name), func(b *testing.B) {
+				peak := watchHeap()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					p, err := reg.New(name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					res, err := s.Run(context.Background())
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n := res.Metrics()["completed"]; n != float64(len(jobs)) {
+						b.Fatalf("completed %v of %d", n, len(jobs))
+					}
+				}
+				b.ReportMetric(float64(len(jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MiB")
+			})
+		}
+	}
+}
+
+// phillyCopies returns k copies of jobs: copy c of a job is submitted c
+// seconds after it, with "-c<c>" added to its ID (copy 0 is the job).
+func phillyCopies(jobs []*cluster.Job, k int) []*cluster.Job {
+	if k == 1 {
+		return jobs
+	}
+	out := make([]*cluster.Job, 0, len(jobs)*k)
+	for _, j := range jobs {
+		for c := range k {
+			cp := *j
+			if c > 0 {
+				cp.ID = j.ID + "-c" + strconv.Itoa(c)
+				cp.Submit = j.Submit + float64(c)
+			}
+			out = append(out, &cp)
+		}
+	}
+	return out
+}
+
+// watchHeap samples the live heap every 5 ms until the returned function
+// is called, which returns the largest sample in bytes.
+func watchHeap() func() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var (
+		mu   sync.Mutex
+		peak uint64
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	read := func() {
+		metrics.Read(sample)
+		mu.Lock()
+		peak = max(peak, sample[0].Value.Uint64())
+		mu.Unlock()
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		read()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used. On a
+// machine shared with other work, wall time also counts the time a run
+// waited for a core; cpu-ns/op (garbage collection included) does not.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -276,7 +276,7 @@ func TestDroverProfileStory(t *testing.T) {
 	// the move, copied to status.progressCategory in the next) say CC.
 	tc.eventually(moved+" labelled converged", 20*time.Second, func() (bool, string) {
 		tj := tc.get(moved)
-		l := k8s.PolicyLabels(tj)
+		l, _ := k8s.PolicyLabels(tj)
 		return l[specon.LabelCategory] == specon.CC.String() && l[specon.LabelConvergedAt] != "" && tj.Status.ProgressCategory == specon.CC.String(),
 			fmt.Sprintf("labels %v, progressCategory %q", l, tj.Status.ProgressCategory)
 	})
@@ -299,7 +299,10 @@ func TestDroverProfileStory(t *testing.T) {
 		r := -1
 		for _, n := range names {
 			var v int
-			if _, err := fmt.Sscan(k8s.PolicyLabels(tc.get(n))[specon.LabelRound], &v); err == nil {
+			if l, _ := k8s.PolicyLabels(tc.get(n)); l != nil {
+				if _, err := fmt.Sscan(l[specon.LabelRound], &v); err != nil {
+					continue
+				}
 				r = max(r, v)
 			}
 		}

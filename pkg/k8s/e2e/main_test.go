@@ -128,6 +128,8 @@ type testCluster struct {
 	// rest, when set, is the scheduler's connection to the API server
 	// instead of restCfg (a test puts a faulty proxy in between).
 	rest *rest.Config
+	// onCycle, when set, is installed as the executor's OnCycle hook.
+	onCycle func(*k8s.CycleResult)
 }
 
 var nsCount int
@@ -188,6 +190,9 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 	cfg := k8s.Config{Policy: policySpec, Namespace: tc.ns, MetricsAddr: "0", HealthAddr: "0"}
 	cfg.Period.Duration = 100 * time.Millisecond
 	cfg.StuckAfter.Duration = 2 * time.Second
+	// Status lags the trainers' reports by at most 2 s rather than the
+	// default 10 s, as the period is 100 ms rather than 1 s.
+	cfg.ProgressPeriod.Duration = 2 * time.Second
 	if tc.tune != nil {
 		tc.tune(&cfg)
 	}
@@ -209,6 +214,7 @@ func (tc *testCluster) startScheduler(policySpec string, fault func(string) erro
 		tc.t.Fatal(err)
 	}
 	ex.Fault = fault
+	ex.OnCycle = tc.onCycle
 	tc.ex = ex
 	ctx, stop := context.WithCancel(context.Background())
 	tc.stop = stop

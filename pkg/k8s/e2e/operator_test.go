@@ -33,7 +33,10 @@ import (
 // the waits and the completion.
 func TestOperatorView(t *testing.T) {
 	tc := newCluster(t, 1, "4", "0", standin.Config{TimeScale: 1})
-	tc.tune = func(c *k8s.Config) { c.QueuePositionPeriod.Duration = 100 * time.Millisecond }
+	tc.tune = func(c *k8s.Config) {
+		c.QueuePositionPeriod.Duration = 100 * time.Millisecond
+		c.Tenants = map[string]string{tc.ns: "team-a"} // the operator's mapping names the tenant
+	}
 	m := k8s.DefaultMetrics()
 	waitedBefore := histogramCount(t, m.WaitSeconds.WithLabelValues("BE"))
 	doneBefore := metricValue(t, m.Completions.WithLabelValues("BE"))
@@ -41,7 +44,7 @@ func TestOperatorView(t *testing.T) {
 	tc.create(tc.job("first", v1alpha1.ClassBE, 25, group{name: "worker", replicas: 1, cpu: "4", gpu: "0"}))
 	tc.waitPhase("first", v1alpha1.PhaseRunning, 20*time.Second)
 	second := tc.job("second", v1alpha1.ClassBE, 2, group{name: "worker", replicas: 2, cpu: "1", gpu: "0"})
-	second.Spec.Tenant = "team-a"
+	second.Spec.Tenant = "team-z" // ignored: a user cannot choose another team's tenant
 	tc.create(second)
 	time.Sleep(20 * time.Millisecond) // distinct creation order
 	tc.create(tc.job("third", v1alpha1.ClassBE, 2, group{name: "worker", replicas: 1, cpu: "2", gpu: "0"}))

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -240,6 +241,10 @@ func (k *Kubelet) Step(ctx context.Context) error {
 	gangs := map[string]*gang{}
 	var keys []string
 	var errs []error
+	// calls are the API writes of this step that touch only their own
+	// pod: they run concurrently (stepWorkers at once), so that a step over
+	// hundreds of pods is not hundreds of round trips one after another.
+	var calls []func() error
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !k.mine(p.Spec.NodeName) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -253,9 +258,7 @@ func (k *Kubelet) Step(ctx context.Context) error {
 			continue
 		}
 		if p.Status.Phase != corev1.PodRunning {
-			if err := k.start(ctx, p, now); err != nil {
-				errs = append(errs, err)
-			}
+			calls = append(calls, func() error { return k.start(ctx, p, now) })
 			continue
 		}
 		g := gangs[key]
@@ -279,15 +282,13 @@ func (k *Kubelet) Step(ctx context.Context) error {
 			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		var err error
 		switch {
 		case p.DeletionTimestamp != nil:
-			err = k.terminate(ctx, p, "", now)
+			if err := k.terminate(ctx, p, "", now); err != nil {
+				errs = append(errs, err)
+			}
 		case p.Status.Phase != corev1.PodRunning:
-			err = k.start(ctx, p, now)
-		}
-		if err != nil {
-			errs = append(errs, err)
+			calls = append(calls, func() error { return k.start(ctx, p, now) })
 		}
 	}
 	slices.Sort(keys)
@@ -296,10 +297,24 @@ func (k *Kubelet) Step(ctx context.Context) error {
 		if g.job == nil {
 			continue
 		}
-		if err := k.train(ctx, key, g.job, g.pods, now); err != nil {
-			errs = append(errs, err)
+		if call := k.train(key, g.job, g.pods, now); call != nil {
+			calls = append(calls, func() error { return call(ctx) })
 		}
 	}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(stepWorkers)
+	for _, call := range calls {
+		g.Go(func() error {
+			if err := call(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("stand-in step: %d errors, first: %w", len(errs), errs[0])
 	}
@@ -328,10 +343,15 @@ func (k *Kubelet) start(ctx context.Context, p *corev1.Pod, now time.Time) error
 	return nil
 }
 
+// stepWorkers bounds the concurrent API calls of one step.
+const stepWorkers = 16
+
 // train advances one job attempt's progress by the time since the last
-// step at the speed of the replicas that run, and reports it on the
-// job's first replica.
-func (k *Kubelet) train(ctx context.Context, key string, tj *v1alpha1.TrainingJob, pods []*corev1.Pod, now time.Time) error {
+// step at the speed of the replicas that run, and returns the API calls
+// that report it on the job's first replica (and complete the pods when
+// training is done), or nil. The calls touch only this attempt's trainer
+// and pods, so calls of different attempts may run concurrently.
+func (k *Kubelet) train(key string, tj *v1alpha1.TrainingJob, pods []*corev1.Pod, now time.Time) func(context.Context) error {
 	tr := k.trainers[key]
 	if tr == nil {
 		tr = &trainer{last: now}
@@ -377,19 +397,22 @@ func (k *Kubelet) train(ctx context.Context, key string, tj *v1alpha1.TrainingJo
 	}
 	r.Checkpoint, r.CheckpointProgress = tr.ckpt, tr.lastCkpt
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	if err := report.Send(ctx, k.c, pods[0].Namespace, pods[0].Name, r); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if tr.progress < 1 {
+	finished := tr.progress >= 1
+	return func(ctx context.Context) error {
+		if err := report.Send(ctx, k.c, pods[0].Namespace, pods[0].Name, r); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if !finished {
+			return nil
+		}
+		for _, p := range pods {
+			if err := k.exit(ctx, p, now, 0); err != nil {
+				return err // retried at the next tick
+			}
+		}
+		tr.done = true // Step still holds k.mu; no other call touches tr
 		return nil
 	}
-	for _, p := range pods {
-		if err := k.exit(ctx, p, now, 0); err != nil {
-			return err // retried at the next tick
-		}
-	}
-	tr.done = true
-	return nil
 }
 
 // exit ends a pod's containers with the given code.

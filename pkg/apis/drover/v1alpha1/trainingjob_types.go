@@ -40,10 +40,12 @@ const (
 	// progress: a JSON Report (see package pkg/k8s/report). Any language
 	// can write it with one PATCH of its own pod.
 	AnnotationReport = "drover.dev/report"
-	// AnnotationLabels on a TrainingJob holds the policy's labels
-	// (policy.SetLabel) as a JSON object, so that they survive scheduler
-	// restarts. One annotation rather than one per key, because policy
-	// label keys need not be valid annotation keys.
+	// AnnotationLabels on a scheduler-plugins PodGroup holds the policy
+	// labels (policy.SetLabel) of its gang as a JSON object. On a
+	// TrainingJob it is ignored: earlier versions kept the labels there,
+	// but anyone who may edit a TrainingJob can write its annotations, so
+	// they now live in status.policyLabels, which only the scheduler
+	// writes (issue 17, item 1).
 	AnnotationLabels = "drover.dev/policy-labels"
 
 	// OptInLabel on a plain pod (for example one of a Kubernetes Job or a
@@ -94,7 +96,12 @@ type TrainingJobSpec struct {
 	// +optional
 	EstimatedDurationSeconds *int64 `json:"estimatedDurationSeconds,omitempty"`
 
-	// Tenant owns the job for fairness; defaults to the namespace.
+	// Tenant is ignored: a user could name another team's tenant and jump
+	// its place in a fair-share order. The scheduler takes the tenant from
+	// the job's namespace, mapped by its config's tenants field
+	// (status.tenant shows the result).
+	//
+	// Deprecated: ignored by the scheduler; see TrainingJobStatus.Tenant.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Tenant string `json:"tenant,omitempty"`
@@ -256,6 +263,12 @@ const (
 	// ConditionSuspended is true while the job is preempted (suspended
 	// with its progress, waiting at the head of the queue).
 	ConditionSuspended = "Suspended"
+	// ConditionUnschedulable is true while the job is held out of the
+	// queue because it cannot start as things are: no node could ever run
+	// it (reason Unschedulable) or its namespace's ResourceQuota has no
+	// room for it (reason QuotaExceeded); the message says why. Set false
+	// when the job is placed.
+	ConditionUnschedulable = "Unschedulable"
 )
 
 // Assignment is a number of replicas of a group placed on one node.
@@ -305,8 +318,11 @@ type ProgressStatus struct {
 // scheduler keeps all its state here (and in annotations and pods), so a
 // restarted scheduler rebuilds everything from the API server.
 type TrainingJobStatus struct {
-	// Phase of the job.
+	// Phase of the job. A job the scheduler has not written yet reads as
+	// Pending (a schema default, applied by the API server when it serves
+	// the object), so that a new job needs no status write to show it.
 	// +optional
+	// +kubebuilder:default=Pending
 	Phase TrainingJobPhase `json:"phase,omitempty"`
 	// Reason is the last explanation for the phase (why the job waits, was
 	// rejected, ...).
@@ -368,6 +384,20 @@ type TrainingJobStatus struct {
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// PolicyLabels is the policy's state kept with the job
+	// (policy.SetLabel, e.g. SpeCon's drover.dev/rr-slot and category),
+	// so that it survives scheduler restarts. Here, in the status
+	// subresource, because only the scheduler writes status; the
+	// scheduler still bounds and checks every entry it reads back
+	// (k8s.PolicyLabels).
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	PolicyLabels map[string]string `json:"policyLabels,omitempty"`
+	// Tenant is the owner the scheduler charges the job to for fairness:
+	// the namespace, or what the scheduler config's tenants field maps it
+	// to. Set on every status write.
+	// +optional
+	Tenant string `json:"tenant,omitempty"`
 	// Conditions: Admitted, Migrating, TerminationStuck, Suspended,
 	// Succeeded, Failed.
 	// +listType=map
@@ -388,7 +418,7 @@ type TrainingJobStatus struct {
 // +kubebuilder:printcolumn:name="Migrations",type=integer,JSONPath=`.status.migrations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
-// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.spec.tenant`,priority=1,description="empty: the namespace"
+// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenant`,priority=1,description="the tenant the scheduler charges: the namespace or its mapping in the scheduler config"
 // +kubebuilder:printcolumn:name="Attempt",type=integer,JSONPath=`.status.attempt`,priority=1
 // +kubebuilder:printcolumn:name="Queue",type=integer,JSONPath=`.status.queuePosition`,priority=1,description="position in the queue, 1 at the head"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters (replica pod names append group, attempt and index)"
@@ -396,7 +426,10 @@ type TrainingJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   TrainingJobSpec   `json:"spec"`
+	Spec TrainingJobSpec `json:"spec"`
+	// Status defaults to an empty object, so that its own defaults
+	// (phase Pending) apply to a job nobody has written a status for.
+	// +kubebuilder:default={}
 	Status TrainingJobStatus `json:"status,omitempty"`
 }
 

@@ -280,6 +280,13 @@ func (in *TrainingJobStatus) DeepCopyInto(out *TrainingJobStatus) {
 		in, out := &in.CompletionTime, &out.CompletionTime
 		*out = (*in).DeepCopy()
 	}
+	if in.PolicyLabels != nil {
+		in, out := &in.PolicyLabels, &out.PolicyLabels
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))
