@@ -206,9 +206,21 @@ func (Workers) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { r
 // Size implements framework.Size.
 func (w Workers) Size(c *framework.Cycle, js *cluster.JobState) [][]int {
 	j := js.Job
-	var out [][]int
+	g := len(j.Groups)
+	k := j.Groups[0].Replicas - j.Groups[0].Min + 1
+	if k <= 0 {
+		return nil
+	}
+	// One array holds every size's counts (each a full slice of it, so
+	// that an append copies): two allocations per job, not one per size.
+	out := make([][]int, 0, k)
+	flat := make([]int, k*g)
 	for n := j.Groups[0].Replicas; n >= j.Groups[0].Min; n-- {
-		counts := j.RequestedCounts()
+		i := len(out) * g
+		counts := flat[i : i+g : i+g]
+		for x := range j.Groups {
+			counts[x] = j.Groups[x].Replicas
+		}
 		counts[0] = n
 		out = append(out, counts)
 	}
