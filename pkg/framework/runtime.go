@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -340,19 +339,16 @@ func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
 				key = ks.Key(c, j)
 				keys[j.Job] = key
 			}
-			k = append(k, keyedJob{key: key, js: j, i: len(k)})
+			k = append(k, keyedJob{key: key, js: j})
 		}
 	} else {
 		for _, j := range js {
-			k = append(k, keyedJob{key: ks.Key(c, j), js: j, i: len(k)})
+			k = append(k, keyedJob{key: ks.Key(c, j), js: j})
 		}
 	}
 	byKey := func(a, b keyedJob) int { return CompareKeys(a.key, b.key) }
 	if !slices.IsSortedFunc(k, byKey) {
-		// Stable: ties in the input order. pdqsort with the input position
-		// as the last key gives the same order as a stable sort, with
-		// fewer moves of these large elements than its merges make.
-		slices.SortFunc(k, func(a, b keyedJob) int { return cmp.Or(CompareKeys(a.key, b.key), cmp.Compare(a.i, b.i)) })
+		slices.SortStableFunc(k, byKey)
 		for i := range k {
 			js[i] = k[i].js
 		}
@@ -405,7 +401,6 @@ func (c *Cycle) SortKey(js *cluster.JobState) (SortKey, bool) {
 type keyedJob struct {
 	key SortKey
 	js  *cluster.JobState
-	i   int // position in the input
 }
 
 // try admits, sizes, places and if need be preempts for one pending job.
