@@ -84,10 +84,14 @@ type weights struct {
 
 var weightKey = framework.NewKey[*weights]("drover.weights")
 
-func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
-	ws := framework.GetOrInit(c, weightKey, func() *weights {
+func cycleWeights(c *framework.Cycle) *weights {
+	return framework.GetOrInit(c, weightKey, func() *weights {
 		return &weights{capacity: c.Snap.ReadyCapacity(), w: map[*cluster.JobState]elastic.Weight{}}
 	})
+}
+
+func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
+	ws := cycleWeights(c)
 	w, ok := ws.w[js]
 	if !ok {
 		w = elastic.WeightOf(js.Job, ws.capacity)
@@ -100,7 +104,7 @@ func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
 // weight, heaviest first; ties keep queue order.
 type Order struct{}
 
-var _ framework.KeyedSort = Order{}
+var _ framework.StableKeys = Order{}
 
 // Name implements framework.Plugin.
 func (Order) Name() string { return OrderName }
@@ -130,6 +134,10 @@ func (Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	w := weightOf(c, js).Key()
 	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
 }
+
+// KeyStamp implements framework.StableKeys: the class and the weight are
+// functions of the job's spec and of the cluster's ready capacity.
+func (Order) KeyStamp(c *framework.Cycle) any { return cycleWeights(c).capacity }
 
 // minCounts is the smallest size elastic.Workers proposes (at least one
 // worker).

@@ -55,16 +55,31 @@ func (e *elasticCycle) weight(js *cluster.JobState) Weight {
 // highJob returns the high-priority job of the cycle: the heaviest pending
 // job (the first in queue order among equals) when it outranks every
 // running job, else nil.
-func (e *elasticCycle) highJob(s *cluster.Snapshot) *cluster.JobState {
+func (e *elasticCycle) highJob(c *framework.Cycle) *cluster.JobState {
 	if e.highDone {
 		return e.high
 	}
 	e.highDone = true
+	s := c.Snap
 	var top *cluster.JobState
 	var tw Weight
-	for js := range s.Pending.All() {
-		if w := e.weight(js); top == nil || w.Compare(tw) > 0 {
-			top, tw = js, w
+	if _, ok := c.QueueSort().(Weighted); ok {
+		// The queue is in weight order: the Runtime's keys (kept across
+		// cycles) order the jobs as Compare does, heaviest lowest.
+		var tk framework.SortKey
+		for js := range s.Pending.All() {
+			if k, _ := c.SortKey(js); top == nil || framework.CompareKeys(k, tk) < 0 {
+				top, tk = js, k
+			}
+		}
+		if top != nil {
+			tw = e.weight(top)
+		}
+	} else {
+		for js := range s.Pending.All() {
+			if w := e.weight(js); top == nil || w.Compare(tw) > 0 {
+				top, tw = js, w
+			}
 		}
 	}
 	if top == nil {
@@ -91,7 +106,7 @@ func (e *elasticCycle) byWeight(jobs []*cluster.JobState) []*cluster.JobState {
 // article's insertion into the queue amounts to.
 type Weighted struct{}
 
-var _ framework.KeyedSort = Weighted{}
+var _ framework.StableKeys = Weighted{}
 
 // Name implements framework.Plugin.
 func (Weighted) Name() string { return WeightedName }
@@ -111,6 +126,10 @@ func (Weighted) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey 
 	w := elasticState(c).weight(js).Key()
 	return framework.SortKey{w[0], w[1], w[2], w[3], w[4]}
 }
+
+// KeyStamp implements framework.StableKeys: a weight is a function of the
+// job's spec and of the cluster's ready capacity.
+func (Weighted) KeyStamp(c *framework.Cycle) any { return elasticState(c).capacity }
 
 // Order is the order in which Workers proposes a job's sizes, i.e. the
 // gang order: whether keeping the job on one node comes before keeping its
@@ -187,9 +206,21 @@ func (Workers) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { r
 // Size implements framework.Size.
 func (w Workers) Size(c *framework.Cycle, js *cluster.JobState) [][]int {
 	j := js.Job
-	var out [][]int
+	g := len(j.Groups)
+	k := j.Groups[0].Replicas - j.Groups[0].Min + 1
+	if k <= 0 {
+		return nil
+	}
+	// One array holds every size's counts (each a full slice of it, so
+	// that an append copies): two allocations per job, not one per size.
+	out := make([][]int, 0, k)
+	flat := make([]int, k*g)
 	for n := j.Groups[0].Replicas; n >= j.Groups[0].Min; n-- {
-		counts := j.RequestedCounts()
+		i := len(out) * g
+		counts := flat[i : i+g : i+g]
+		for x := range j.Groups {
+			counts[x] = j.Groups[x].Replicas
+		}
 		counts[0] = n
 		out = append(out, counts)
 	}
@@ -270,7 +301,7 @@ func (ScaleDown) Name() string { return ScaleDownName }
 // queue, the running jobs change (a job it must outrank) or the capacity
 // does (the weights).
 func (ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
-	if elasticState(c).highJob(c.Snap) == js {
+	if elasticState(c).highJob(c) == js {
 		return framework.RequeueAlways
 	}
 	return framework.EventPending | framework.EventRunning | framework.EventNodes
@@ -287,7 +318,7 @@ func (ScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Statu
 // Preempt implements framework.Preempt.
 func (ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	e := elasticState(c)
-	h := e.highJob(c.Snap)
+	h := e.highJob(c)
 	if js != h {
 		// Not the job scale-down is for; the empty reason keeps the
 		// placement's as the job's wait reason.
@@ -377,7 +408,7 @@ func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	e := elasticState(c)
 	s := c.Snap
 	for _, js := range c.Started() {
-		if js != e.highJob(s) || e.scaledDown {
+		if js != e.highJob(c) || e.scaledDown {
 			return nil
 		}
 	}

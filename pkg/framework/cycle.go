@@ -28,6 +28,9 @@ type Cycle struct {
 	// committed: a Preempt plugin committed while the current job was
 	// tried; merge: the jobs set aside are to be merged back (queue.go).
 	committed, merge bool
+	// keysChecked: the Runtime's memo of sort keys was checked against
+	// the QueueSort's stamp in this cycle.
+	keysChecked bool
 }
 
 // Ledger returns the ledger the Runtime is placing on right now (Now, or

@@ -400,3 +400,52 @@ func TestNewRejectsBadProfiles(t *testing.T) {
 		}
 	}
 }
+
+// stableByID orders jobs by ID, descending, with keys (the ID's digit,
+// as the IDs here are j1..j9), counting the calls of Key; its stamp is *stamp.
+type stableByID struct {
+	calls *int
+	stamp *int
+}
+
+func (stableByID) Name() string { return "stable-by-id" }
+func (stableByID) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
+	return cmp.Compare(b.Job.ID, a.Job.ID)
+}
+func (s stableByID) Key(_ *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	*s.calls++
+	return framework.SortKey{-float64(js.Job.ID[1])}
+}
+func (s stableByID) KeyStamp(*framework.Cycle) any { return *s.stamp }
+
+func TestStableKeysAreKeptAcrossCycles(t *testing.T) {
+	var calls, stamp int
+	w := newWorld().node("a", 0).pending(job("j1", 1, 1), job("j3", 1, 1), job("j2", 1, 1))
+	r, err := framework.New(framework.Profile{Name: "test", QueueSort: stableByID{&calls, &stamp}, Score: pack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name      string
+		change    func()
+		wantCalls int
+	}{
+		{"first cycle: a key per job", func() {}, 3},
+		{"a new job: its key only", func() { w.pending(job("j4", 1, 1)) }, 4},
+		{"the stamp changed: every key again", func() { stamp++; w.pending(job("j5", 1, 1)) }, 9},
+	}
+	for _, st := range steps {
+		st.change()
+		w.s.Cycle++
+		w.s.Now += 60
+		got := summary(r.Schedule(w.s))
+		if calls != st.wantCalls {
+			t.Errorf("%s: %d calls of Key, want %d", st.name, calls, st.wantCalls)
+		}
+		if st.wantCalls == 3 {
+			if diff := gocmp.Diff([]string{"wait j3", "wait j2", "wait j1"}, got); diff != "" {
+				t.Errorf("%s: actions (-want +got):\n%s", st.name, diff)
+			}
+		}
+	}
+}

@@ -241,6 +241,23 @@ type KeyedSort interface {
 	Key(c *Cycle, js *cluster.JobState) SortKey
 }
 
+// StableKeys is a KeyedSort whose keys hold across cycles: a job's key is
+// a function of its Job (the spec, not its state) and of what KeyStamp
+// returns. While KeyStamp returns an equal value (==; it must be
+// comparable), the Runtime reuses the key it computed for a job in an
+// earlier cycle instead of calling Key again; on a long queue computing
+// the keys of every waiting job each cycle was most of the sort's cost
+// (elastic: the weights' shares of the cluster's capacity). Key is still
+// called for a job the Runtime has no key for, and the order must be the
+// same as with Key called every cycle (a Job, once a policy has seen it,
+// is not changed: executors build a new one for a changed spec).
+type StableKeys interface {
+	KeyedSort
+	// KeyStamp sums up what the keys depend on besides the jobs' specs,
+	// such as the cluster's ready capacity; nil when nothing.
+	KeyStamp(c *Cycle) any
+}
+
 // CheckSortKeys reports the first two pending jobs of s whose keys order
 // them otherwise than Compare, for KeyedSort plugins' tests.
 func CheckSortKeys(ks KeyedSort, s *cluster.Snapshot) error {

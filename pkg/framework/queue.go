@@ -482,9 +482,26 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 	if !cl.ordered {
 		cl.scans++
 		best := -1
-		for i := cl.next; i < len(cl.members); i++ {
-			if m := cl.members[i]; live(m) && (best < 0 || order(m, cl.members[best]) < 0) {
-				best = i
+		if _, keyed := qs.(KeyedSort); keyed {
+			// qs is the profile's QueueSort, whose keys c.SortKey gives:
+			// each member's key once (KeyedSort's contract: keys order
+			// as Compare does), not a Compare per member and best.
+			var bk SortKey
+			for i := cl.next; i < len(cl.members); i++ {
+				m := cl.members[i]
+				if !live(m) {
+					continue
+				}
+				k, _ := c.SortKey(m.js)
+				if best < 0 || cmp.Or(CompareKeys(k, bk), cmp.Compare(m.pos, cl.members[best].pos)) < 0 {
+					best, bk = i, k
+				}
+			}
+		} else {
+			for i := cl.next; i < len(cl.members); i++ {
+				if m := cl.members[i]; live(m) && (best < 0 || order(m, cl.members[best]) < 0) {
+					best = i
+				}
 			}
 		}
 		if best < 0 {

@@ -72,6 +72,10 @@ type Runtime struct {
 	cands []*cluster.JobState
 	// keyed is sortJobs' buffer, reused across cycles.
 	keyed []keyedJob
+	// keys are the StableKeys QueueSort's keys of earlier cycles, by job,
+	// valid while the stamp they were computed under, keyStamp, holds.
+	keys     map[*cluster.Job]SortKey
+	keyStamp any
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
 	// q is the scheduling queue (queue.go): nil unless every plugin is a
@@ -318,19 +322,80 @@ func (r *Runtime) queue(c *Cycle) {
 func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
 	ks, ok := r.p.QueueSort.(KeyedSort)
 	if !ok {
-		slices.SortStableFunc(js, func(a, b *cluster.JobState) int { return r.p.QueueSort.Compare(c, a, b) })
+		// A queue often is in the sort's order already (FCFS: enqueue
+		// times); checking costs fewer comparisons than the stable sort.
+		cmp := func(a, b *cluster.JobState) int { return r.p.QueueSort.Compare(c, a, b) }
+		if !slices.IsSortedFunc(js, cmp) {
+			slices.SortStableFunc(js, cmp)
+		}
 		return
 	}
 	k := r.keyed[:0]
-	for _, j := range js {
-		k = append(k, keyedJob{key: ks.Key(c, j), js: j})
+	if sk, ok := ks.(StableKeys); ok {
+		keys := r.keyMemo(c, sk)
+		for _, j := range js {
+			key, ok := keys[j.Job]
+			if !ok {
+				key = ks.Key(c, j)
+				keys[j.Job] = key
+			}
+			k = append(k, keyedJob{key: key, js: j})
+		}
+	} else {
+		for _, j := range js {
+			k = append(k, keyedJob{key: ks.Key(c, j), js: j})
+		}
 	}
-	slices.SortStableFunc(k, func(a, b keyedJob) int { return CompareKeys(a.key, b.key) })
-	for i := range k {
-		js[i] = k[i].js
+	byKey := func(a, b keyedJob) int { return CompareKeys(a.key, b.key) }
+	if !slices.IsSortedFunc(k, byKey) {
+		slices.SortStableFunc(k, byKey)
+		for i := range k {
+			js[i] = k[i].js
+		}
 	}
 	clear(k)
 	r.keyed = k[:0]
+}
+
+// keyMemo returns the memo of sk's keys, checked against sk's stamp once
+// per cycle.
+func (r *Runtime) keyMemo(c *Cycle, sk StableKeys) map[*cluster.Job]SortKey {
+	if c.keysChecked {
+		return r.keys
+	}
+	c.keysChecked = true
+	stamp := sk.KeyStamp(c)
+	// Jobs that left the queue leave their keys behind: the memo is
+	// dropped when it holds many more jobs than are pending.
+	if r.keys == nil || stamp != r.keyStamp || len(r.keys) > 2*c.Snap.Pending.Len()+1024 {
+		r.keys, r.keyStamp = make(map[*cluster.Job]SortKey, c.Snap.Pending.Len()), stamp
+	}
+	return r.keys
+}
+
+// QueueSort returns the profile's QueueSort, nil if none.
+func (c *Cycle) QueueSort() QueueSort { return c.rt.p.QueueSort }
+
+// SortKey returns js's key under the profile's QueueSort when it is a
+// KeyedSort (from the Runtime's memo when it has StableKeys), and false
+// otherwise: for a plugin that looks for the first job in queue-sort
+// order among many, at the cost of a lookup per job.
+func (c *Cycle) SortKey(js *cluster.JobState) (SortKey, bool) {
+	ks, ok := c.rt.p.QueueSort.(KeyedSort)
+	if !ok {
+		return SortKey{}, false
+	}
+	sk, ok := ks.(StableKeys)
+	if !ok {
+		return ks.Key(c, js), true
+	}
+	keys := c.rt.keyMemo(c, sk)
+	key, ok := keys[js.Job]
+	if !ok {
+		key = ks.Key(c, js)
+		keys[js.Job] = key
+	}
+	return key, true
 }
 
 type keyedJob struct {
