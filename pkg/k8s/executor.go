@@ -78,8 +78,12 @@ type Executor struct {
 	// rejected is the time of the last future-dated report seen per job,
 	// so that each gets one ReportRejected Event.
 	rejected map[string]time.Time
-	// flights are the starts whose API calls are under way (flight.go).
+	// flights are the starts whose API calls are under way, and, in Run's
+	// pipelined cycles, the status writes that record jobs' ends
+	// (flight.go).
 	flights flights
+	// pipelined is set during Run's cycles (runCycle).
+	pipelined bool
 	// made remembers the replica pods this executor created (and bound)
 	// until the informer cache shows them, by namespace/name, so that a
 	// cycle reading a lagging cache neither creates them again
@@ -427,6 +431,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		res.Duration = time.Since(start)
 		e.m.CycleSeconds.Observe(res.Duration.Seconds())
 	}()
+	e.pipelined = pipelined
 	if !pipelined {
 		defer e.drain()
 	}
@@ -520,7 +525,9 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		// Completions and requeues change what the policy sees: rebuild
 		// from the objects as written.
 		for i := range w.Jobs {
-			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil {
+			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.ended != nil {
+				w.Jobs[i] = *jv.ended
+			} else if jv != nil {
 				w.Jobs[i] = *jv.tj
 			}
 		}

@@ -6,21 +6,24 @@ import (
 	"sync"
 )
 
-// flight is a start whose API calls run on the executor's start workers,
-// possibly past the end of the cycle that decided it (Run pipelines
-// them): committed is closed once the start is recorded on the API server
-// (for a TrainingJob, its status write: the placement), done once every
-// call returned, with err set.
+// flight is a job's writes run on the executor's start workers, possibly
+// past the end of the cycle that decided them (Run pipelines them): a
+// start (status write, pods, Bindings), or the status write that records
+// a job's end. committed is closed once the decision is recorded on the
+// API server (for a TrainingJob's start, its status write: the
+// placement; otherwise when done), done once every call returned, with
+// err set.
 type flight struct {
 	id              string
 	committed, done chan struct{}
 	err             error
 }
 
-// flights tracks the starts in flight. The executor never acts on a stale
-// view of them: a cycle waits until every start of earlier cycles is
-// committed before it reads the world (so the job is read placed, its
-// capacity charged, from Executor.written if the cache lags), leaves
+// flights tracks the writes in flight. The executor never acts on a stale
+// view of them: a cycle waits until every flight of earlier cycles is
+// committed before it reads the world (so a started job is read placed,
+// its capacity charged, and an ended job ended, from Executor.written if
+// the cache lags), leaves
 // alone the jobs whose pods are still being created (Read records them
 // in World.busy: not reconciled), and an action on such a job waits
 // until its start is done.
@@ -120,7 +123,7 @@ func (e *Executor) late(fls []*flight) {
 			<-fl.done
 			if fl.err != nil {
 				e.flights.mu.Lock()
-				e.flights.errs = append(e.flights.errs, fmt.Errorf("start of %s: %w", fl.id, fl.err))
+				e.flights.errs = append(e.flights.errs, fmt.Errorf("job %s: %w", fl.id, fl.err))
 				e.flights.mu.Unlock()
 			}
 		}()

@@ -113,3 +113,85 @@ func TestPipelinedStartsNotRepeated(t *testing.T) {
 		t.Errorf("after the creations went through: %d pods, bound per job %v, creates %v; want a's and b's pod, bound, created once each", len(pods.Items), bound, creates)
 	}
 }
+
+// A pipelined cycle does not wait for the status write that records a
+// job's end, yet decides on the capacity the job freed: with that write
+// held, the cycle returns and starts the job waiting for the node; the
+// end is written once, and the next cycle reads the job ended. On the
+// code before, the cycle waited for the write (the hang guard fails).
+func TestPipelinedEndWrite(t *testing.T) {
+	node := testNode("n1", "8", "1", true)
+	done, next := testJob("done", t0, 1, "1", "1"), testJob("next", t0.Add(time.Second), 1, "1", "1")
+	done.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseRunning, Attempt: 1,
+		Placement: []v1alpha1.Assignment{{Group: "worker", Node: "n1", Count: 1}}}
+	pod := replicaPod("done", "worker", "n1", "1", nil)
+	pod.Name = PodName("done", "worker", 1, 0)
+	pod.Status.Phase = corev1.PodSucceeded
+	release := make(chan struct{})
+	var mu sync.Mutex
+	ends := 0
+	cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(&node, &done, &next, &pod).WithStatusSubresource(&v1alpha1.TrainingJob{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceCreate: bindFake,
+			SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if tj, ok := obj.(*v1alpha1.TrainingJob); ok && tj.Status.Phase == v1alpha1.PhaseSucceeded {
+					mu.Lock()
+					ends++
+					mu.Unlock()
+					<-release
+				}
+				return cl.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	reg, err := plugins.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := reg.New("fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{}
+	cfg.Defaults()
+	e := New(cfg, cl, nil, nil, pol, logr.Discard())
+	e.Now = func() time.Time { return t0.Add(time.Minute) }
+	e.Origin = t0
+	ctx := context.Background()
+	var released sync.Once
+	defer func() {
+		released.Do(func() { close(release) })
+		e.drain()
+	}()
+	ret := make(chan *CycleResult, 1)
+	go func() {
+		res, err := e.runCycle(ctx, true)
+		if err != nil {
+			t.Errorf("cycle: %v", err)
+		}
+		ret <- res
+	}()
+	var res *CycleResult
+	select {
+	case res = <-ret:
+	case <-time.After(time.Minute): // a hang guard, not a measurement
+		t.Fatal("the cycle did not return while the write of a job's end was held: it waits for it")
+	}
+	if len(res.Actions) != 1 || res.Actions[0].Target() != "ns/next" {
+		t.Errorf("actions %v: want next started on the GPU done freed", res.Actions)
+	}
+	released.Do(func() { close(release) })
+	e.drain()
+	if _, err := e.runCycle(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	got := &v1alpha1.TrainingJob{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "done"}, got); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ends != 1 || got.Status.Phase != v1alpha1.PhaseSucceeded {
+		t.Errorf("%d writes of done's end, phase %s; want one, Succeeded", ends, got.Status.Phase)
+	}
+}
