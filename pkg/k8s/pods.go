@@ -200,6 +200,11 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		// snapshot), the next one waits until the write is done before
 		// it reads (a failed write: the job is read running again and
 		// its end decided again).
+		// The flight gets a copy of its own: jv.tj points into the
+		// cycle's World, which the cycle rewrites (with ended) to rebuild
+		// its snapshot.
+		tj = tj.DeepCopy()
+		jv.tj = tj
 		ended := tj.DeepCopy()
 		ended.Status = *next.DeepCopy()
 		jv.ended = ended
