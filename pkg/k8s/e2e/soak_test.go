@@ -296,6 +296,10 @@ func TestSoak(t *testing.T) {
 	mu.Lock()
 	idle := slices.Clone(cycles[mark+3:])
 	mu.Unlock()
+	// The stand-in kubelet runs in this process and lists every pod each
+	// tick (finished ones included): stopped, so that the heap below is
+	// the scheduler's (and the test's), not a list it holds mid-tick.
+	tc.stopKubelet()
 	heap1 := heapAfterGC()
 	if f := os.Getenv("DROVER_SOAK_HEAP"); f != "" {
 		out, err := os.Create(f)
