@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedv1 "k8s.io/api/scheduling/v1"
@@ -43,15 +42,11 @@ type applier struct {
 	// quota of ResourceQuota usage per namespace (validate.Extra).
 	extra []nodeExtra
 	quota map[string][]*nsQuota
-	// g runs the API calls of validated starts concurrently: validation
-	// and the ledger stay sequential, in the policy's order, but one
-	// job's status write, pod creations and Bindings need not wait for
+	// flights are the starts this applier put in flight (Executor.flights):
+	// validation and the ledger stay sequential, in the policy's order, but
+	// one job's status write, pod creations and Bindings need not wait for
 	// the previous job's round trips.
-	g *errgroup.Group
-	// started holds, per job started this cycle, a channel closed when
-	// its API calls are done: a later action on the job waits for it,
-	// so that two writers never share its jobView.
-	started map[string]chan struct{}
+	flights []*flight
 }
 
 // startWorkers bounds the concurrent starts of one cycle, and the jobs
@@ -61,14 +56,18 @@ type applier struct {
 // rate limit (200/s by default), not the round trips, the bound.
 const startWorkers = 64
 
-// wait waits for the concurrent starts; it may be called more than once.
+// wait waits until every start of this applier is done and returns their
+// errors; it may be called more than once (the errors are returned once).
 func (a *applier) wait() error {
-	if a.g == nil {
-		return nil
+	var errs []error
+	for _, f := range a.flights {
+		<-f.done
+		if f.err != nil {
+			errs = append(errs, f.err)
+		}
 	}
-	err := a.g.Wait()
-	a.g = nil
-	return err
+	a.flights = nil
+	return errors.Join(errs...)
 }
 
 func newApplier(e *Executor, v *View, w *World) *applier {
@@ -226,9 +225,10 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	}
 	e := a.e
 	now := metav1.Time{Time: e.Now()}
-	if done := a.started[act.Target()]; done != nil {
-		<-done
-	}
+	// A start of the job still in flight (from this cycle, or from an
+	// earlier one whose pods are still being created) finishes first, so
+	// that two writers never share the job.
+	e.awaitFlight(act.Target())
 	if pj := a.v.pods[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
@@ -246,7 +246,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return err
 		}
 		desc := a.describe(act.Placement)
-		a.async(act.Job, func() error { return a.start(ctx, jv, act, place, desc, now) })
+		a.async(act.Job, func(commit func()) error { return a.start(ctx, jv, act, place, desc, now, commit) })
 		return nil
 	case policy.Preempt:
 		jv := a.v.jobs[act.Job]
@@ -402,31 +402,25 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	return fmt.Errorf("unsupported action %T", act)
 }
 
-// async runs the API calls of a validated start of job id on the cycle's
-// workers (at most startWorkers at once); a later action on the job waits
-// for them.
-func (a *applier) async(id string, f func() error) {
-	if a.g == nil {
-		// Not WithContext: one failed start must not cancel the others.
-		a.g = &errgroup.Group{}
-		a.g.SetLimit(startWorkers)
-	}
-	done := make(chan struct{})
-	if a.started == nil {
-		a.started = map[string]chan struct{}{}
-	}
-	a.started[id] = done
-	a.g.Go(func() error {
-		defer close(done)
-		return f()
-	})
+// async runs the API calls of a validated start of job id on the
+// executor's start workers (at most startWorkers at once, across cycles).
+// f calls commit once the start is recorded on the API server (a
+// TrainingJob's status write, which a later cycle reads back through
+// Executor.written); a start that never calls it is committed when it is
+// done. A later action on the job waits until it is done (awaitFlight).
+func (a *applier) async(id string, f func(commit func()) error) {
+	a.flights = append(a.flights, a.e.launch(id, f))
 }
 
 // start carries out a validated Start: the status write (which commits
 // the placement, so a restarted scheduler finishes the start), then the
 // replica pods and their Bindings. It runs concurrently with other starts
 // and touches only its own job.
-func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time) error {
+//
+// commit is called once the status write succeeded: from then on a cycle
+// that reads the job sees it placed (its capacity charged), while its
+// pods may still be in flight (Executor.flights).
+func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
 	e := a.e
 	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
@@ -460,6 +454,7 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 	}); err != nil {
 		return err
 	}
+	commit()
 	verb := "admitted"
 	if jv.tj.Status.Attempt > 1 {
 		verb = "resumed"

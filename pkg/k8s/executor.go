@@ -78,6 +78,12 @@ type Executor struct {
 	// rejected is the time of the last future-dated report seen per job,
 	// so that each gets one ReportRejected Event.
 	rejected map[string]time.Time
+	// flights are the starts whose API calls are under way, and, in Run's
+	// pipelined cycles, the status writes that record jobs' ends
+	// (flight.go).
+	flights flights
+	// pipelined is set during Run's cycles (runCycle).
+	pipelined bool
 	// made remembers the replica pods this executor created (and bound)
 	// until the informer cache shows them, by namespace/name, so that a
 	// cycle reading a lagging cache neither creates them again
@@ -138,11 +144,20 @@ func (e *Executor) Policy() policy.Policy { return e.pol }
 // Run runs cycles every period until ctx is done. A failed cycle is
 // logged and retried at the next period: every cycle starts again from the
 // API server's state.
+//
+// Run's cycles are pipelined: a cycle returns once its actions are
+// decided, validated and sent, without waiting for the round trips of its
+// starts (status write, pod creations, Bindings), which go on on the
+// start workers. The next cycle waits only until those starts are
+// committed (their status written) before it reads, and leaves the jobs
+// whose pods are still in flight alone (see flights). Run waits for the
+// starts in flight before it returns.
 func (e *Executor) Run(ctx context.Context) error {
 	t := time.NewTicker(e.cfg.Period.Duration)
 	defer t.Stop()
+	defer e.drain()
 	for {
-		res, err := e.Cycle(ctx)
+		res, err := e.runCycle(ctx, true)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -173,6 +188,8 @@ func (e *Executor) Run(ctx context.Context) error {
 
 // CycleResult summarises one cycle, for tests and benchmarks.
 type CycleResult struct {
+	// Stages is where Duration went.
+	Stages   CycleStages
 	Actions  []policy.Action
 	Refusals []policy.Refusal
 	// Jobs and Pods are how many TrainingJobs and pods the cycle read
@@ -184,6 +201,16 @@ type CycleResult struct {
 	Err error
 	// Faults are the policy's panics contained this cycle.
 	Faults []policy.Fault
+}
+
+// CycleStages splits a cycle's duration: Commit waits for the starts of
+// earlier cycles still in flight to be committed, Read lists the world,
+// Reconcile brings jobs in line (completions, pods), Decide runs the
+// gangs, held jobs' reasons and the policy, Apply validates and sends the
+// actions (and, in Cycle, waits for their writes), After writes new jobs'
+// Pending, policy panics and queue positions.
+type CycleStages struct {
+	Commit, Read, Reconcile, Decide, Apply, After time.Duration
 }
 
 // Read lists the world from the (cached) client.
@@ -384,14 +411,39 @@ func olderThan(a, b string) bool {
 // Cycle runs one scheduling cycle: read the world, bring pods and status
 // in line with what was decided before (completions, progress, pods to
 // create or bind), run the policy on a fresh snapshot and apply its
-// actions.
+// actions. It returns once every API call of its actions returned (Run's
+// cycles do not wait for their starts: see Run).
 func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
+	return e.runCycle(ctx, false)
+}
+
+// runCycle is Cycle; pipelined, it leaves its starts in flight (Run).
+func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, error) {
 	start := time.Now()
 	res := &CycleResult{}
+	mark := start
+	stage := func(d *time.Duration) {
+		now := time.Now()
+		*d += now.Sub(mark)
+		mark = now
+	}
 	defer func() {
 		res.Duration = time.Since(start)
 		e.m.CycleSeconds.Observe(res.Duration.Seconds())
 	}()
+	e.pipelined = pipelined
+	if !pipelined {
+		defer e.drain()
+	}
+	// Never act on a stale view: the starts of earlier cycles are
+	// committed first (their status written, so that this cycle reads
+	// them placed), and the jobs whose pods are still in flight are left
+	// alone below.
+	if err := e.awaitCommitted(ctx); err != nil {
+		return res, err
+	}
+	busy := e.inFlight()
+	stage(&res.Stages.Commit)
 	if err := e.leading(); err != nil {
 		return res, err
 	}
@@ -400,6 +452,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		return res, err
 	}
 	res.Jobs, res.Pods = len(w.Jobs), len(w.Pods)
+	stage(&res.Stages.Read)
 	if e.Origin.IsZero() {
 		if err := e.loadOrigin(ctx); err != nil {
 			return res, err
@@ -425,7 +478,7 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		opts.InScope = e.cfg.InScope
 	}
 	v := Build(w, e.Now(), opts)
-	var errs []error
+	errs := e.lateErrs()
 	changed := false
 	var fresh []string
 	if err := e.leading(); err != nil {
@@ -444,6 +497,11 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 	rg.SetLimit(startWorkers)
 	for i, key := range v.order {
 		jv := v.jobs[key]
+		if busy[key] {
+			// Its start's pods are still being created: nothing to bring
+			// in line yet, and two writers must not share the job.
+			continue
+		}
 		rg.Go(func() error {
 			c, err := e.reconcile(ctx, v, jv)
 			outs[i] = outcome{c, err}
@@ -467,12 +525,15 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		// Completions and requeues change what the policy sees: rebuild
 		// from the objects as written.
 		for i := range w.Jobs {
-			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil {
+			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.ended != nil {
+				w.Jobs[i] = *jv.ended
+			} else if jv != nil {
 				w.Jobs[i] = *jv.tj
 			}
 		}
 		v = Build(w, e.Now(), opts)
 	}
+	stage(&res.Stages.Reconcile)
 	for _, key := range v.gangOrder {
 		ns, name, _ := strings.Cut(key, "/")
 		if err := e.reconcileGang(ctx, v, v.gangs[GangJobID(ns, name)]); err != nil {
@@ -489,8 +550,8 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 		// The policy may have run long: check again before its writes.
 		return res, errors.Join(append(errs, err)...)
 	}
+	stage(&res.Stages.Decide)
 	ap := newApplier(e, v, w)
-	defer ap.wait()
 	for _, a := range acts {
 		if err := ap.apply(ctx, a); err != nil {
 			var fatal *apiError
@@ -511,9 +572,13 @@ func (e *Executor) Cycle(ctx context.Context) (*CycleResult, error) {
 			continue
 		}
 	}
-	if err := ap.wait(); err != nil {
+	if pipelined {
+		e.late(ap.flights)
+	} else if err := ap.wait(); err != nil {
 		errs = append(errs, err)
 	}
+	stage(&res.Stages.Apply)
+	defer stage(&res.Stages.After)
 	if err := e.leading(); err != nil {
 		return res, errors.Join(append(errs, err)...)
 	}

@@ -400,7 +400,7 @@ func (a *applier) applyGang(ctx context.Context, gj *gangJob, act policy.Action)
 		// The API calls run on the cycle's start workers, as a
 		// TrainingJob's do: one gang's calls stay in order, but gangs do
 		// not wait for each other's round trips.
-		a.async(act.Job, func() error {
+		a.async(act.Job, func(func()) error {
 			// Every pod is marked with its node before any is bound, so
 			// that a scheduler that dies half way binds the rest to the
 			// same nodes (reconcileGang) rather than leaving a partial

@@ -180,6 +180,18 @@ func deriveStatus(tj *v1alpha1.TrainingJob) {
 // copies this cycle wrote, where there are), and drover_placeholder_pods.
 func (e *Executor) observeJobs(w *World, v *View) {
 	n := map[phaseClass]int{}
+	// cur is job i as this cycle left it: its jobView's copy, unless a
+	// write of the job is in flight (the flight owns the jobView: the
+	// world's copy, one period behind, is counted) or the job left the
+	// snapshot (the world holds it as ended).
+	busy := e.inFlight()
+	cur := func(i int) *v1alpha1.TrainingJob {
+		key := JobKey(&w.Jobs[i])
+		if jv := v.jobs[key]; jv != nil && !busy[key] {
+			return jv.tj
+		}
+		return &w.Jobs[i]
+	}
 	// With the live indexes (NewManager), the world holds the jobs the
 	// cache showed unfinished; finished ones are counted by e.finished
 	// from the informer's events. A job this cycle finished is counted
@@ -187,8 +199,8 @@ func (e *Executor) observeJobs(w *World, v *View) {
 	var ended []string
 	if e.finished != nil {
 		for i := range w.Jobs {
-			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.tj.Status.Phase.Terminal() {
-				ended = append(ended, JobKey(jv.tj))
+			if tj := cur(i); tj.Status.Phase.Terminal() {
+				ended = append(ended, JobKey(tj))
 			}
 		}
 		var counted map[string]bool
@@ -199,10 +211,7 @@ func (e *Executor) observeJobs(w *World, v *View) {
 		}
 	}
 	for i := range w.Jobs {
-		tj := &w.Jobs[i]
-		if jv := v.jobs[JobKey(tj)]; jv != nil {
-			tj = jv.tj
-		}
+		tj := cur(i)
 		if len(ended) > 0 && slices.Contains(ended, JobKey(tj)) {
 			continue // counted by e.finished
 		}

@@ -160,11 +160,12 @@ func cacheOptions(cfg Config) cache.Options {
 		&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.PlaceholderNamespace: {}}},
 	},
 		// managedFields are the bulk of a small object and nothing here
-		// reads them: every cached pod and TrainingJob, finished ones
-		// included, costs less memory without them. Updates sent from a
-		// cached copy leave the server's managedFields alone (an unset
-		// field is not a request to clear it).
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// reads them: every cached object costs less memory without them.
+		// Updates sent from a cached copy leave the server's managedFields
+		// alone (an unset field is not a request to clear it). Finished
+		// TrainingJobs and their finished pods are cut down further to
+		// what the scheduler reads of them (trimFinished).
+		DefaultTransform: trimFinished(cfg.SchedulerName),
 	}
 	if len(cfg.Namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}

@@ -113,7 +113,7 @@ func (a *applier) applyPod(ctx context.Context, pj *podJob, act policy.Action) e
 		// The Binding is the start's only API call: it runs on the
 		// cycle's workers, as a TrainingJob's calls do, so that binding
 		// many pods is not one round trip after another.
-		a.async(act.Job, func() error {
+		a.async(act.Job, func(func()) error {
 			if err := e.bind(ctx, pj.pod, node); err != nil {
 				return err
 			}

@@ -180,16 +180,38 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 			return false, podErr
 		}
 	}
-	err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-		if o.Generation != tj.Generation || o.Status.Phase != tj.Status.Phase || o.Status.Attempt != tj.Status.Attempt {
-			return errPrecondition{"job changed since the cycle started"}
+	write := func() error {
+		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if o.Generation != tj.Generation || o.Status.Phase != tj.Status.Phase || o.Status.Attempt != tj.Status.Attempt {
+				return errPrecondition{"job changed since the cycle started"}
+			}
+			o.Status = *next.DeepCopy()
+			return nil
+		})
+		if _, ok := err.(errPrecondition); ok {
+			err = nil
 		}
-		o.Status = *next.DeepCopy()
-		return nil
-	})
-	if _, ok := err.(errPrecondition); ok {
-		err = nil
+		return err
 	}
+	if e.pipelined && next.Phase.Terminal() {
+		// The job's end, once its pods are finished or deleted: the
+		// write that records it need not hold up this cycle's decision.
+		// The cycle sees the job ended (jv.ended; it leaves the
+		// snapshot), the next one waits until the write is done before
+		// it reads (a failed write: the job is read running again and
+		// its end decided again).
+		// The flight gets a copy of its own: jv.tj points into the
+		// cycle's World, which the cycle rewrites (with ended) to rebuild
+		// its snapshot.
+		tj = tj.DeepCopy()
+		jv.tj = tj
+		ended := tj.DeepCopy()
+		ended.Status = *next.DeepCopy()
+		jv.ended = ended
+		e.late([]*flight{e.launch(JobKey(tj), func(func()) error { return write() })})
+		return true, podErr
+	}
+	err := write()
 	if err == nil && podErr != nil {
 		err = podErr
 	}

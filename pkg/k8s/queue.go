@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -196,26 +198,40 @@ func (e *Executor) publishQueue(ctx context.Context, v *View) error {
 			want[q.Namespace+"/"+q.Name] = int32(q.Position)
 		}
 	}
+	// The writes run startWorkers at a time (each touches only its own
+	// job). A job with a write in flight (a start of this cycle: its
+	// jobView is the flight's) is left alone: that write clears its
+	// position (deriveStatus clears it on a job that no longer waits).
+	busy := e.inFlight()
+	var mu sync.Mutex
 	var errs []error
+	var g errgroup.Group
+	g.SetLimit(startWorkers)
 	for _, key := range v.order {
 		jv := v.jobs[key]
-		if jv.invalid != nil || jv.st == nil {
+		if jv.invalid != nil || jv.st == nil || busy[key] {
 			continue
 		}
 		pos, have := want[key], jv.tj.Status.QueuePosition
 		if (have == nil && pos == 0) || (have != nil && *have == pos) {
 			continue
 		}
-		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			o.Status.QueuePosition = nil
-			if pos > 0 {
-				o.Status.QueuePosition = &pos
+		g.Go(func() error {
+			err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+				o.Status.QueuePosition = nil
+				if pos > 0 {
+					o.Status.QueuePosition = &pos
+				}
+				return nil // deriveStatus clears it on a job that no longer waits
+			})
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("queue position of %s: %w", key, err))
+				mu.Unlock()
 			}
-			return nil // deriveStatus clears it on a job that no longer waits
+			return nil
 		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("queue position of %s: %w", key, err))
-		}
 	}
+	_ = g.Wait()
 	return errors.Join(errs...)
 }

@@ -57,7 +57,10 @@ type World struct {
 // jobView ties a TrainingJob to its JobState and its pods.
 type jobView struct {
 	tj *v1alpha1.TrainingJob
-	st *cluster.JobState
+	// ended is the job as a pipelined reconcile ended it, its status
+	// write in flight (the flight owns tj meanwhile).
+	ended *v1alpha1.TrainingJob
+	st    *cluster.JobState
 	// pods are the job's replica pods that are not finished, any attempt.
 	pods []*corev1.Pod
 	// finished are pods of the current attempt that completed.

@@ -130,6 +130,9 @@ type testCluster struct {
 	rest *rest.Config
 	// onCycle, when set, is installed as the executor's OnCycle hook.
 	onCycle func(*k8s.CycleResult)
+	// stopKubelet stops the stand-in kubelet and waits until it is
+	// stopped; it may be called more than once.
+	stopKubelet func()
 }
 
 var nsCount int
@@ -158,7 +161,15 @@ func newCluster(t testing.TB, n int, cpu, gpu string, sc standin.Config) *testCl
 		t.Fatal(err)
 	}
 	kctx, kstop := context.WithCancel(ctx)
-	go func() { _ = tc.kube.Run(kctx) }()
+	kdone := make(chan struct{})
+	go func() {
+		defer close(kdone)
+		_ = tc.kube.Run(kctx)
+	}()
+	tc.stopKubelet = func() {
+		kstop()
+		<-kdone
+	}
 	t.Cleanup(func() {
 		tc.stopScheduler()
 		kstop()

@@ -296,6 +296,10 @@ func TestSoak(t *testing.T) {
 	mu.Lock()
 	idle := slices.Clone(cycles[mark+3:])
 	mu.Unlock()
+	// The stand-in kubelet runs in this process and lists every pod each
+	// tick (finished ones included): stopped, so that the heap below is
+	// the scheduler's (and the test's), not a list it holds mid-tick.
+	tc.stopKubelet()
 	heap1 := heapAfterGC()
 	if f := os.Getenv("DROVER_SOAK_HEAP"); f != "" {
 		out, err := os.Create(f)
@@ -350,6 +354,30 @@ func TestSoak(t *testing.T) {
 		started, objWrites, perJob, writes(counts, "events"), conflicts)
 	t.Logf("soak: %d busy cycles: median %v, p90 %v, p99 %v, max %v; over the period: %d",
 		len(bd), q(bd, 0.5), q(bd, 0.9), q(bd, 0.99), q(bd, 1), countOver(bd, tc.cfg.Period.Duration))
+	// Where the busy cycles' time went, summed over them, and the
+	// slowest cycle's split.
+	var sum k8s.CycleStages
+	var slowest *k8s.CycleResult
+	for _, r := range busy {
+		sum.Commit += r.Stages.Commit
+		sum.Read += r.Stages.Read
+		sum.Reconcile += r.Stages.Reconcile
+		sum.Decide += r.Stages.Decide
+		sum.Apply += r.Stages.Apply
+		sum.After += r.Stages.After
+		if slowest == nil || r.Duration > slowest.Duration {
+			slowest = r
+		}
+	}
+	stages := func(st k8s.CycleStages) string {
+		r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+		return fmt.Sprintf("commit %v, read %v, reconcile %v, decide %v, apply %v, after %v",
+			r(st.Commit), r(st.Read), r(st.Reconcile), r(st.Decide), r(st.Apply), r(st.After))
+	}
+	t.Logf("soak: busy cycles' stages, summed: %s", stages(sum))
+	if slowest != nil {
+		t.Logf("soak: slowest cycle (%v, %d actions): %s", slowest.Duration.Round(time.Millisecond), len(slowest.Actions), stages(slowest.Stages))
+	}
 	if len(idle) > 0 {
 		last := idle[len(idle)-1]
 		t.Logf("soak: idle cycles with %d finished jobs: median %v, max %v; a cycle read %d TrainingJobs and %d pods",
