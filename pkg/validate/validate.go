@@ -209,11 +209,8 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 	}
 	nodes := s.Nodes()
 	for _, a := range p {
-		if a.Group < 0 || a.Group >= len(j.Groups) {
-			return fmt.Errorf("placement names group %d; the job has %d", a.Group, len(j.Groups))
-		}
-		if a.Node < 0 || a.Node >= len(nodes) {
-			return fmt.Errorf("placement names node %d; there are %d", a.Node, len(nodes))
+		if err := checkIndices(j, a, len(nodes)); err != nil {
+			return err
 		}
 		n := nodes[a.Node]
 		if !n.Ready || n.Gone {
@@ -226,10 +223,8 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 			return fmt.Errorf("node %s refuses group %s: %s", n.Name, j.Groups[a.Group].Name, placement.Why(n, j, a.Group))
 		}
 	}
-	for g, c := range p.Counts(len(j.Groups)) {
-		if c > j.Groups[g].Max {
-			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
-		}
+	if err := checkMax(j, p); err != nil {
+		return err
 	}
 	need := p.DemandOn(j)
 	have := current.DemandOn(j)
@@ -242,6 +237,29 @@ func checkPlacement(s State, j *cluster.Job, p, current cluster.Placement) error
 	}
 	if x, ok := s.(Extra); ok {
 		return x.FitsExtra(j, p, current)
+	}
+	return nil
+}
+
+// checkIndices refuses an assignment that names a group the job lacks or
+// a node past the end of the node list, before anything indexes with it.
+func checkIndices(j *cluster.Job, a cluster.Assignment, nodes int) error {
+	if a.Group < 0 || a.Group >= len(j.Groups) {
+		return fmt.Errorf("placement names group %d; the job has %d", a.Group, len(j.Groups))
+	}
+	if a.Node < 0 || a.Node >= nodes {
+		return fmt.Errorf("placement names node %d; there are %d", a.Node, nodes)
+	}
+	return nil
+}
+
+// checkMax refuses a placement that puts more replicas in a group than
+// the group's Max.
+func checkMax(j *cluster.Job, p cluster.Placement) error {
+	for g, c := range p.Counts(len(j.Groups)) {
+		if c > j.Groups[g].Max {
+			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
+		}
 	}
 	return nil
 }
@@ -266,17 +284,12 @@ func Committed(s State, j *cluster.Job, whole, todo cluster.Placement) error {
 	}
 	nodes := s.Nodes()
 	for _, a := range whole {
-		if a.Group < 0 || a.Group >= len(j.Groups) {
-			return fmt.Errorf("placement names group %d; the job has %d", a.Group, len(j.Groups))
-		}
-		if a.Node < 0 || a.Node >= len(nodes) {
-			return fmt.Errorf("placement names node %d; there are %d", a.Node, len(nodes))
+		if err := checkIndices(j, a, len(nodes)); err != nil {
+			return err
 		}
 	}
-	for g, c := range whole.Counts(len(j.Groups)) {
-		if c > j.Groups[g].Max {
-			return fmt.Errorf("group %s: %d replicas is above max %d", j.Groups[g].Name, c, j.Groups[g].Max)
-		}
+	if err := checkMax(j, whole); err != nil {
+		return err
 	}
 	if len(todo) == 0 {
 		return nil
