@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,9 +172,21 @@ func deriveStatus(tj *v1alpha1.TrainingJob) {
 		}
 	}
 	s.ReplicaSummary = strconv.Itoa(int(running)) + "/" + strconv.Itoa(int(desired))
+	s.ProgressSummary = progressSummary(s.Progress)
 	if !queued(s.Phase) {
 		s.QueuePosition = nil
 	}
+}
+
+// progressSummary is kubectl's Progress column: the fraction as a whole
+// percentage, rounded down so that a job shows 100% only when its trainer
+// reported the end; empty with no report.
+func progressSummary(p *v1alpha1.ProgressStatus) string {
+	if p == nil {
+		return ""
+	}
+	f := math.Min(math.Max(p.Fraction, 0), 1)
+	return strconv.Itoa(int(math.Floor(f*100+1e-9))) + "%"
 }
 
 // observeJobs sets drover_jobs from every TrainingJob of the world (the

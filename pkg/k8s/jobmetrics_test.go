@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,6 +187,35 @@ func TestDeriveStatus(t *testing.T) {
 		if tj.Status.ReplicaSummary != tc.summary || (tj.Status.QueuePosition != nil) != tc.keepPos {
 			t.Errorf("%s: summary %q position %v, want %q and kept=%v", tc.name, tj.Status.ReplicaSummary, tj.Status.QueuePosition, tc.summary, tc.keepPos)
 		}
+	}
+}
+
+// kubectl's Progress column is a whole percentage, rounded down, and
+// empty before the first report; deriveStatus keeps it in step.
+func TestProgressSummary(t *testing.T) {
+	tests := []struct {
+		name string
+		p    *v1alpha1.ProgressStatus
+		want string
+	}{
+		{"no report", nil, ""},
+		{"start", &v1alpha1.ProgressStatus{Fraction: 0}, "0%"},
+		{"float noise", &v1alpha1.ProgressStatus{Fraction: 0.41718750000000004}, "41%"},
+		{"rounded down", &v1alpha1.ProgressStatus{Fraction: 0.999}, "99%"},
+		{"exact tenths", &v1alpha1.ProgressStatus{Fraction: 0.29}, "29%"},
+		{"done", &v1alpha1.ProgressStatus{Fraction: 1}, "100%"},
+		{"out of range is clamped", &v1alpha1.ProgressStatus{Fraction: 7}, "100%"},
+	}
+	got := map[string]string{}
+	want := map[string]string{}
+	for _, tc := range tests {
+		tj := testJob("j", t0, 1, "1", "0")
+		tj.Status.Progress = tc.p
+		deriveStatus(&tj)
+		got[tc.name], want[tc.name] = tj.Status.ProgressSummary, tc.want
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("progress summary (-want +got):\n%s", d)
 	}
 }
 

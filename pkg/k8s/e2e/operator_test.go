@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -97,6 +98,13 @@ func TestOperatorView(t *testing.T) {
 	rows := map[string][]any{}
 	for _, r := range tab.Rows {
 		rows[fmt.Sprint(r.Cells[0])] = r.Cells
+		// Progress is a whole percentage, not the float in full.
+		if p := r.Cells[4]; p != nil && p != "" && !regexp.MustCompile(`^[0-9]{1,3}%$`).MatchString(fmt.Sprint(p)) {
+			t.Errorf("%v: Progress cell %q, want a whole percentage", r.Cells[0], p)
+		}
+	}
+	if c := tab.ColumnDefinitions[4]; c.Type != "string" {
+		t.Errorf("Progress column has type %q, want string (status.progressSummary)", c.Type)
 	}
 	if r := rows["first"]; r == nil || r[2] != "Running" || r[3] != "1/1" || fmt.Sprint(r[10]) != "1" || r[11] != nil {
 		t.Errorf("first: %v, want Running, 1/1, attempt 1, no queue position", r)

@@ -353,6 +353,12 @@ type TrainingJobStatus struct {
 	// write.
 	// +optional
 	ReplicaSummary string `json:"replicaSummary,omitempty"`
+	// ProgressSummary is progress.fraction as a whole percentage ("42%"),
+	// for kubectl's Progress column: a number column would print the
+	// float in full (0.41718750000000004). The scheduler sets it on every
+	// status write; scripts should read progress.fraction.
+	// +optional
+	ProgressSummary string `json:"progressSummary,omitempty"`
 	// QueuePosition is the job's place in the scheduler's queue, 1 at the
 	// head, for the first queuePositions jobs of the scheduler's config and
 	// refreshed at most every queuePositionPeriod; unset for jobs further
@@ -413,7 +419,7 @@ type TrainingJobStatus struct {
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.class`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicaSummary`,description="running/desired replicas"
-// +kubebuilder:printcolumn:name="Progress",type=number,JSONPath=`.status.progress.fraction`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progressSummary`,description="progress.fraction as a whole percentage"
 // +kubebuilder:printcolumn:name="Preemptions",type=integer,JSONPath=`.status.preemptions`
 // +kubebuilder:printcolumn:name="Migrations",type=integer,JSONPath=`.status.migrations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
