@@ -70,7 +70,7 @@ Examples:
 	fl.StringVar(&f.out, "out", "", "directory for the series CSV, predicted-vs-actual SVG and the saved networks")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the networks' initialisation and batches")
 	fl.Float64Var(&f.testDays, "test-days", 7, "days at the end of the series held out for testing")
-	fl.StringVar(&f.skip, "skip-days", "auto", "drop this many days from the end of the series first (test on an earlier span); auto: for the Philly trace, the fewest whole days that leave the test span's end with under 5% of its running demand lost to the trace's cut (15), for --series 0")
+	fl.StringVar(&f.skip, "skip-days", "auto", "drop this many days from the end of the series first (test on an earlier span); auto: for the Philly trace, the fewest whole days that leave the test span's end with under 5% of its running demand lost to the trace's cut (15 days on the embedded trace), for --series 0")
 	fl.BoolVar(&f.spans, "spans", false, "only describe candidate test weeks (skip 0-28 days): mean counts, trend and, for the Philly trace, the estimated demand lost to the trace's cut, and exit")
 	fl.StringVar(&f.net, "net", forecast.NetPaper, "networks' size: paper (the paper's window, layers and warm-up, within drover's training budget) or small (the autoscaler's default)")
 	fl.IntVar(&f.window, "window", 0, fmt.Sprintf("networks' input window in steps, up to %d (default: 576 with --net paper, 24 with --net small)", maxForecastWindow))

@@ -404,8 +404,8 @@ type TrainingJobStatus struct {
 	// to. Set on every status write.
 	// +optional
 	Tenant string `json:"tenant,omitempty"`
-	// Conditions: Admitted, Migrating, TerminationStuck, Suspended,
-	// Succeeded, Failed.
+	// Conditions: Admitted, Unschedulable, Migrating, TerminationStuck,
+	// Suspended, Succeeded, Failed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
