@@ -23,6 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -588,9 +589,20 @@ func TestChartOnAPIServer(t *testing.T) {
 			t.Errorf("CRD annotations %v", crd.GetAnnotations())
 		}
 		// The installed CRD serves TrainingJobs (and validates them).
+		// Established comes before the API server's discovery serves the
+		// new kind, and the client's REST mapper asks discovery: a "no
+		// matches for kind" in between is retried, anything else fails.
 		tj := exampleJob(t)
-		if err := c.Create(ctx, tj); err != nil {
-			t.Fatalf("creating a TrainingJob from examples/: %v", err)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := c.Create(ctx, tj)
+			if err == nil {
+				break
+			}
+			if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+				t.Fatalf("creating a TrainingJob from examples/: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	})
 
