@@ -52,19 +52,7 @@ func TestPipelinedStartsNotRepeated(t *testing.T) {
 				return cl.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	reg, err := plugins.Policies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := reg.New("fifo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{}
-	cfg.Defaults()
-	e := New(cfg, cl, nil, nil, pol, logr.Discard())
-	e.Now = func() time.Time { return t0.Add(time.Minute) }
-	e.Origin = t0
+	e := fifoExecutor(t, cl)
 	ctx := context.Background()
 	var released sync.Once
 	defer func() {
@@ -143,19 +131,7 @@ func TestPipelinedEndWrite(t *testing.T) {
 				return cl.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	reg, err := plugins.Policies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := reg.New("fifo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{}
-	cfg.Defaults()
-	e := New(cfg, cl, nil, nil, pol, logr.Discard())
-	e.Now = func() time.Time { return t0.Add(time.Minute) }
-	e.Origin = t0
+	e := fifoExecutor(t, cl)
 	ctx := context.Background()
 	var released sync.Once
 	defer func() {
@@ -194,4 +170,24 @@ func TestPipelinedEndWrite(t *testing.T) {
 	if ends != 1 || got.Status.Phase != v1alpha1.PhaseSucceeded {
 		t.Errorf("%d writes of done's end, phase %s; want one, Succeeded", ends, got.Status.Phase)
 	}
+}
+
+// fifoExecutor is an executor with the default config and the fifo
+// preset on client cl, its clock a minute after t0.
+func fifoExecutor(t *testing.T, cl client.Client) *Executor {
+	t.Helper()
+	reg, err := plugins.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := reg.New("fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{}
+	cfg.Defaults()
+	e := New(cfg, cl, nil, nil, pol, logr.Discard())
+	e.Now = func() time.Time { return t0.Add(time.Minute) }
+	e.Origin = t0
+	return e
 }

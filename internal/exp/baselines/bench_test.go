@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -67,22 +68,31 @@ func BenchmarkLongQueue(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			cpu0 := cpuTime()
 			for b.Loop() {
-				p, err := reg.New(name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
+				replay(b, reg, name, nodes, jobs)
 			}
 			b.ReportMetric(float64(len(jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
 			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// replay runs jobs on nodes under the preset name, once, at the Philly
+// experiment's 60 s tick.
+func replay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) *sim.Result {
+	b.Helper()
+	p, err := reg.New(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
 }
 
 // BenchmarkPhillyScale replays the Philly trace x1, x4 and x10 (k
@@ -110,18 +120,7 @@ func BenchmarkPhillyScale(b *testing.B) {
 				peak := watchHeap()
 				cpu0 := cpuTime()
 				for b.Loop() {
-					p, err := reg.New(name)
-					if err != nil {
-						b.Fatal(err)
-					}
-					s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, p)
-					if err != nil {
-						b.Fatal(err)
-					}
-					res, err := s.Run(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
+					res := replay(b, reg, name, nodes, jobs)
 					if n := res.Metrics()["completed"]; n != float64(len(jobs)) {
 						b.Fatalf("completed %v of %d", n, len(jobs))
 					}
