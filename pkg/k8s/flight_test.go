@@ -74,6 +74,17 @@ func TestPipelinedStartsNotRepeated(t *testing.T) {
 			t.Fatalf("cycle %d did not return while its starts' pods were being created: the cycle waits for them", i+1)
 		}
 	}
+	// The pod creations run on the flight's workers: wait until both have
+	// reached the held create (a hang guard, not a measurement), then
+	// check that nothing was created or admitted twice.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		reached := creates["a"] > 0 && creates["b"] > 0
+		mu.Unlock()
+		if reached || time.Now().After(deadline) {
+			break
+		}
+	}
 	mu.Lock()
 	if creates["a"] != 1 || creates["b"] != 1 || creates["c"] != 0 || admitted["a"] != 1 || admitted["b"] != 1 || admitted["c"] != 0 {
 		t.Errorf("with the pods in flight over 3 cycles: pod creates %v, Admitted status writes %v; want a and b once each, c never (it does not fit)", creates, admitted)
