@@ -210,6 +210,15 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 			q.need |= p.events
 		}
 	}
+	for _, pl := range r.plugins {
+		if rc, ok := pl.(Recaller); ok {
+			if js := rc.Recall(c); js != nil {
+				if p, ok := q.parked[js.Job]; ok {
+					q.unpark(js.Job, p)
+				}
+			}
+		}
+	}
 	if len(q.parked) == 0 {
 		q.forget()
 		return
