@@ -288,23 +288,29 @@ func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Sta
 type ScaleDown struct{}
 
 var (
-	_ framework.Admit   = ScaleDown{}
-	_ framework.Preempt = ScaleDown{}
+	_ framework.Admit    = ScaleDown{}
+	_ framework.Preempt  = ScaleDown{}
+	_ framework.Recaller = ScaleDown{}
 )
 
 // Name implements framework.Plugin.
 func (ScaleDown) Name() string { return ScaleDownName }
 
 // Requeue implements framework.Requeuer. The high-priority job is tried
-// every cycle (its failure blocks the queue). Another job, which
-// scale-down declines, can only become it when a heavier job leaves the
-// queue, the running jobs change (a job it must outrank) or the capacity
-// does (the weights).
+// every cycle (its failure blocks the queue). Scale-down declines every
+// other job, whatever the cluster, until it becomes the high-priority
+// job: Recall names that job every cycle, so another job needs no event.
 func (ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
 	if elasticState(c).highJob(c) == js {
 		return framework.RequeueAlways
 	}
-	return framework.EventPending | framework.EventRunning | framework.EventNodes
+	return 0
+}
+
+// Recall implements framework.Recaller: the high-priority job, the only
+// one scale-down acts for (and whose failure blocks the queue).
+func (ScaleDown) Recall(c *framework.Cycle) *cluster.JobState {
+	return elasticState(c).highJob(c)
 }
 
 // Admit implements framework.Admit.
