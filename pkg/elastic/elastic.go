@@ -61,6 +61,9 @@ func (e *elasticCycle) highJob(c *framework.Cycle) *cluster.JobState {
 	}
 	e.highDone = true
 	s := c.Snap
+	if len(s.Running) > 0 && !e.mayOutrank(s) {
+		return nil
+	}
 	var top *cluster.JobState
 	var tw Weight
 	if _, ok := c.QueueSort().(Weighted); ok {
@@ -92,6 +95,54 @@ func (e *elasticCycle) highJob(c *framework.Cycle) *cluster.JobState {
 	}
 	e.high = top
 	return top
+}
+
+// mayOutrank reports whether some pending job outranks every running job
+// (s has some). The high-priority job, the heaviest pending job, has the
+// highest rank (priority, then utility) of the pending jobs, so it can
+// outrank every running job only if some pending job does: when none
+// does, there is no high-priority job, and finding the heaviest pending
+// job (a key lookup per job) is not needed. The check reads a pending
+// job's priority from its spec and its utility from its weight only when
+// it has one (a job without a utility function has utility 0).
+func (e *elasticCycle) mayOutrank(s *cluster.Snapshot) bool {
+	// w outranks every running job when its priority is above the highest
+	// running priority p, or equal to it with a utility above every
+	// utility u of the running jobs of priority p (none if one of those
+	// is NaN: nothing compares above NaN).
+	var p int
+	var u float64
+	nan := false
+	for i, r := range s.Running {
+		w := e.weight(r)
+		switch {
+		case i == 0 || w.Priority > p:
+			p, u, nan = w.Priority, w.Utility, w.Utility != w.Utility
+		case w.Priority == p:
+			if w.Utility != w.Utility {
+				nan = true
+			} else if w.Utility > u {
+				u = w.Utility
+			}
+		}
+	}
+	for js := range s.Pending.All() {
+		j := js.Job
+		if j.Priority < p || j.Priority == p && nan {
+			continue
+		}
+		if j.Priority > p {
+			return true
+		}
+		ju := 0.0
+		if j.Utility != nil {
+			ju = e.weight(js).Utility
+		}
+		if ju > u {
+			return true
+		}
+	}
+	return false
 }
 
 // byWeight is ByWeight with the cycle's cached weights.
