@@ -431,6 +431,19 @@ type Requeuer interface {
 	Requeue(c *Cycle, js *cluster.JobState) Events
 }
 
+// Closer is implemented by an Admit plugin that can tell when it turns
+// away every job for the rest of the cycle (one start per cycle): when the
+// profile's first Admit plugin is a Closer and Closed says so after a
+// start, the Runtime ends the walk of the queue there, instead of finding
+// the next candidate (the first member of a woken class, the parked jobs
+// to merge back after a Preempt plugin gave room) only to have it
+// Blocked. Closed must return true only when Admit would return Blocked
+// for any job from then on in the cycle.
+type Closer interface {
+	Admit
+	Closed(c *Cycle) bool
+}
+
 // Recaller is implemented by a Requeuer that treats one pending job of a
 // cycle apart from all others, a job chosen from the whole queue and the
 // running jobs (elastic's scale-down acts for the heaviest waiting job

@@ -309,3 +309,55 @@ func TestQueueRecall(t *testing.T) {
 		t.Errorf("cycles 3-5, b recalled in 3 and 4 (-want +got):\n%s", d)
 	}
 }
+
+// onePer is an Admit plugin that blocks every job once one started in the
+// cycle, counting the jobs it was asked about; closer says whether it is
+// a Closer.
+type onePer struct {
+	n      *int
+	closer bool
+}
+
+func (onePer) Name() string { return "one-per" }
+func (o onePer) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
+	*o.n++
+	if len(c.Started()) > 0 {
+		return framework.NewStatus(framework.Blocked, "one per cycle")
+	}
+	return nil
+}
+func (o onePer) Closed(c *framework.Cycle) bool                             { return o.closer && len(c.Started()) > 0 }
+func (onePer) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+var _ framework.Closer = onePer{}
+
+// TestQueueCloser: when the first Admit plugin is a Closer that is closed
+// after a start, the walk ends there: the next job is not asked about,
+// and the actions are those of the walk that asks it and is Blocked.
+func TestQueueCloser(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		closer bool
+		admits int
+	}{
+		{"closer", true, 1},
+		{"not closed", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			rt, err := framework.New(framework.Profile{Name: "q", QueueSort: idOrder{},
+				Admit: []framework.Admit{onePer{n: &n, closer: tc.closer}}, Score: pack()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld().node("n0", 8).pending(job("a", 1, 1), job("b", 1, 1), job("c", 1, 1))
+			w.s.Cycle++
+			if d := gocmp.Diff([]string{"start a [0]"}, summary(rt.Schedule(w.s))); d != "" {
+				t.Errorf("actions (-want +got):\n%s", d)
+			}
+			if n != tc.admits {
+				t.Errorf("Admit asked about %d jobs, want %d", n, tc.admits)
+			}
+		})
+	}
+}
