@@ -302,6 +302,7 @@ type OnePerCycle struct{}
 
 var (
 	_ framework.Admit      = OnePerCycle{}
+	_ framework.Closer     = OnePerCycle{}
 	_ framework.TimeDriven = OnePerCycle{}
 )
 
@@ -317,6 +318,10 @@ func (OnePerCycle) TimeDriven() bool { return true }
 // Clockless implements framework.Clockless: the next pass matters, not
 // the time.
 func (OnePerCycle) Clockless() bool { return true }
+
+// Closed implements framework.Closer: once a job started, Admit blocks
+// every job.
+func (OnePerCycle) Closed(c *framework.Cycle) bool { return len(c.Started()) > 0 }
 
 // Admit implements framework.Admit: Blocked once a job started this cycle.
 func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
