@@ -377,14 +377,18 @@ func (ScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Statu
 	return nil
 }
 
+// declined is Preempt's answer for a job that is not the high-priority
+// one: the empty reason keeps the placement's as the job's wait reason.
+// One status serves every such job: its plugin is set here, so that the
+// Runtime's WithPlugin reads it and never writes.
+var declined = framework.NewStatus(framework.Unschedulable, "").WithPlugin(ScaleDownName)
+
 // Preempt implements framework.Preempt.
 func (ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	e := elasticState(c)
 	h := e.highJob(c)
 	if js != h {
-		// Not the job scale-down is for; the empty reason keeps the
-		// placement's as the job's wait reason.
-		return framework.NewStatus(framework.Unschedulable, "")
+		return declined
 	}
 	hw := e.weight(h)
 	minCounts := h.Job.RequestedCounts()
