@@ -61,6 +61,9 @@ func (e *elasticCycle) highJob(c *framework.Cycle) *cluster.JobState {
 	}
 	e.highDone = true
 	s := c.Snap
+	if len(s.Running) > 0 && !e.mayOutrank(s) {
+		return nil
+	}
 	var top *cluster.JobState
 	var tw Weight
 	if _, ok := c.QueueSort().(Weighted); ok {
@@ -92,6 +95,54 @@ func (e *elasticCycle) highJob(c *framework.Cycle) *cluster.JobState {
 	}
 	e.high = top
 	return top
+}
+
+// mayOutrank reports whether some pending job outranks every running job
+// (s has some). The high-priority job, the heaviest pending job, has the
+// highest rank (priority, then utility) of the pending jobs, so it can
+// outrank every running job only if some pending job does: when none
+// does, there is no high-priority job, and finding the heaviest pending
+// job (a key lookup per job) is not needed. The check reads a pending
+// job's priority from its spec and its utility from its weight only when
+// it has one (a job without a utility function has utility 0).
+func (e *elasticCycle) mayOutrank(s *cluster.Snapshot) bool {
+	// w outranks every running job when its priority is above the highest
+	// running priority p, or equal to it with a utility above every
+	// utility u of the running jobs of priority p (none if one of those
+	// is NaN: nothing compares above NaN).
+	var p int
+	var u float64
+	nan := false
+	for i, r := range s.Running {
+		w := e.weight(r)
+		switch {
+		case i == 0 || w.Priority > p:
+			p, u, nan = w.Priority, w.Utility, w.Utility != w.Utility
+		case w.Priority == p:
+			if w.Utility != w.Utility {
+				nan = true
+			} else if w.Utility > u {
+				u = w.Utility
+			}
+		}
+	}
+	for js := range s.Pending.All() {
+		j := js.Job
+		if j.Priority < p || j.Priority == p && nan {
+			continue
+		}
+		if j.Priority > p {
+			return true
+		}
+		ju := 0.0
+		if j.Utility != nil {
+			ju = e.weight(js).Utility
+		}
+		if ju > u {
+			return true
+		}
+	}
+	return false
 }
 
 // byWeight is ByWeight with the cycle's cached weights.
@@ -251,6 +302,7 @@ type OnePerCycle struct{}
 
 var (
 	_ framework.Admit      = OnePerCycle{}
+	_ framework.Closer     = OnePerCycle{}
 	_ framework.TimeDriven = OnePerCycle{}
 )
 
@@ -266,6 +318,10 @@ func (OnePerCycle) TimeDriven() bool { return true }
 // Clockless implements framework.Clockless: the next pass matters, not
 // the time.
 func (OnePerCycle) Clockless() bool { return true }
+
+// Closed implements framework.Closer: once a job started, Admit blocks
+// every job.
+func (OnePerCycle) Closed(c *framework.Cycle) bool { return len(c.Started()) > 0 }
 
 // Admit implements framework.Admit: Blocked once a job started this cycle.
 func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
@@ -288,23 +344,29 @@ func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Sta
 type ScaleDown struct{}
 
 var (
-	_ framework.Admit   = ScaleDown{}
-	_ framework.Preempt = ScaleDown{}
+	_ framework.Admit    = ScaleDown{}
+	_ framework.Preempt  = ScaleDown{}
+	_ framework.Recaller = ScaleDown{}
 )
 
 // Name implements framework.Plugin.
 func (ScaleDown) Name() string { return ScaleDownName }
 
 // Requeue implements framework.Requeuer. The high-priority job is tried
-// every cycle (its failure blocks the queue). Another job, which
-// scale-down declines, can only become it when a heavier job leaves the
-// queue, the running jobs change (a job it must outrank) or the capacity
-// does (the weights).
+// every cycle (its failure blocks the queue). Scale-down declines every
+// other job, whatever the cluster, until it becomes the high-priority
+// job: Recall names that job every cycle, so another job needs no event.
 func (ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
 	if elasticState(c).highJob(c) == js {
 		return framework.RequeueAlways
 	}
-	return framework.EventPending | framework.EventRunning | framework.EventNodes
+	return 0
+}
+
+// Recall implements framework.Recaller: the high-priority job, the only
+// one scale-down acts for (and whose failure blocks the queue).
+func (ScaleDown) Recall(c *framework.Cycle) *cluster.JobState {
+	return elasticState(c).highJob(c)
 }
 
 // Admit implements framework.Admit.
@@ -315,14 +377,18 @@ func (ScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Statu
 	return nil
 }
 
+// declined is Preempt's answer for a job that is not the high-priority
+// one: the empty reason keeps the placement's as the job's wait reason.
+// One status serves every such job: its plugin is set here, so that the
+// Runtime's WithPlugin reads it and never writes.
+var declined = framework.NewStatus(framework.Unschedulable, "").WithPlugin(ScaleDownName)
+
 // Preempt implements framework.Preempt.
 func (ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	e := elasticState(c)
 	h := e.highJob(c)
 	if js != h {
-		// Not the job scale-down is for; the empty reason keeps the
-		// placement's as the job's wait reason.
-		return framework.NewStatus(framework.Unschedulable, "")
+		return declined
 	}
 	hw := e.weight(h)
 	minCounts := h.Job.RequestedCounts()

@@ -431,6 +431,34 @@ type Requeuer interface {
 	Requeue(c *Cycle, js *cluster.JobState) Events
 }
 
+// Closer is implemented by an Admit plugin that can tell when it turns
+// away every job for the rest of the cycle (one start per cycle): when the
+// profile's first Admit plugin is a Closer and Closed says so after a
+// start, the Runtime ends the walk of the queue there, instead of finding
+// the next candidate (the first member of a woken class, the parked jobs
+// to merge back after a Preempt plugin gave room) only to have it
+// Blocked. Closed must return true only when Admit would return Blocked
+// for any job from then on in the cycle.
+type Closer interface {
+	Admit
+	Closed(c *Cycle) bool
+}
+
+// Recaller is implemented by a Requeuer that treats one pending job of a
+// cycle apart from all others, a job chosen from the whole queue and the
+// running jobs (elastic's scale-down acts for the heaviest waiting job
+// only): its Requeue may then leave out, for the other jobs, the events
+// that could make one of them that job, because at the start of every
+// cycle in which jobs are parked the Runtime asks Recall for the job it
+// treats apart in this cycle, and tries that job even if it is parked.
+// Recall returns nil when there is none; it must name the job the
+// plugin's decisions in this cycle treat apart, so that no parked job is
+// treated differently from when it failed.
+type Recaller interface {
+	Requeuer
+	Recall(c *Cycle) *cluster.JobState
+}
+
 // Clockless is implemented by TimeDriven plugins that need cycles without
 // events only to take their next step after a change (a controller's next
 // pass: one start per pass, a scale-up after a start), not because time

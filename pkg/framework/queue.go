@@ -210,6 +210,15 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 			q.need |= p.events
 		}
 	}
+	for _, pl := range r.plugins {
+		if rc, ok := pl.(Recaller); ok {
+			if js := rc.Recall(c); js != nil {
+				if p, ok := q.parked[js.Job]; ok {
+					q.unpark(js.Job, p)
+				}
+			}
+		}
+	}
 	if len(q.parked) == 0 {
 		q.forget()
 		return
@@ -718,11 +727,21 @@ func (r *Runtime) walk(c *Cycle) {
 	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
 	cands = q.reps(c, qs, cands)
+	var closer Closer
+	if len(p.Admit) > 0 {
+		closer, _ = p.Admit[0].(Closer)
+	}
 	for i := 0; i < len(cands); i++ {
 		if !r.try(c, cands[i]) {
 			break
 		}
 		cl := q.tried(c, cands[i])
+		if closer != nil && len(c.started) > 0 && closer.Closed(c) {
+			// Every job after this one would be Blocked, with nothing
+			// recorded: neither the next member of cl nor the jobs to
+			// merge back are needed.
+			break
+		}
 		if c.merge {
 			// A Preempt plugin gave room back: the parked jobs this cycle
 			// has not passed are tried after all.

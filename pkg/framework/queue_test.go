@@ -258,3 +258,106 @@ func TestWaitOnlyWhenReasonChanges(t *testing.T) {
 		t.Errorf("second cycle (-want +got):\n%s", d)
 	}
 }
+
+// recallOne is an Admit plugin that admits every job and names the job
+// *id as the one it treats apart in each cycle (nil: none).
+type recallOne struct{ id *string }
+
+func (recallOne) Name() string                                                { return "recall-one" }
+func (recallOne) Admit(*framework.Cycle, *cluster.JobState) *framework.Status { return nil }
+func (recallOne) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+	return 0
+}
+func (r recallOne) Recall(c *framework.Cycle) *cluster.JobState {
+	for js := range c.Snap.Pending.All() {
+		if js.Job.ID == *r.id {
+			return js
+		}
+	}
+	return nil
+}
+
+var _ framework.Recaller = recallOne{}
+
+// TestQueueRecall: a parked job that a Recaller names is tried in that
+// cycle (and parked again when it fails), the other parked jobs are not.
+func TestQueueRecall(t *testing.T) {
+	sizes := countSizes{n: map[string]int{}}
+	id := ""
+	rt, err := framework.New(framework.Profile{Name: "q", QueueSort: idOrder{}, Size: sizes,
+		Admit: []framework.Admit{recallOne{id: &id}}, Score: pack()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a and b are of different classes, so that each is placed.
+	w := newWorld().node("n0", 2).pending(job("a", 4, 1), job("b", 3, 1))
+	cycle := func() {
+		w.s.Cycle++
+		rt.Schedule(w.s)
+	}
+	cycle() // both fail and are parked
+	cycle() // nothing is tried
+	if d := gocmp.Diff(map[string]int{"a": 1, "b": 1}, sizes.n); d != "" {
+		t.Errorf("cycles 1-2 sizes (-want +got):\n%s", d)
+	}
+	id = "b"
+	cycle()
+	cycle()
+	id = ""
+	cycle()
+	if d := gocmp.Diff(map[string]int{"a": 1, "b": 3}, sizes.n); d != "" {
+		t.Errorf("cycles 3-5, b recalled in 3 and 4 (-want +got):\n%s", d)
+	}
+}
+
+// onePer is an Admit plugin that blocks every job once one started in the
+// cycle, counting the jobs it was asked about; closer says whether it is
+// a Closer.
+type onePer struct {
+	n      *int
+	closer bool
+}
+
+func (onePer) Name() string { return "one-per" }
+func (o onePer) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
+	*o.n++
+	if len(c.Started()) > 0 {
+		return framework.NewStatus(framework.Blocked, "one per cycle")
+	}
+	return nil
+}
+func (o onePer) Closed(c *framework.Cycle) bool                             { return o.closer && len(c.Started()) > 0 }
+func (onePer) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+var _ framework.Closer = onePer{}
+
+// TestQueueCloser: when the first Admit plugin is a Closer that is closed
+// after a start, the walk ends there: the next job is not asked about,
+// and the actions are those of the walk that asks it and is Blocked.
+func TestQueueCloser(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		closer bool
+		admits int
+	}{
+		{"closer", true, 1},
+		{"not closed", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			rt, err := framework.New(framework.Profile{Name: "q", QueueSort: idOrder{},
+				Admit: []framework.Admit{onePer{n: &n, closer: tc.closer}}, Score: pack()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld().node("n0", 8).pending(job("a", 1, 1), job("b", 1, 1), job("c", 1, 1))
+			w.s.Cycle++
+			if d := gocmp.Diff([]string{"start a [0]"}, summary(rt.Schedule(w.s))); d != "" {
+				t.Errorf("actions (-want +got):\n%s", d)
+			}
+			if n != tc.admits {
+				t.Errorf("Admit asked about %d jobs, want %d", n, tc.admits)
+			}
+		})
+	}
+}

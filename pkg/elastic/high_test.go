@@ -1,0 +1,98 @@
+package elastic
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+)
+
+// constUtility is a utility function of a fixed value (NaN included).
+type constUtility float64
+
+func (u constUtility) Value(float64) float64 { return float64(u) }
+
+// highProbe is a Rebalance plugin that reports the cycle's high-priority
+// job as the elastic plugins see it.
+type highProbe struct{ got **cluster.JobState }
+
+func (highProbe) Name() string { return "high-probe" }
+
+func (p highProbe) Rebalance(c *framework.Cycle) *framework.Status {
+	*p.got = elasticState(c).highJob(c)
+	return nil
+}
+
+// scanHigh is the high-priority job by definition: the heaviest pending
+// job (the first in queue order among equals) when it outranks every
+// running job.
+func scanHigh(s *cluster.Snapshot) *cluster.JobState {
+	capacity := s.ReadyCapacity()
+	var top *cluster.JobState
+	var tw Weight
+	for js := range s.Pending.All() {
+		if w := WeightOf(js.Job, capacity); top == nil || w.Compare(tw) > 0 {
+			top, tw = js, w
+		}
+	}
+	if top == nil {
+		return nil
+	}
+	for _, r := range s.Running {
+		if !tw.Outranks(WeightOf(r.Job, capacity)) {
+			return nil
+		}
+	}
+	return top
+}
+
+// TestHighJobMatchesScan: the high-priority job the plugins find (which
+// skips the search for the heaviest pending job when no pending job
+// outranks every running one) is the one the definition gives, on random
+// queues with priorities, utilities (NaN included) and no utility.
+func TestHighJobMatchesScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 15))
+	job := func(id string) *cluster.Job {
+		j := psJob(id, 0, 100, r.IntN(3), float64(1+r.IntN(3)), 2, 1, 1, 2)
+		switch r.IntN(4) {
+		case 1:
+			j.Utility = constUtility(float64(r.IntN(3)))
+		case 2:
+			j.Utility = constUtility(math.NaN())
+		case 3:
+			j.Utility = constUtility(-1)
+		}
+		return j
+	}
+	found := 0
+	for k := range 2000 {
+		s := snapshot(nodes(2, 64, 256))
+		for i := range r.IntN(4) {
+			rs := cluster.NewJobState(job(fmt.Sprintf("r%d", i)))
+			rs.Phase, rs.FirstStart = cluster.Running, float64(i)
+			rs.Placement = cluster.Placement{{Group: 0, Node: 0}, {Group: 1, Node: 0}}
+			s.Nodes[0].Allocated = s.Nodes[0].Allocated.Add(rs.Job.Demand(rs.Counts()))
+			s.Running = append(s.Running, rs)
+		}
+		for i := range r.IntN(6) {
+			s.Pending.(*cluster.Queue).PushBack(cluster.NewJobState(job(fmt.Sprintf("p%d", i))))
+		}
+		var got *cluster.JobState
+		p := ElasticProfile(ElasticOptions{})
+		p.Rebalance = append([]framework.Rebalance{highProbe{&got}}, p.Rebalance...)
+		mustNew(p).Schedule(s)
+		want := scanHigh(s)
+		if got != want {
+			t.Fatalf("snapshot %d: high-priority job %v, want %v", k, got, want)
+		}
+		if want != nil {
+			found++
+		}
+	}
+	if found < 100 {
+		t.Errorf("only %d snapshots of 2000 have a high-priority job", found)
+	}
+}
