@@ -258,3 +258,92 @@ func TestWaitOnlyWhenReasonChanges(t *testing.T) {
 		t.Errorf("second cycle (-want +got):\n%s", d)
 	}
 }
+
+// countPlace is a Place plugin that places per replica with placement.Place
+// (pack) and counts the jobs it was asked to place; class says whether it
+// declares itself a ClassPlace.
+type countPlace struct {
+	n     map[string]int
+	class bool
+}
+
+func (countPlace) Name() string { return "count-place" }
+func (p countPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
+	p.n[js.Job.ID]++
+	pl, err := placement.Place(l, js.Job, counts, placement.Options{Strategy: placement.Pack})
+	if err != nil {
+		return nil, framework.NewStatus(framework.Unschedulable, "no room")
+	}
+	return pl, nil
+}
+func (p countPlace) ClassPlace() bool                                           { return p.class }
+func (countPlace) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+var _ framework.ClassPlace = countPlace{}
+
+// TestQueueClassesWithClassPlace: with a Place plugin that is a
+// ClassPlace, jobs alike form a class as on the fast path: after the
+// first failed, the others are not placed; when room comes back the class
+// is tried once (a dry run) and its members one at a time until one
+// fails. Without the promise every parked job is placed again when room
+// comes back. Either way the actions are those of the Runtime without its
+// queue.
+func TestQueueClassesWithClassPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		class bool
+		// want: how many times each job was placed over the three cycles.
+		want map[string]int
+	}{
+		// a: cycle 1, the dry run and its start in cycle 3; b fails in
+		// cycle 3 and c, alike, is not placed again.
+		{"class place", true, map[string]int{"a": 3, "b": 1, "d": 1}},
+		{"not class place", false, map[string]int{"a": 2, "b": 2, "c": 2, "d": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(p countPlace, queue bool) [][]string {
+				rt, err := framework.New(framework.Profile{Name: "q", Place: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !queue {
+					rt.WithoutQueue()
+				}
+				jobs := map[string]*cluster.Job{"a": job("a", 4, 2), "b": job("b", 4, 2), "c": job("c", 4, 2), "d": job("d", 1, 1)}
+				w := newWorld().node("n0", 3).node("n1", 3).pending(jobs["a"], jobs["b"], jobs["c"], jobs["d"])
+				var out [][]string
+				for k := range 3 {
+					if k == 2 {
+						w.s.Nodes[1].Allocated = resource.Vector{} // room on n1: 8 GPUs
+					}
+					w.s.Cycle++
+					raw := rt.Schedule(w.s)
+					// The executor shows each Wait's reason.
+					for js := range w.s.Pending.All() {
+						for _, a := range raw {
+							if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+								js.Reason = wa.Reason
+							}
+						}
+					}
+					acts := summary(raw)
+					apply(w, acts, jobs)
+					out = append(out, acts)
+				}
+				return out
+			}
+			p := countPlace{n: map[string]int{}, class: tc.class}
+			got := run(p, true)
+			want := run(countPlace{n: map[string]int{}, class: tc.class}, false)
+			if d := gocmp.Diff(want, got); d != "" {
+				t.Errorf("actions with the queue (-without +with):\n%s", d)
+			}
+			if len(got[2]) == 0 || got[2][0] != "start a [1 1]" {
+				t.Errorf("cycle 3: %q, want a started first on the room freed", got[2])
+			}
+			if d := gocmp.Diff(tc.want, p.n); d != "" {
+				t.Errorf("jobs placed (-want +got):\n%s", d)
+			}
+		})
+	}
+}
