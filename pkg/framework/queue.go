@@ -114,6 +114,11 @@ type parkedJob struct {
 	labels      int
 	passed      bool
 	inCands     bool
+	// out: unpark took it out of parked (so parked[j] == p exactly while
+	// !out for a member of an awake class: members are collected in the
+	// cycle, after begin's unparkAll, from parked, and failed parks a job
+	// again with a new parkedJob).
+	out bool
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -302,6 +307,7 @@ func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
 
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
+	p.out = true
 	if p.class != nil {
 		p.class.parked--
 	} else {
@@ -486,7 +492,7 @@ func (q *schedQueue) tried(c *Cycle, js *cluster.JobState) *jobClass {
 // a Resort in between (see unorder) it sorts them once and moves along.
 func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState {
 	live := func(m member) bool {
-		return q.parked[m.js.Job] == m.p && !m.p.inCands && !m.p.passed
+		return !m.p.out && !m.p.inCands && !m.p.passed
 	}
 	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
 	if !cl.ordered && cl.scans >= 2 {
@@ -663,7 +669,7 @@ func (q *schedQueue) end(c *Cycle) {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
 			for _, m := range cl.members {
-				if p := q.parked[m.js.Job]; p == m.p && !p.inCands {
+				if p := m.p; !p.out && !p.inCands {
 					p.reason = cl.failSt.Reason()
 					c.St.wait(m.js, p.reason)
 				}

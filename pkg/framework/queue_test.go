@@ -347,3 +347,80 @@ func TestQueueClassesWithClassPlace(t *testing.T) {
 		})
 	}
 }
+
+// evictFor is a Preempt plugin that, from cycle 2 on, makes room for job
+// id by evicting running job victim at once; it declines every other job.
+// It asks for id every cycle (its answer depends on the cycle).
+type evictFor struct{ id, victim string }
+
+func (evictFor) Name() string { return "evict-for" }
+func (e evictFor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	if js.Job.ID != e.id || c.Snap.Cycle < 2 {
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	for _, r := range c.Snap.Running {
+		if r.Job.ID == e.victim {
+			c.St.Evict(r, 0, js.Job.ID, "test", true)
+			return nil
+		}
+	}
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+func (e evictFor) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.ID == e.id {
+		return framework.RequeueAlways
+	}
+	return 0
+}
+
+// TestQueueMergedMembersNotCandidatesTwice: in a cycle where a class is
+// awake, a Preempt plugin gives room back, so the parked jobs not yet
+// passed are merged back into the candidates (a2 and a3, members of the
+// awake class of a1). When a1, the class's representative, then starts,
+// the class's next member must not be made a candidate again: a2 and a3
+// already are, and are no longer parked. The actions are those of the
+// Runtime without its queue.
+func TestQueueMergedMembersNotCandidatesTwice(t *testing.T) {
+	run := func(queue bool) [][]string {
+		rt, err := framework.New(framework.Profile{Name: "q", QueueSort: idOrder{}, Score: pack(),
+			Preempt: []framework.Preempt{evictFor{id: "a0", victim: "r"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !queue {
+			rt.WithoutQueue()
+		}
+		jobs := map[string]*cluster.Job{"a0": job("a0", 6, 1), "a1": job("a1", 4, 1), "a2": job("a2", 4, 1), "a3": job("a3", 4, 1)}
+		w := newWorld().node("n0", 0).node("n1", 0).running(job("r", 8, 1), 0, 0).
+			pending(jobs["a0"], jobs["a1"], jobs["a2"], jobs["a3"])
+		var out [][]string
+		for k := range 2 {
+			if k == 1 {
+				// Room on n1 for one of a1, a2, a3 (alike): their class
+				// wakes; a0 needs more and evicts r from n0.
+				w.s.Nodes[1].Allocated = resource.New(4, 4, 4)
+			}
+			w.s.Cycle++
+			raw := rt.Schedule(w.s)
+			for js := range w.s.Pending.All() {
+				for _, a := range raw {
+					if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+						js.Reason = wa.Reason
+					}
+				}
+			}
+			acts := summary(raw)
+			apply(w, acts, jobs)
+			out = append(out, acts)
+		}
+		return out
+	}
+	want := run(false)
+	got := run(true)
+	if d := gocmp.Diff(want, got); d != "" {
+		t.Errorf("actions with the queue (-without +with):\n%s", d)
+	}
+	if len(got) < 2 || !contains(got[1], "start a1 [1]") {
+		t.Errorf("cycle 2: %q, want a1 started on n1", got)
+	}
+}
