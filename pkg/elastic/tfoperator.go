@@ -53,8 +53,8 @@ func podCompare(a, b *cluster.JobState) int {
 type PodByPod struct{}
 
 var (
-	_ framework.Place     = PodByPod{}
-	_ framework.Rebalance = PodByPod{}
+	_ framework.ClassPlace = PodByPod{}
+	_ framework.Rebalance  = PodByPod{}
 )
 
 // Name implements framework.Plugin.
@@ -64,6 +64,17 @@ func (PodByPod) Name() string { return PodByPodName }
 // it fits anywhere, which less room does not change, and then it placed
 // nothing (placement's cursor did not move).
 func (PodByPod) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// ClassPlace implements framework.ClassPlace: jobs alike in their groups
+// and counts are placed once per class while they fail. Place fails
+// exactly when, for every group with pods to bind, one pod of it fits on
+// no node (the first pod of each group is tried on the same room, since
+// none was bound before it): a function of the room and of the groups'
+// demands, names (roles) and node constraints, monotone in the room, with
+// the same status every time. A failed placement.Place of one pod leaves
+// the ledger as it was, its sampling cursor included (a scan moves the
+// cursor only when it found a node), and PodByPod keeps no state.
+func (PodByPod) ClassPlace() bool { return true }
 
 // Place implements framework.Place.
 func (PodByPod) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {

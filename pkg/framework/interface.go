@@ -321,6 +321,29 @@ type Place interface {
 	Place(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *Status)
 }
 
+// ClassPlace is a Place plugin whose attempts join the scheduling queue's
+// classes (see Requeuer and ARCHITECTURE.md, "The scheduling queue"), as
+// placement.Place's do: jobs alike in their replica groups (demands,
+// names, node constraints) and in the counts tried are then placed once
+// per class while they fail. ClassPlace returns true when Place keeps
+// these promises:
+//   - whether Place fails for counts of js, and the status it fails with,
+//     depend only on the room on l and on js's groups and counts: never on
+//     the job's identity or state, the time, the random source or what
+//     the plugin saw before;
+//   - it is monotone in the room: if it fails on l, it fails on any
+//     ledger with no more room on any node in any resource;
+//   - a failed Place leaves l exactly as it was, placement's sampling
+//     cursor included (so not trying it again changes nothing);
+//   - Place has no effect but on l: the Runtime calls it for dry runs on
+//     a scratch ledger, or on a fork it reverts.
+//
+// What a successful Place returns may depend on anything Requeue allows.
+type ClassPlace interface {
+	Place
+	ClassPlace() bool
+}
+
 // Preempt makes room for a job that could not be placed at any size.
 // Called by the Runtime on a fork of the Statement, in profile order,
 // until one succeeds. It records evictions (Statement.Evict), shrinks

@@ -31,9 +31,9 @@ import (
 // the parked jobs the cycle has not passed yet are merged back into it,
 // in queue-sort order.
 //
-// Classes. On the fast path (placement.Place alone decides), and on the
-// generic path when every Filter is uniform and gangs go on one node only
-// (Runtime.classes), an attempt is a function of the room, the sizes
+// Classes. On the fast path (placement.Place alone decides), on the
+// generic path when every Filter is uniform and gangs go on one node only,
+// and with a Place plugin that is a ClassPlace (Runtime.classes), an attempt is a function of the room, the sizes
 // tried and the groups' demands, names and node constraints (by Key);
 // jobs alike in these form a class (kube-scheduler's equivalence
 // classes). Once a job of a class failed in a cycle, the others would
@@ -61,10 +61,12 @@ type schedQueue struct {
 	cycle, epoch uint64
 	// fast: the profile's attempts form classes (Runtime.classes);
 	// sampled: placement.Place samples nodes on this cluster (a failed
-	// attempt may move its cursor).
-	fast, sampled bool
-	placeOpts     placement.Options
-	scratch       placement.Ledger
+	// attempt may move its cursor); dryNow: a dry run on the Now ledger
+	// leaves it as it was (not so for a ClassPlace plugin, whose
+	// successful Place may move placement's cursor, which Revert keeps).
+	fast, sampled, dryNow bool
+	placeOpts             placement.Options
+	scratch               placement.Ledger
 
 	// The cluster as the previous cycle saw it, kept while a parked job
 	// asks for the event.
@@ -112,6 +114,11 @@ type parkedJob struct {
 	labels      int
 	passed      bool
 	inCands     bool
+	// out: unpark took it out of parked (so parked[j] == p exactly while
+	// !out for a member of an awake class: members are collected in the
+	// cycle, after begin's unparkAll, from parked, and failed parks a job
+	// again with a new parkedJob).
+	out bool
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -166,7 +173,8 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.mergeable = q.sorted && len(r.p.Preempt) > 0
 	q.fast = r.classes()
 	q.placeOpts = r.opts
-	q.sampled = r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
+	q.sampled = r.p.Place == nil && r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
+	q.dryNow = q.fast && !q.sampled && r.p.Place == nil
 	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
 	clear(q.pos)
 	if len(q.parked) == 0 {
@@ -258,6 +266,17 @@ func (q *schedQueue) wakeClasses(c *Cycle, r *Runtime) {
 // as it was).
 func (q *schedQueue) fits(c *Cycle, l *placement.Ledger, cl *jobClass) bool {
 	for _, counts := range cl.sizes {
+		if pp := c.rt.p.Place; pp != nil {
+			// A ClassPlace plugin (Runtime.classes): Place has no effect
+			// but on l, which Revert restores (its room).
+			l.Fork()
+			_, st := pp.Place(c, l, cl.js, counts)
+			l.Revert()
+			if st.IsSuccess() {
+				return true
+			}
+			continue
+		}
 		if !c.rt.fast {
 			if c.rt.feasible(c, l, cl.js, counts) {
 				return true
@@ -297,6 +316,7 @@ func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
 
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
+	p.out = true
 	if p.class != nil {
 		p.class.parked--
 	} else {
@@ -481,7 +501,7 @@ func (q *schedQueue) tried(c *Cycle, js *cluster.JobState) *jobClass {
 // a Resort in between (see unorder) it sorts them once and moves along.
 func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState {
 	live := func(m member) bool {
-		return q.parked[m.js.Job] == m.p && !m.p.inCands && !m.p.passed
+		return !m.p.out && !m.p.inCands && !m.p.passed
 	}
 	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
 	if !cl.ordered && cl.scans >= 2 {
@@ -658,7 +678,7 @@ func (q *schedQueue) end(c *Cycle) {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
 			for _, m := range cl.members {
-				if p := q.parked[m.js.Job]; p == m.p && !p.inCands {
+				if p := m.p; !p.out && !p.inCands {
 					p.reason = cl.failSt.Reason()
 					c.St.wait(m.js, p.reason)
 				}
@@ -668,7 +688,7 @@ func (q *schedQueue) end(c *Cycle) {
 		if cl.parked == 0 {
 			continue
 		}
-		if !q.sampled {
+		if q.dryNow {
 			if !q.fits(c, c.St.Now(), cl) {
 				l := c.St.Now()
 				for i := range c.Snap.Nodes {
@@ -851,9 +871,15 @@ func (q *schedQueue) class(js *cluster.JobState, sizes [][]int) *jobClass {
 // uniform (see UniformFilter) and a gang goes on one node only, so that
 // an attempt succeeds exactly when some node passes the filters and holds
 // the whole gang (the scores only choose among such nodes, and no Picker
-// is told of a failed attempt).
+// is told of a failed attempt); or the Place plugin is a ClassPlace that
+// says so, whose contract is that very promise (its dry run is Place on a
+// fork of the room, reverted).
 func (r *Runtime) classes() bool {
-	return r.p.Place == nil && (r.fast || r.uniform && r.p.Gang == placement.OneNodeOnly)
+	if r.p.Place != nil {
+		cp, ok := r.p.Place.(ClassPlace)
+		return ok && cp.ClassPlace()
+	}
+	return r.fast || r.uniform && r.p.Gang == placement.OneNodeOnly
 }
 
 // feasible is the generic path's dry run for a uniform one-node-only

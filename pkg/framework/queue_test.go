@@ -361,3 +361,169 @@ func TestQueueCloser(t *testing.T) {
 		})
 	}
 }
+
+// countPlace is a Place plugin that places per replica with placement.Place
+// (pack) and counts the jobs it was asked to place; class says whether it
+// declares itself a ClassPlace.
+type countPlace struct {
+	n     map[string]int
+	class bool
+}
+
+func (countPlace) Name() string { return "count-place" }
+func (p countPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
+	p.n[js.Job.ID]++
+	pl, err := placement.Place(l, js.Job, counts, placement.Options{Strategy: placement.Pack})
+	if err != nil {
+		return nil, framework.NewStatus(framework.Unschedulable, "no room")
+	}
+	return pl, nil
+}
+func (p countPlace) ClassPlace() bool                                           { return p.class }
+func (countPlace) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+var _ framework.ClassPlace = countPlace{}
+
+// TestQueueClassesWithClassPlace: with a Place plugin that is a
+// ClassPlace, jobs alike form a class as on the fast path: after the
+// first failed, the others are not placed; when room comes back the class
+// is tried once (a dry run) and its members one at a time until one
+// fails. Without the promise every parked job is placed again when room
+// comes back. Either way the actions are those of the Runtime without its
+// queue.
+func TestQueueClassesWithClassPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		class bool
+		// want: how many times each job was placed over the three cycles.
+		want map[string]int
+	}{
+		// a: cycle 1, the dry run and its start in cycle 3; b fails in
+		// cycle 3 and c, alike, is not placed again.
+		{"class place", true, map[string]int{"a": 3, "b": 1, "d": 1}},
+		{"not class place", false, map[string]int{"a": 2, "b": 2, "c": 2, "d": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(p countPlace, queue bool) [][]string {
+				rt, err := framework.New(framework.Profile{Name: "q", Place: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !queue {
+					rt.WithoutQueue()
+				}
+				jobs := map[string]*cluster.Job{"a": job("a", 4, 2), "b": job("b", 4, 2), "c": job("c", 4, 2), "d": job("d", 1, 1)}
+				w := newWorld().node("n0", 3).node("n1", 3).pending(jobs["a"], jobs["b"], jobs["c"], jobs["d"])
+				var out [][]string
+				for k := range 3 {
+					if k == 2 {
+						w.s.Nodes[1].Allocated = resource.Vector{} // room on n1: 8 GPUs
+					}
+					w.s.Cycle++
+					raw := rt.Schedule(w.s)
+					// The executor shows each Wait's reason.
+					for js := range w.s.Pending.All() {
+						for _, a := range raw {
+							if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+								js.Reason = wa.Reason
+							}
+						}
+					}
+					acts := summary(raw)
+					apply(w, acts, jobs)
+					out = append(out, acts)
+				}
+				return out
+			}
+			p := countPlace{n: map[string]int{}, class: tc.class}
+			got := run(p, true)
+			want := run(countPlace{n: map[string]int{}, class: tc.class}, false)
+			if d := gocmp.Diff(want, got); d != "" {
+				t.Errorf("actions with the queue (-without +with):\n%s", d)
+			}
+			if len(got[2]) == 0 || got[2][0] != "start a [1 1]" {
+				t.Errorf("cycle 3: %q, want a started first on the room freed", got[2])
+			}
+			if d := gocmp.Diff(tc.want, p.n); d != "" {
+				t.Errorf("jobs placed (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// evictFor is a Preempt plugin that, from cycle 2 on, makes room for job
+// id by evicting running job victim at once; it declines every other job.
+// It asks for id every cycle (its answer depends on the cycle).
+type evictFor struct{ id, victim string }
+
+func (evictFor) Name() string { return "evict-for" }
+func (e evictFor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	if js.Job.ID != e.id || c.Snap.Cycle < 2 {
+		return framework.NewStatus(framework.Unschedulable, "")
+	}
+	for _, r := range c.Snap.Running {
+		if r.Job.ID == e.victim {
+			c.St.Evict(r, 0, js.Job.ID, "test", true)
+			return nil
+		}
+	}
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+func (e evictFor) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.ID == e.id {
+		return framework.RequeueAlways
+	}
+	return 0
+}
+
+// TestQueueMergedMembersNotCandidatesTwice: in a cycle where a class is
+// awake, a Preempt plugin gives room back, so the parked jobs not yet
+// passed are merged back into the candidates (a2 and a3, members of the
+// awake class of a1). When a1, the class's representative, then starts,
+// the class's next member must not be made a candidate again: a2 and a3
+// already are, and are no longer parked. The actions are those of the
+// Runtime without its queue.
+func TestQueueMergedMembersNotCandidatesTwice(t *testing.T) {
+	run := func(queue bool) [][]string {
+		rt, err := framework.New(framework.Profile{Name: "q", QueueSort: idOrder{}, Score: pack(),
+			Preempt: []framework.Preempt{evictFor{id: "a0", victim: "r"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !queue {
+			rt.WithoutQueue()
+		}
+		jobs := map[string]*cluster.Job{"a0": job("a0", 6, 1), "a1": job("a1", 4, 1), "a2": job("a2", 4, 1), "a3": job("a3", 4, 1)}
+		w := newWorld().node("n0", 0).node("n1", 0).running(job("r", 8, 1), 0, 0).
+			pending(jobs["a0"], jobs["a1"], jobs["a2"], jobs["a3"])
+		var out [][]string
+		for k := range 2 {
+			if k == 1 {
+				// Room on n1 for one of a1, a2, a3 (alike): their class
+				// wakes; a0 needs more and evicts r from n0.
+				w.s.Nodes[1].Allocated = resource.New(4, 4, 4)
+			}
+			w.s.Cycle++
+			raw := rt.Schedule(w.s)
+			for js := range w.s.Pending.All() {
+				for _, a := range raw {
+					if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+						js.Reason = wa.Reason
+					}
+				}
+			}
+			acts := summary(raw)
+			apply(w, acts, jobs)
+			out = append(out, acts)
+		}
+		return out
+	}
+	want := run(false)
+	got := run(true)
+	if d := gocmp.Diff(want, got); d != "" {
+		t.Errorf("actions with the queue (-without +with):\n%s", d)
+	}
+	if len(got) < 2 || !contains(got[1], "start a1 [1]") {
+		t.Errorf("cycle 2: %q, want a1 started on n1", got)
+	}
+}

@@ -162,7 +162,7 @@ func constrainedClassWorld(t *testing.T) ([]cluster.Node, []*cluster.Job) {
 // team node at once, with and without the queue.
 func TestQueueClassesKeepConstraintsApart(t *testing.T) {
 	nodes, jobs := constrainedClassWorld(t)
-	for _, name := range []string{"k8s-default", "binpack", "drf", "default", "specon"} {
+	for _, name := range []string{"k8s-default", "binpack", "drf", "default", "specon", "tf-operator"} {
 		t.Run(name, func(t *testing.T) {
 			m0, log0 := runQueued(t, name, false, nodes, jobs, 1)
 			m1, log1 := runQueued(t, name, true, nodes, jobs, 1)
