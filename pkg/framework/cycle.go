@@ -31,6 +31,9 @@ type Cycle struct {
 	// keysChecked: the Runtime's memo of sort keys was checked against
 	// the QueueSort's stamp in this cycle.
 	keysChecked bool
+	// inOrder: the pending queue is in the QueueSort's order this cycle
+	// (or there is none), so the Runtime walks it lazily (QueueOrdered).
+	inOrder bool
 }
 
 // Ledger returns the ledger the Runtime is placing on right now (Now, or
