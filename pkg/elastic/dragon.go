@@ -27,7 +27,7 @@ const (
 // first (DRAGON's waiting queue); ties keep queue order.
 type FCFS struct{}
 
-var _ framework.QueueSort = FCFS{}
+var _ framework.QueueOrdered = FCFS{}
 
 // Name implements framework.Plugin.
 func (FCFS) Name() string { return FCFSName }
@@ -40,6 +40,13 @@ func (FCFS) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { retu
 func (FCFS) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(a.Enqueued, b.Enqueued)
 }
+
+// InQueueOrder implements framework.QueueOrdered: the order is the
+// queue's whenever the queue holds its jobs in Enqueued order, which the
+// queue tracks as jobs are pushed (the simulator's queue is, but for a
+// preempted job back at its head). Enqueued does not change within a
+// cycle.
+func (FCFS) InQueueOrder(c *framework.Cycle) bool { return c.Snap.Pending.InEnqueuedOrder() }
 
 // DragonPlace is DRAGON's ScheduleJob as a Place plugin: the parameter
 // servers (every group but the first) and then the workers of the counts
@@ -222,10 +229,16 @@ func (*DragonScaleDown) TimeDriven() bool { return true }
 func (d *DragonScaleDown) state(c *framework.Cycle) *dragonCycle {
 	return framework.GetOrInit(c, dragonKey, func() *dragonCycle {
 		s := c.Snap
+		// The earliest enqueued, the first in queue order among equals:
+		// the queue's head when the queue is in Enqueued order.
 		var head *cluster.JobState
-		for js := range s.Pending.All() {
-			if head == nil || js.Enqueued < head.Enqueued {
-				head = js
+		if s.Pending.InEnqueuedOrder() {
+			head = s.Pending.Head()
+		} else {
+			for js := range s.Pending.All() {
+				if head == nil || js.Enqueued < head.Enqueued {
+					head = js
+				}
 			}
 		}
 		st := &dragonCycle{head: head}
