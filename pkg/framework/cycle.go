@@ -95,6 +95,9 @@ func Get[T any](c *Cycle, k *Key[T]) (T, bool) {
 func Set[T any](c *Cycle, k *Key[T], v T) {
 	if c.data == nil {
 		c.data = map[any]any{}
+		if c.rt != nil {
+			c.rt.data = c.data // for the next cycles, emptied
+		}
 	}
 	c.data[k] = v
 }

@@ -87,6 +87,10 @@ type Runtime struct {
 	// guard is set during ScheduleGuarded (guard.go): panics are
 	// contained per job and per Rebalance or Provision plugin.
 	guard *guard
+	// data is the map behind the cycles' typed data (Set), emptied and
+	// reused by each cycle: a time-driven profile whose plugins keep
+	// per-cycle data made a map every cycle, most cycles of a long queue.
+	data map[any]any
 }
 
 var (
@@ -243,6 +247,10 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	}
 	r.st.reset(&r.now, &r.soon, p.Future)
 	c := &Cycle{Snap: s, St: &r.st, rt: r}
+	if r.data != nil {
+		clear(r.data)
+		c.data = r.data
+	}
 	c.inOrder = p.QueueSort == nil
 	if qo, ok := p.QueueSort.(QueueOrdered); ok && s.Pending.Len() > 0 {
 		c.inOrder = qo.InQueueOrder(c)
