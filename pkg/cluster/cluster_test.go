@@ -1,6 +1,10 @@
 package cluster
 
 import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -256,6 +260,71 @@ func TestModels(t *testing.T) {
 	for i := uint64(0); i < 1000; i++ {
 		if u := Uniform(i, 3); u < -1 || u >= 1 {
 			t.Fatalf("Uniform out of range: %v", u)
+		}
+	}
+}
+
+// TestQueueInEnqueuedOrder checks the queue's account of its Enqueued
+// order against a scan after every push and removal, on queues driven as
+// the simulator drives its own (arrivals at the tail with the time, the
+// preempted at the head with the time, starts from anywhere) and on
+// random ones, with ties and NaN.
+func TestQueueInEnqueuedOrder(t *testing.T) {
+	scan := func(q *Queue) bool {
+		var prev *JobState
+		for s := range q.All() {
+			if prev != nil && cmp.Compare(prev.Enqueued, s.Enqueued) > 0 {
+				return false
+			}
+			prev = s
+		}
+		return true
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		q := NewQueue()
+		var live []*JobState
+		now := 0.0
+		ins, outs := 0, 0
+		for step := range 2000 {
+			switch k := r.IntN(10); {
+			case k < 4 || len(live) == 0:
+				s := NewJobState(job(fmt.Sprint(step)))
+				s.Enqueued = now
+				switch {
+				case seed > 10:
+					s.Enqueued = []float64{math.NaN(), 0, 1, 2, 3}[r.IntN(5)]
+				case r.IntN(20) == 0:
+					s.Enqueued = now - 1 // an executor whose times are not monotone
+				}
+				if r.IntN(8) == 0 {
+					q.PushFront(s)
+				} else {
+					q.PushBack(s)
+				}
+				live = append(live, s)
+			case k < 5:
+				now += float64(r.IntN(3))
+			default:
+				i := r.IntN(len(live))
+				q.Remove(live[i])
+				live = slices.Delete(live, i, i+1)
+			}
+			if r.IntN(3) > 0 {
+				continue // not asked after every change
+			}
+			want := scan(q)
+			if got := q.InEnqueuedOrder(); got != want {
+				t.Fatalf("seed %d step %d: InEnqueuedOrder() = %v, the queue's %d jobs are in order: %v", seed, step, got, q.Len(), want)
+			}
+			if want {
+				ins++
+			} else {
+				outs++
+			}
+		}
+		if ins == 0 || outs == 0 {
+			t.Errorf("seed %d: %d answers in order, %d out of order: both are to be checked", seed, ins, outs)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"math"
@@ -216,12 +217,31 @@ func (s *JobState) String() string {
 // Queue is the pending queue: head first. Removing a job from anywhere and
 // pushing at either end are O(1) amortised, so a cluster with tens of
 // thousands of waiting jobs does not make every scheduling cycle O(queue).
+//
+// A job's Enqueued must not change while it is queued (executors set it
+// before they push the job): the queue keeps track of whether its jobs
+// are in Enqueued order (see InEnqueuedOrder) as they are pushed.
 type Queue struct {
 	items []*JobState
 	head  int
 	live  int
 	pos   map[*JobState]int
+	// order is what the queue knows of its jobs' order by Enqueued; while
+	// it is inOrder, every queued job's Enqueued lies within [lo, hi]
+	// (under cmp.Compare; removals may leave the bounds loose).
+	order  enqueuedOrder
+	lo, hi float64
 }
+
+// enqueuedOrder is whether a Queue's jobs are in Enqueued order: unknown
+// until the queue is scanned again.
+type enqueuedOrder uint8
+
+const (
+	orderUnknown enqueuedOrder = iota
+	inOrder
+	outOfOrder
+)
 
 // NewQueue returns a queue holding the given jobs, head first.
 func NewQueue(jobs ...*JobState) *Queue {
@@ -249,6 +269,13 @@ type PendingQueue interface {
 	// compares their queue positions in O(1), until the queue next
 	// changes (never within a scheduling cycle).
 	Order(s *JobState) (int, bool)
+	// InEnqueuedOrder reports whether All yields the jobs in order of
+	// Enqueued: cmp.Compare(a.Enqueued, b.Enqueued) <= 0 for every job a
+	// before a job b. It is O(1) amortised while the queue stays in that
+	// order (jobs pushed at the tail with the latest Enqueued, at the head
+	// with the earliest, or removed), as the simulator's queue is but for
+	// a preempted job back at its head.
+	InEnqueuedOrder() bool
 }
 
 var _ PendingQueue = (*Queue)(nil)
@@ -264,12 +291,21 @@ func (r readOnlyQueue) Len() int                      { return r.q.Len() }
 func (r readOnlyQueue) Head() *JobState               { return r.q.Head() }
 func (r readOnlyQueue) Contains(s *JobState) bool     { return r.q.Contains(s) }
 func (r readOnlyQueue) Order(s *JobState) (int, bool) { return r.q.Order(s) }
+func (r readOnlyQueue) InEnqueuedOrder() bool         { return r.q.InEnqueuedOrder() }
 
 // Len returns the number of queued jobs.
 func (q *Queue) Len() int { return q.live }
 
 // PushBack appends a job.
 func (q *Queue) PushBack(s *JobState) {
+	switch {
+	case q.live == 0:
+		q.order, q.lo, q.hi = inOrder, s.Enqueued, s.Enqueued
+	case q.order == inOrder && cmp.Compare(s.Enqueued, q.hi) >= 0:
+		q.hi = s.Enqueued
+	case q.order == inOrder:
+		q.order = orderUnknown // hi may be loose: scan to know
+	}
 	q.pos[s] = len(q.items)
 	q.items = append(q.items, s)
 	q.live++
@@ -277,6 +313,14 @@ func (q *Queue) PushBack(s *JobState) {
 
 // PushFront puts a job at the head (a preempted job goes back first).
 func (q *Queue) PushFront(s *JobState) {
+	switch {
+	case q.live == 0:
+		q.order, q.lo, q.hi = inOrder, s.Enqueued, s.Enqueued
+	case q.order == inOrder && cmp.Compare(s.Enqueued, q.lo) <= 0:
+		q.lo = s.Enqueued
+	case q.order == inOrder:
+		q.order = orderUnknown
+	}
 	if q.head == 0 {
 		gap := len(q.items)/2 + 8
 		n := make([]*JobState, gap+len(q.items), gap+cap(q.items))
@@ -303,6 +347,9 @@ func (q *Queue) Remove(s *JobState) bool {
 	delete(q.pos, s)
 	q.items[i] = nil
 	q.live--
+	if q.order == outOfOrder {
+		q.order = orderUnknown // the job may have been the one out of order
+	}
 	for q.head < len(q.items) && q.items[q.head] == nil {
 		q.head++
 	}
@@ -342,6 +389,30 @@ func (q *Queue) All() iter.Seq[*JobState] {
 			}
 		}
 	}
+}
+
+// InEnqueuedOrder implements PendingQueue. A push that keeps the order
+// (or a removal from a queue in order) is O(1); otherwise the next call
+// scans the queue once.
+func (q *Queue) InEnqueuedOrder() bool {
+	if q.order == orderUnknown {
+		q.order, q.lo, q.hi = inOrder, math.Inf(1), math.Inf(-1)
+		first := true
+		for i := q.head; i < len(q.items); i++ {
+			s := q.items[i]
+			if s == nil {
+				continue
+			}
+			if first {
+				q.lo, first = s.Enqueued, false
+			} else if cmp.Compare(q.hi, s.Enqueued) > 0 {
+				q.order = outOfOrder
+				break
+			}
+			q.hi = s.Enqueued
+		}
+	}
+	return q.order == inOrder
 }
 
 // Head returns the first job, or nil.

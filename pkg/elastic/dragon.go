@@ -2,7 +2,9 @@ package elastic
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -27,7 +29,7 @@ const (
 // first (DRAGON's waiting queue); ties keep queue order.
 type FCFS struct{}
 
-var _ framework.QueueSort = FCFS{}
+var _ framework.QueueOrdered = FCFS{}
 
 // Name implements framework.Plugin.
 func (FCFS) Name() string { return FCFSName }
@@ -40,6 +42,13 @@ func (FCFS) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { retu
 func (FCFS) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(a.Enqueued, b.Enqueued)
 }
+
+// InQueueOrder implements framework.QueueOrdered: the order is the
+// queue's whenever the queue holds its jobs in Enqueued order, which the
+// queue tracks as jobs are pushed (the simulator's queue is, but for a
+// preempted job back at its head). Enqueued does not change within a
+// cycle.
+func (FCFS) InQueueOrder(c *framework.Cycle) bool { return c.Snap.Pending.InEnqueuedOrder() }
 
 // DragonPlace is DRAGON's ScheduleJob as a Place plugin: the parameter
 // servers (every group but the first) and then the workers of the counts
@@ -72,26 +81,46 @@ func (DragonPlace) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.E
 // Place implements framework.Place.
 func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
 	j := js.Job
-	reqs := make([]dragonReq, 0, len(j.Groups))
+	var rb [4]dragonReq
+	var ob [4]int
+	reqs, ok := rb[:0], ob[:0]
+	if len(j.Groups) > len(rb) {
+		reqs, ok = make([]dragonReq, 0, len(j.Groups)), make([]int, 0, len(j.Groups))
+	}
 	for g := 1; g < len(j.Groups); g++ {
 		reqs = append(reqs, dragonReq{group: g, n: counts[g]})
 	}
 	reqs = append(reqs, dragonReq{group: 0, n: counts[0]})
-	p, ok := dragonScheduleJob(l, j, reqs)
+	ok = ok[:len(reqs)]
+	// Count first, and build the placement only when the job is placed:
+	// the head of a long queue fails here cycle after cycle.
+	scheduleJob(l, j, reqs, ok, false)
 	for i, r := range reqs {
 		need := r.n
 		if r.group == 0 {
 			need = j.Groups[0].Min
 		}
 		if ok[i] < need {
-			return nil, framework.Statusf(framework.Unschedulable, "ScheduleJob placed %d of %d %s replicas (need %d)",
-				ok[i], r.n, j.Groups[r.group].Name, need)
+			return nil, framework.StatusOf(framework.Unschedulable, &placedTooFew{placed: ok[i], asked: r.n, need: need, group: j.Groups[r.group].Name})
 		}
 	}
+	clear(ok)
+	p := scheduleJob(l, j, reqs, ok, true)
 	if !l.TakePlacement(j, p) {
 		return nil, framework.NewStatus(framework.Unschedulable, "ScheduleJob's placement does not fit")
 	}
 	return p, nil
+}
+
+// placedTooFew is Place's failure, formatted only when the reason is
+// read (for the head of the queue, scale-down's reason replaces it).
+type placedTooFew struct {
+	placed, asked, need int
+	group               string
+}
+
+func (e *placedTooFew) Error() string {
+	return fmt.Sprintf("ScheduleJob placed %d of %d %s replicas (need %d)", e.placed, e.asked, e.group, e.need)
 }
 
 // dragonReq asks for n replicas of one group.
@@ -101,16 +130,29 @@ type dragonReq struct{ group, n int }
 // resources: it returns a placement (possibly partial) and how many
 // replicas of each request it placed. The ledger is not changed.
 func dragonScheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq) (cluster.Placement, []int) {
-	s := l.Snapshot()
 	ok := make([]int, len(reqs))
+	return scheduleJob(l, j, reqs, ok, true), ok
+}
+
+// scheduleJob is dragonScheduleJob writing the counts placed into ok (one
+// per request, zero on entry); it builds the placement only when build
+// is set (a what-if that needs the counts only allocates nothing).
+func scheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq, ok []int, build bool) cluster.Placement {
+	s := l.Snapshot()
 	usable := func(i, g int) bool {
 		n := s.Nodes[i]
 		return n.Ready && !n.Gone && placement.Eligible(n, j, g)
 	}
+	var buf [8]int
+	placed := buf[:0]
+	if len(reqs) > len(buf) {
+		placed = make([]int, 0, len(reqs))
+	}
+	placed = placed[:len(reqs)]
 	maxSlot, maxNode := 0, -1
 	for i := range s.Nodes {
 		free := l.Free(i)
-		placed := make([]int, len(reqs))
+		clear(placed)
 		one := true
 	node:
 		for ri, r := range reqs {
@@ -126,30 +168,34 @@ func dragonScheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq) (c
 		}
 		if one {
 			var p cluster.Placement
-			for _, r := range reqs {
-				for c := 0; c < r.n; c++ {
-					p = append(p, cluster.Assignment{Group: r.group, Node: i})
+			if build {
+				for _, r := range reqs {
+					for c := 0; c < r.n; c++ {
+						p = append(p, cluster.Assignment{Group: r.group, Node: i})
+					}
 				}
 			}
 			copy(ok, placed)
-			return p, ok
+			return p
 		}
 		if m := slices.Max(placed); m > maxSlot {
 			maxSlot, maxNode = m, i
 		}
 	}
 	if maxSlot == 0 {
-		return nil, ok
+		return nil
 	}
-	order := []int{maxNode}
-	for i := range s.Nodes {
-		if i != maxNode {
-			order = append(order, i)
-		}
-	}
+	// The node that holds the most replicas of one group first, then the
+	// others in index order.
 	var p cluster.Placement
 	ri, c := 0, 0
-	for _, i := range order {
+	for k := -1; k < len(s.Nodes); k++ {
+		i := k
+		if k < 0 {
+			i = maxNode
+		} else if k == maxNode {
+			continue
+		}
 		free := l.Free(i)
 	fill:
 		for ; ri < len(reqs); ri++ {
@@ -160,13 +206,15 @@ func dragonScheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq) (c
 					break fill
 				}
 				free = free.Sub(d)
-				p = append(p, cluster.Assignment{Group: r.group, Node: i})
+				if build {
+					p = append(p, cluster.Assignment{Group: r.group, Node: i})
+				}
 				ok[ri]++
 			}
 			c = 0
 		}
 	}
-	return p, ok
+	return p
 }
 
 // DragonScaleDown is DRAGON's phase 1. The head of the queue (earliest
@@ -183,6 +231,11 @@ type DragonScaleDown struct {
 	// StarveAfter is how long the head of the queue waits before it counts
 	// as high priority (30 s).
 	StarveAfter float64
+
+	// cur is the state of the current cycle (under dragonKey), reset
+	// when a cycle first asks for it; st are reasons kept across cycles.
+	cur dragonCycle
+	st  dragonStatuses
 }
 
 var (
@@ -196,6 +249,17 @@ var (
 type dragonCycle struct {
 	hp, head *cluster.JobState
 	failed   bool
+}
+
+// dragonStatuses are the reasons DragonScaleDown gives cycle after cycle
+// while the same job starves, built once.
+type dragonStatuses struct {
+	// blocked: Admit's, for the jobs behind starving job hp.
+	hp      *cluster.Job
+	blocked *framework.Status
+	// starved: Preempt's, when scale-down found no room for n workers.
+	n       int
+	starved *framework.Status
 }
 
 var dragonKey = framework.NewKey[*dragonCycle]("dragon-scale-down")
@@ -219,29 +283,48 @@ func (d *DragonScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) fram
 // time.
 func (*DragonScaleDown) TimeDriven() bool { return true }
 
+// state returns the cycle's phase-1 state, made when the cycle first asks.
 func (d *DragonScaleDown) state(c *framework.Cycle) *dragonCycle {
-	return framework.GetOrInit(c, dragonKey, func() *dragonCycle {
-		s := c.Snap
-		var head *cluster.JobState
-		for js := range s.Pending.All() {
-			if head == nil || js.Enqueued < head.Enqueued {
-				head = js
-			}
-		}
-		st := &dragonCycle{head: head}
-		if head != nil && s.Now-head.Enqueued >= d.StarveAfter {
-			st.hp = head
-		}
+	if st, ok := framework.Get(c, dragonKey); ok {
 		return st
-	})
+	}
+	s := c.Snap
+	head := earliest(s.Pending)
+	d.cur = dragonCycle{head: head}
+	if head != nil && s.Now-head.Enqueued >= d.StarveAfter {
+		d.cur.hp = head
+	}
+	framework.Set(c, dragonKey, &d.cur)
+	return &d.cur
+}
+
+// earliest returns the job of q enqueued earliest, the first in queue
+// order among equals: q's head when q is in Enqueued order.
+func earliest(q cluster.PendingQueue) *cluster.JobState {
+	if q.InEnqueuedOrder() {
+		return q.Head()
+	}
+	var head *cluster.JobState
+	for js := range q.All() {
+		if head == nil || js.Enqueued < head.Enqueued {
+			head = js
+		}
+	}
+	return head
 }
 
 // Admit implements framework.Admit.
 func (d *DragonScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
-	if st := d.state(c); st.failed {
-		return framework.Statusf(framework.Blocked, "behind starving job %s, which scale-down could not make room for", st.hp.Job.ID)
+	st := d.state(c)
+	if !st.failed {
+		return nil
 	}
-	return nil
+	if d.st.blocked == nil || d.st.hp != st.hp.Job {
+		d.st.hp = st.hp.Job
+		d.st.blocked = framework.NewStatus(framework.Blocked,
+			"behind starving job "+st.hp.Job.ID+", which scale-down could not make room for")
+	}
+	return d.st.blocked
 }
 
 // Preempt implements framework.Preempt.
@@ -255,45 +338,97 @@ func (d *DragonScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *f
 	hp := js.Job
 	req := []dragonReq{{group: 0, n: hp.Groups[0].Min}}
 	l := c.St.Now()
+	// ScheduleJob's answer is a function of the room on l: it is asked
+	// again only after l changed (known is cleared when workers are given
+	// back or removed).
+	known, fit := false, false
 	fits := func() bool {
-		_, ok := dragonScheduleJob(l, hp, req)
-		return ok[0] == req[0].n
+		if !known {
+			var ok [1]int
+			scheduleJob(l, hp, req, ok[:], false)
+			known, fit = true, ok[0] == req[0].n
+		}
+		return fit
 	}
-	for _, q := range runningOrder(c.Snap) {
-		if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone {
-			continue
-		}
-		keep, workers := shrinkOrder(q)
-		maxDelete := q.Counts()[0] - q.Job.Groups[0].Min
-		// Give workers back one at a time on a fork of the ledger, then
-		// record the removals as one Resize.
-		l.Fork()
-		n := 0
-		done := false
-		for range workers {
-			if fits() {
-				done = true
-				break
-			}
-			if n >= maxDelete {
-				break
-			}
-			l.Give(workers[n].Node, q.Job.Groups[0].Demand)
-			n++
-		}
-		l.Revert()
-		if n > 0 {
-			c.St.Resize(q, append(slices.Clone(keep), workers[n:]...), "dragon scale-down for "+hp.ID)
-		}
-		if done {
-			return nil
-		}
-	}
+	// While l does not change, ScheduleJob's answer does not either: when
+	// it fits now, the first job the loop below meets returns (or the
+	// final test does) before any removal; when no running job may lose
+	// a worker, nothing changes l and the answer is the final test's.
 	if fits() {
 		return nil
 	}
+	if d.shrinkable(c) {
+		for _, q := range runningOrder(c.Snap) {
+			if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone {
+				continue
+			}
+			maxDelete := workerCount(q) - q.Job.Groups[0].Min
+			if maxDelete <= 0 {
+				// Nothing to remove: the loop below would test
+				// ScheduleJob on l as it is (false) and stop.
+				continue
+			}
+			keep, workers := shrinkOrder(q)
+			// Give workers back one at a time on a fork of the ledger,
+			// then record the removals as one Resize.
+			l.Fork()
+			n := 0
+			done := false
+			for range workers {
+				if fits() {
+					done = true
+					break
+				}
+				if n >= maxDelete {
+					break
+				}
+				l.Give(workers[n].Node, q.Job.Groups[0].Demand)
+				known = false
+				n++
+			}
+			l.Revert()
+			if n > 0 {
+				known = false
+				c.St.Resize(q, append(slices.Clone(keep), workers[n:]...), "dragon scale-down for "+hp.ID)
+			}
+			if done {
+				return nil
+			}
+		}
+		if fits() {
+			return nil
+		}
+	}
 	st.failed = true
-	return framework.Statusf(framework.Unschedulable, "starving: running jobs at their minimum leave no room for %d workers", req[0].n)
+	if d.st.starved == nil || d.st.n != req[0].n {
+		d.st.n = req[0].n
+		d.st.starved = framework.NewStatus(framework.Unschedulable,
+			"starving: running jobs at their minimum leave no room for "+strconv.Itoa(req[0].n)+" workers")
+	}
+	return d.st.starved
+}
+
+// shrinkable reports whether scale-down may remove a worker from some
+// running job: one running, not acted on in this cycle, above its
+// minimum.
+func (d *DragonScaleDown) shrinkable(c *framework.Cycle) bool {
+	for _, q := range c.Snap.Running {
+		if q.Phase == cluster.Running && c.St.Op(q) == framework.OpNone && workerCount(q) > q.Job.Groups[0].Min {
+			return true
+		}
+	}
+	return false
+}
+
+// workerCount counts q's workers (its first group's replicas).
+func workerCount(q *cluster.JobState) int {
+	n := 0
+	for _, a := range q.Placement {
+		if a.Group == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // DragonScaleUp is DRAGON's phase 3, a Rebalance plugin: when nothing was

@@ -31,6 +31,9 @@ type Cycle struct {
 	// keysChecked: the Runtime's memo of sort keys was checked against
 	// the QueueSort's stamp in this cycle.
 	keysChecked bool
+	// inOrder: the pending queue is in the QueueSort's order this cycle
+	// (or there is none), so the Runtime walks it lazily (QueueOrdered).
+	inOrder bool
 }
 
 // Ledger returns the ledger the Runtime is placing on right now (Now, or
@@ -92,6 +95,9 @@ func Get[T any](c *Cycle, k *Key[T]) (T, bool) {
 func Set[T any](c *Cycle, k *Key[T], v T) {
 	if c.data == nil {
 		c.data = map[any]any{}
+		if c.rt != nil {
+			c.rt.data = c.data // for the next cycles, emptied
+		}
 	}
 	c.data[k] = v
 }

@@ -258,6 +258,24 @@ type StableKeys interface {
 	KeyStamp(c *Cycle) any
 }
 
+// QueueOrdered is a QueueSort that can tell cheaply that the executor's
+// queue is already in its order. When InQueueOrder says so, the Runtime
+// walks the queue as it does without a QueueSort: lazily, in queue order,
+// stopping where an Admit plugin blocks, instead of collecting every
+// pending job and checking (or sorting) their order. The order is the
+// same, since a stable sort leaves a sequence already in order as it is;
+// only the cost differs. On a long queue that blocks at its head (DRAGON
+// starts one job per cycle) the walk and the check were most of a cycle.
+type QueueOrdered interface {
+	QueueSort
+	// InQueueOrder reports whether Compare(c, a, b) <= 0 for every two
+	// pending jobs of c's snapshot with a before b in queue order, for the
+	// whole cycle (a sort whose order changes within a cycle, see
+	// Cycle.Resort, must not say so then). It is asked once per cycle and
+	// must cost O(1) amortised, not a pass over the queue.
+	InQueueOrder(c *Cycle) bool
+}
+
 // CheckSortKeys reports the first two pending jobs of s whose keys order
 // them otherwise than Compare, for KeyedSort plugins' tests.
 func CheckSortKeys(ks KeyedSort, s *cluster.Snapshot) error {

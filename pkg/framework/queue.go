@@ -84,8 +84,10 @@ type schedQueue struct {
 	queue    cluster.PendingQueue
 	departed bool
 
-	// Within a cycle. sorted: the profile has a QueueSort; mergeable: it
-	// also has Preempt plugins, the only way room comes back mid-cycle.
+	// Within a cycle. sorted: the profile has a QueueSort and the queue
+	// is not in its order already (Cycle.inOrder: the walk is lazy);
+	// mergeable: it also has Preempt plugins, the only way room comes
+	// back mid-cycle.
 	// skipped are the parked jobs met in the walk that may have to be
 	// merged back, pos the queue position of the jobs that may be
 	// compared, awake the classes woken this cycle.
@@ -169,7 +171,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.cycle++
 	q.epoch++
 	s := c.Snap
-	q.sorted = r.p.QueueSort != nil
+	q.sorted = !c.inOrder
 	q.mergeable = q.sorted && len(r.p.Preempt) > 0
 	q.fast = r.classes()
 	q.placeOpts = r.opts
@@ -714,7 +716,7 @@ func (r *Runtime) walk(c *Cycle) {
 		return
 	}
 	defer q.end(c)
-	if p.QueueSort == nil {
+	if c.inOrder {
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {

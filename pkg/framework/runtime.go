@@ -87,6 +87,10 @@ type Runtime struct {
 	// guard is set during ScheduleGuarded (guard.go): panics are
 	// contained per job and per Rebalance or Provision plugin.
 	guard *guard
+	// data is the map behind the cycles' typed data (Set), emptied and
+	// reused by each cycle: a time-driven profile whose plugins keep
+	// per-cycle data made a map every cycle, most cycles of a long queue.
+	data map[any]any
 }
 
 var (
@@ -243,6 +247,14 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	}
 	r.st.reset(&r.now, &r.soon, p.Future)
 	c := &Cycle{Snap: s, St: &r.st, rt: r}
+	if r.data != nil {
+		clear(r.data)
+		c.data = r.data
+	}
+	c.inOrder = p.QueueSort == nil
+	if qo, ok := p.QueueSort.(QueueOrdered); ok && s.Pending.Len() > 0 {
+		c.inOrder = qo.InQueueOrder(c)
+	}
 	if r.q != nil {
 		r.q.begin(c, r)
 	}
@@ -273,9 +285,10 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	return r.st.acts
 }
 
-// queue walks the pending jobs in QueueSort order. Without a QueueSort it
-// walks the executor's queue lazily, so a cycle that blocks at the head of
-// a long queue costs O(1), not O(queue).
+// queue walks the pending jobs in QueueSort order. Without a QueueSort,
+// or when the queue is in its order already (QueueOrdered), it walks the
+// executor's queue lazily, so a cycle that blocks at the head of a long
+// queue costs O(1), not O(queue).
 func (r *Runtime) queue(c *Cycle) {
 	p := &r.p
 	s := c.Snap
@@ -283,7 +296,7 @@ func (r *Runtime) queue(c *Cycle) {
 		r.walk(c) // with the scheduling queue (queue.go)
 		return
 	}
-	if p.QueueSort == nil {
+	if c.inOrder {
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -84,6 +85,17 @@ func (s *Sim) check() error {
 			if left > 1e-6*st.Job.Work+1e-9 {
 				bad("job %s finished with %g work left", st.Job.ID, left)
 			}
+		}
+	}
+	if s.queue.InEnqueuedOrder() {
+		var prev *cluster.JobState
+		for st := range s.queue.All() {
+			if prev != nil && cmp.Compare(prev.Enqueued, st.Enqueued) > 0 {
+				bad("queue says it is in Enqueued order, but %s (%g) is before %s (%g)",
+					prev.Job.ID, prev.Enqueued, st.Job.ID, st.Enqueued)
+				break
+			}
+			prev = st
 		}
 	}
 	if queued != s.queue.Len() {
