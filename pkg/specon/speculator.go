@@ -42,12 +42,18 @@ type Speculator struct {
 	// gen counts Rebalance calls; jobMem.seen holds the last one that saw
 	// the job running.
 	gen uint64
-	// Per-cycle working memory, kept only to be reused: v is the cycle's
-	// view (see viewOf), order the running jobs sorted, ws and pos
-	// workerView's result and node index, active and cands Alg. 3's input.
-	// Nothing in them is read before it is rebuilt in the next cycle.
+	// Per-cycle working memory, kept to be reused: v is the cycle's view
+	// (see viewOf), mems the running jobs' states in snapshot order, order
+	// the running jobs sorted, ws and pos workerView's result and node
+	// index, active, cands and candJS Alg. 3's input. Nothing in them is
+	// read before it is rebuilt in the next cycle, but for prev and perm:
+	// the previous cycle's running jobs and their sort permutation (see
+	// sorted), with which mems is reused as well.
 	v      view
 	order  []running
+	mems   []*jobMem
+	prev   []*cluster.JobState
+	perm   []int32
 	ws     []Worker
 	pos    []int
 	active []int
@@ -152,15 +158,14 @@ func (sp *Speculator) Reserve(c *framework.Cycle, js *cluster.JobState, p cluste
 // jobMem is SpeCon's state of one job; every field of memFields is
 // mirrored in a label. lab caches the label values of labOf, field by
 // field, so that a cycle in which a job's state did not change builds no
-// strings for it; before holds the values at the start of the cycle's
-// Rebalance.
+// strings for it.
 type jobMem struct {
 	memFields
-	seen   uint64 // the Speculator's gen when last seen running
-	lab    [6]string
-	labOf  memFields
-	labOK  bool
-	before [6]string
+	id    string // the job's ID
+	seen  uint64 // the Speculator's gen when last seen running
+	lab   [6]string
+	labOf memFields
+	labOK bool
 }
 
 type memFields struct {
@@ -175,7 +180,7 @@ type memFields struct {
 // memFromLabels rebuilds a job's state from its labels; missing, malformed
 // or out-of-range labels fall back to a fresh job's state.
 func memFromLabels(js *cluster.JobState) *jobMem {
-	m := &jobMem{memFields: memFields{cat: PC, round: -1, convergedAt: -1, markedAt: -1}}
+	m := &jobMem{id: js.Job.ID, memFields: memFields{cat: PC, round: -1, convergedAt: -1, markedAt: -1}}
 	l := js.Labels
 	if c, err := ParseCategory(l[LabelCategory]); err == nil {
 		m.cat = c
@@ -202,38 +207,46 @@ func memFromLabels(js *cluster.JobState) *jobMem {
 // (*Speculator).labels.
 var labelKeys = [6]string{LabelCategory, LabelRound, LabelConvergedAt, LabelMigrated, LabelMarkedAt, LabelMove}
 
-// labels returns the label values that represent m, by labelKeys. It
-// formats only the fields that changed since the last call (times are
-// compared bit for bit, so that the cache never keeps a value the field
-// would not format to); the result is valid until the next call.
-func (p *Speculator) labels(m *jobMem) *[6]string {
+// labels brings m.lab, the label values that represent m (by
+// labelKeys), up to date and returns the set of those whose value changed
+// (bit i for labelKeys[i]). It formats only the fields that changed since
+// the last call (times are compared bit for bit, so that the cache never
+// keeps a value the field would not format to).
+func (p *Speculator) labels(m *jobMem) (changed uint8) {
 	f, o, all := &m.memFields, &m.labOf, !m.labOK
+	set := func(i int, v string) {
+		if v != m.lab[i] {
+			m.lab[i] = v
+			changed |= 1 << i
+		}
+	}
 	if all || f.cat != o.cat {
-		m.lab[0] = f.cat.String()
+		set(0, f.cat.String())
 	}
 	if all || f.round != o.round {
 		if f.round != p.round || p.roundLab == "" {
 			p.round, p.roundLab = f.round, strconv.FormatInt(f.round, 10)
 		}
-		m.lab[1] = p.roundLab
+		set(1, p.roundLab)
 	}
 	if all || math.Float64bits(f.convergedAt) != math.Float64bits(o.convergedAt) {
-		m.lab[2] = timeLabel(f.convergedAt)
+		set(2, timeLabel(f.convergedAt))
 	}
 	if all || f.migrated != o.migrated {
-		m.lab[3] = ""
+		mig := ""
 		if f.migrated {
-			m.lab[3] = "true"
+			mig = "true"
 		}
+		set(3, mig)
 	}
 	if all || math.Float64bits(f.markedAt) != math.Float64bits(o.markedAt) {
-		m.lab[4] = timeLabel(f.markedAt)
+		set(4, timeLabel(f.markedAt))
 	}
 	if all || f.move != o.move {
-		m.lab[5] = f.move
+		set(5, f.move)
 	}
 	m.labOf, m.labOK = *f, true
-	return &m.lab
+	return changed
 }
 
 // timeLabel is the label value of a time, "" for none (negative).
@@ -247,26 +260,41 @@ func timeLabel(t float64) string {
 // Rebalance implements framework.Rebalance.
 func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	s := c.Snap
-	v := p.viewOf(c)
 
 	// Load state of running jobs (from memory, else from labels) and drop
 	// that of jobs that left.
 	p.gen++
-	order, seen := p.order[:0], 0
-	for _, js := range s.Running {
+	// The same running jobs as in the previous cycle have the same states,
+	// found without a lookup: p.mem changes only in this loop and the one
+	// after it, which leave p.mem[p.mems[i].id] == p.mems[i] for every i
+	// (the ID is compared in case a job state's Job was replaced).
+	same := slices.Equal(s.Running, p.prev) && len(p.mems) == len(s.Running)
+	mems, seen := p.mems[:0], 0
+	for i, js := range s.Running {
 		id := js.Job.ID
-		m, ok := p.mem[id]
-		if !ok {
-			m = memFromLabels(js)
-			p.mem[id] = m
+		var m *jobMem
+		if same && p.mems[i].id == id {
+			m = p.mems[i]
+		} else {
+			var ok bool
+			if m, ok = p.mem[id]; !ok {
+				m = memFromLabels(js)
+				p.mem[id] = m
+			}
 		}
 		if m.seen != p.gen {
 			m.seen = p.gen
-			m.before = *p.labels(m)
+			// m.lab holds the labels at the start of the cycle. (It
+			// does already unless the job is new: every Rebalance ends
+			// with labels on every running job.)
+			if !m.labOK || m.labOf != m.memFields {
+				p.labels(m)
+			}
 			seen++
 		}
-		order = append(order, running{js, m})
+		mems = append(mems, m)
 	}
+	p.mems = mems
 	if len(p.mem) > seen { // some job left
 		for id, m := range p.mem {
 			if m.seen != p.gen {
@@ -274,11 +302,7 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 			}
 		}
 	}
-	slices.SortFunc(order, func(a, b running) int {
-		return cmp.Or(cmp.Compare(a.js.Job.Submit, b.js.Job.Submit), cmp.Compare(a.js.Job.ID, b.js.Job.ID))
-	})
-	p.order = order
-	defer clear(order) // keep no job of this snapshot past the cycle
+	order := p.sorted(s.Running, mems)
 
 	round := int64(math.Floor(s.Now/p.P.Interval + 1e-9))
 	tm := float64(round) * p.P.Interval
@@ -310,8 +334,13 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 
 	// Alg. 2 for each request, when more than one other job is
 	// progressing or watching (line 15: |PC| + |WC| > 1) on the job's
-	// worker or in the cluster.
+	// worker or in the cluster. (Rebalance takes the cycle's view only
+	// when it reads it, here and in Alg. 3: it is the snapshot plus this
+	// cycle's Reserves, which built it already if there were any, and
+	// moves, which come after the first read, so it is the same whenever
+	// it is built.)
 	for _, js := range requests {
+		v := p.viewOf(c)
 		if p.countActive(v, js) <= 1 {
 			continue
 		}
@@ -324,20 +353,63 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	// converged). Running it once per round instead would need the last
 	// round stored somewhere a restarted controller can read; every cycle
 	// needs no state, and the one-move-per-job rule bounds what it can do.
-	p.rebalance(c, v, order, s.Now)
+	p.rebalance(c, order, s.Now)
 
 	// Write the labels that changed in this cycle, and those the job does
 	// not carry (a write the executor refused or lost is sent again).
 	for _, r := range order {
 		js, m := r.js, r.m
-		lab := p.labels(m)
+		changed := p.labels(m)
 		for i, key := range labelKeys {
-			if lab[i] != m.before[i] || js.Labels[key] != lab[i] {
-				c.St.Record(js, policy.SetLabel{Job: js.Job.ID, Key: key, Value: lab[i]})
+			if changed&(1<<i) != 0 || js.Labels[key] != m.lab[i] {
+				c.St.Record(js, policy.SetLabel{Job: js.Job.ID, Key: key, Value: m.lab[i]})
 			}
 		}
 	}
 	return nil
+}
+
+// byStart is the order in which Rebalance visits the running jobs:
+// submit time, then ID.
+func byStart(a, b running) int {
+	if c := cmp.Compare(a.js.Job.Submit, b.js.Job.Submit); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.js.Job.ID, b.js.Job.ID)
+}
+
+// sorted returns the running jobs rs, with their states mems, in byStart
+// order (p.order, valid for the cycle). IDs are unique, so byStart is a
+// total order and the result does not depend on the order of rs: when rs
+// holds the same jobs as in the previous cycle (the same pointers, which
+// p.prev keeps alive so that no other job can take an address), the
+// previous permutation is tried first and kept if it is still sorted.
+func (p *Speculator) sorted(rs []*cluster.JobState, mems []*jobMem) []running {
+	order := p.order[:0]
+	if slices.Equal(rs, p.prev) {
+		for _, i := range p.perm {
+			order = append(order, running{rs[i], mems[i]})
+		}
+		if slices.IsSortedFunc(order, byStart) {
+			p.order = order
+			return order
+		}
+		order = order[:0]
+	}
+	for i, js := range rs {
+		order = append(order, running{js, mems[i]})
+	}
+	p.perm = p.perm[:0]
+	for i := range order {
+		p.perm = append(p.perm, int32(i))
+	}
+	slices.SortFunc(p.perm, func(a, b int32) int { return byStart(order[a], order[b]) })
+	for k, i := range p.perm {
+		order[k] = running{rs[i], mems[i]}
+	}
+	p.prev = append(p.prev[:0], rs...)
+	p.order = order
+	return order
 }
 
 // countActive returns |PC| + |WC| for Alg. 1 line 15 over the jobs placed
@@ -454,7 +526,7 @@ func (p *Speculator) speculate(c *framework.Cycle, v *view, js *cluster.JobState
 // rebalance is Alg. 3 over the candidates Params.Candidates names, on
 // every cycle or (Params.Rebalance gated) only when every running job has
 // converged or a worker is idle.
-func (p *Speculator) rebalance(c *framework.Cycle, v *view, order []running, now float64) {
+func (p *Speculator) rebalance(c *framework.Cycle, order []running, now float64) {
 	if len(order) == 0 {
 		return
 	}
@@ -483,11 +555,11 @@ func (p *Speculator) rebalance(c *framework.Cycle, v *view, order []running, now
 		candJS = append(candJS, js)
 	}
 	p.cands, p.candJS = cands, candJS
-	defer clear(candJS)
 	if len(cands) == 0 {
 		return
 	}
 
+	v := p.viewOf(c)
 	ws := p.workerView(c.Snap, v, order[0].js.Job)
 	pos := p.pos
 	active := p.active[:0]
