@@ -390,7 +390,11 @@ func (p *Speculator) sorted(rs []*cluster.JobState, mems []*jobMem) []running {
 		for _, i := range p.perm {
 			order = append(order, running{rs[i], mems[i]})
 		}
-		if slices.IsSortedFunc(order, byStart) {
+		ok := true
+		for k := 1; k < len(order) && ok; k++ {
+			ok = byStart(order[k-1], order[k]) < 0
+		}
+		if ok {
 			p.order = order
 			return order
 		}
@@ -536,7 +540,7 @@ func (p *Speculator) rebalance(c *framework.Cycle, order []running, now float64)
 	cands, candJS := p.cands[:0], p.candJS[:0]
 	for _, r := range order {
 		js, m := r.js, r.m
-		if js.Phase != cluster.Running || m.move != "" || js.Migrations > 0 || c.St.Busy(js) {
+		if js.Phase != cluster.Running || m.move != "" || js.Migrations > 0 {
 			continue
 		}
 		since := m.markedAt // t_cj: marked migrated by Alg. 2
@@ -548,8 +552,8 @@ func (p *Speculator) rebalance(c *framework.Cycle, order []running, now float64)
 		} else if !m.migrated {
 			continue
 		}
-		if since < 0 {
-			continue // no t_cj (a label lost or out of range)
+		if since < 0 || c.St.Busy(js) {
+			continue // no t_cj (a label lost or out of range), or busy
 		}
 		cands = append(cands, Movable{ID: js.Job.ID, Duration: now - since})
 		candJS = append(candJS, js)
