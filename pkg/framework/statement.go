@@ -37,9 +37,15 @@ type Statement struct {
 	now, soon *placement.Ledger
 	hasSoon   bool
 	acts      []policy.Action
-	ops       map[*cluster.JobState]Op
-	undo      []opUndo
-	marks     []stMark
+	// lastActs is the number of actions of the previous cycle: the first
+	// action of a cycle allocates room for that many, so that a cycle
+	// like the one before (a time-driven plugin writing a label on each
+	// running job, say) grows acts once instead of doubling it from 1.
+	// acts stays nil in a cycle without actions, as before.
+	lastActs int
+	ops      map[*cluster.JobState]Op
+	undo     []opUndo
+	marks    []stMark
 	// labeled lists the jobs SetLabel was recorded for (the scheduling
 	// queue brings a parked job back when its labels change).
 	labeled []*cluster.JobState
@@ -60,7 +66,7 @@ type stMark struct{ acts, undo int }
 // reset starts a new cycle on fresh ledgers.
 func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 	st.now, st.soon, st.hasSoon = now, soon, hasSoon
-	st.acts = nil
+	st.lastActs, st.acts = len(st.acts), nil
 	clear(st.ops)
 	if st.ops == nil {
 		st.ops = map[*cluster.JobState]Op{}
@@ -214,6 +220,9 @@ func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
 		if js != nil {
 			st.labeled = append(st.labeled, js)
 		}
+	}
+	if st.acts == nil && st.lastActs > 0 {
+		st.acts = make([]policy.Action, 0, st.lastActs)
 	}
 	st.acts = append(st.acts, a)
 }

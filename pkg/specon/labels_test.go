@@ -144,3 +144,58 @@ func TestStateLabelBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestLabelsSentUntilApplied: the Speculator keeps each job's state and
+// its label values from cycle to cycle, but it decides what to write from
+// the job's labels as the executor shows them: a write the executor did
+// not apply (refused, or lost) is sent again on the next cycle, one it
+// applied is not, and a label someone else changed is written back.
+func TestLabelsSentUntilApplied(t *testing.T) {
+	fast := []float64{0.9, 0.7, 0.5}
+	s := snapshot(300, 2, []fakeJob{{id: "p", worker: 1, labels: map[string]string{}, evals: fast}})
+	js := s.Running[0]
+	r := policy.NewRegistry()
+	if err := r.Add(Entries()...); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.New("specon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{LabelCategory: "PC", LabelRound: "10"}
+	apply := func(as []policy.Action) {
+		for _, l := range actionsOf[policy.SetLabel](as) {
+			js.Labels[l.Key] = l.Value
+		}
+	}
+	steps := []struct {
+		name  string
+		now   float64
+		apply bool              // the executor applies this cycle's writes
+		edit  map[string]string // labels changed by someone else before the cycle
+		want  map[string]string
+	}{
+		{"first", 300, false, nil, want},
+		{"not applied: sent again", 300, true, nil, want},
+		{"applied: nothing to send", 300, true, nil, map[string]string{}},
+		// The growth over (300, 330] is 0 < alpha and below the one before:
+		// PC -> WC.
+		{"next round", 330, true, nil, map[string]string{LabelCategory: "WC", LabelRound: "11"}},
+		{"edited: written back", 330, true, map[string]string{LabelCategory: "CC", LabelMove: "M"},
+			map[string]string{LabelCategory: "WC", LabelMove: ""}},
+		{"restored", 330, true, nil, map[string]string{}},
+	}
+	for _, st := range steps {
+		s.Now = st.now
+		for k, v := range st.edit {
+			js.Labels[k] = v
+		}
+		as := p.Schedule(s)
+		if d := cmp.Diff(st.want, labelsOf(as, "p")); d != "" {
+			t.Errorf("%s: labels written (-want +got):\n%s", st.name, d)
+		}
+		if st.apply {
+			apply(as)
+		}
+	}
+}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/policy"
@@ -127,5 +130,47 @@ func TestDeterministic(t *testing.T) {
 	b := runScenario(t, New(DefaultParams))
 	if !reflect.DeepEqual(a.Records, b.Records) {
 		t.Error("two runs of the same scenario differ")
+	}
+}
+
+// recorder keeps every cycle's actions of the policy it wraps.
+type recorder struct {
+	p    policy.Policy
+	acts [][]policy.Action
+}
+
+func (r *recorder) Name() string     { return r.p.Name() }
+func (r *recorder) TimeDriven() bool { return true }
+func (r *recorder) Schedule(s *cluster.Snapshot) []policy.Action {
+	as := r.p.Schedule(s)
+	r.acts = append(r.acts, slices.Clone(as))
+	return as
+}
+
+// TestActionsAsRebuilt: the Speculator's memory (job states, label values
+// and working buffers kept from cycle to cycle) is only a cache of what
+// the labels and the snapshot say: an instance that keeps it sends, cycle
+// by cycle, exactly the actions (label writes included) of one rebuilt
+// from labels on every cycle, under both readings.
+func TestActionsAsRebuilt(t *testing.T) {
+	for _, r := range readings {
+		t.Run(r.name, func(t *testing.T) {
+			kept, fresh := &recorder{p: New(r.p)}, &recorder{p: rebuilt{r.p}}
+			runScenario(t, kept)
+			runScenario(t, fresh)
+			if len(kept.acts) != len(fresh.acts) {
+				t.Fatalf("%d cycles, rebuilt %d", len(kept.acts), len(fresh.acts))
+			}
+			labels := 0
+			for i := range kept.acts {
+				labels += len(actionsOf[policy.SetLabel](kept.acts[i]))
+				if d := cmp.Diff(fresh.acts[i], kept.acts[i]); d != "" {
+					t.Fatalf("cycle %d: actions (-rebuilt +kept):\n%s", i, d)
+				}
+			}
+			if labels == 0 {
+				t.Fatal("no label written: the test compares nothing")
+			}
+		})
 	}
 }

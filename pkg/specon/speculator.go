@@ -39,9 +39,36 @@ import (
 type Speculator struct {
 	P   Params
 	mem map[string]*jobMem
-	// live and before are Rebalance's per-cycle maps, kept to be reused.
-	live   map[string]*cluster.JobState
-	before map[string][6][2]string
+	// gen counts Rebalance calls; jobMem.seen holds the last one that saw
+	// the job running.
+	gen uint64
+	// Per-cycle working memory, kept to be reused: v is the cycle's view
+	// (see viewOf), mems the running jobs' states in snapshot order, order
+	// the running jobs sorted, ws and pos workerView's result and node
+	// index, active, cands and candJS Alg. 3's input. Nothing in them is
+	// read before it is rebuilt in the next cycle, but for prev and perm:
+	// the previous cycle's running jobs and their sort permutation (see
+	// sorted), with which mems is reused as well.
+	v      view
+	order  []running
+	mems   []*jobMem
+	prev   []*cluster.JobState
+	perm   []int32
+	ws     []Worker
+	pos    []int
+	active []int
+	cands  []Movable
+	candJS []*cluster.JobState
+	// round and roundLab cache the label value of the round last
+	// formatted: every job categorised in a round gets the same one.
+	round    int64
+	roundLab string
+}
+
+// running is a running job and its state, for one cycle.
+type running struct {
+	js *cluster.JobState
+	m  *jobMem
 }
 
 var (
@@ -77,20 +104,31 @@ type view struct {
 
 var viewKey = framework.NewKey[*view]("specon/view")
 
-func viewOf(c *framework.Cycle) *view {
-	return framework.GetOrInit(c, viewKey, func() *view {
-		s := c.Snap
-		v := &view{usage: make([]resource.Vector, len(s.Nodes)), where: map[string]int{}}
-		for i, n := range s.Nodes {
-			v.usage[i] = n.Usage
-		}
-		for _, js := range s.Running {
-			if len(js.Placement) > 0 {
-				v.where[js.Job.ID] = js.Placement[0].Node
-			}
-		}
+// viewOf returns the cycle's view, building it the first time in the
+// cycle (by the first Speculator to ask: the key is the package's, so
+// that every instance in a profile sees one view, as before). It reuses
+// p's memory: the view of the previous cycle is not used any more.
+func (p *Speculator) viewOf(c *framework.Cycle) *view {
+	if v, ok := framework.Get(c, viewKey); ok {
 		return v
-	})
+	}
+	s := c.Snap
+	v := &p.v
+	v.usage = v.usage[:0]
+	for _, n := range s.Nodes {
+		v.usage = append(v.usage, n.Usage)
+	}
+	if v.where == nil {
+		v.where = make(map[string]int, len(s.Running))
+	}
+	clear(v.where)
+	for _, js := range s.Running {
+		if len(js.Placement) > 0 {
+			v.where[js.Job.ID] = js.Placement[0].Node
+		}
+	}
+	framework.Set(c, viewKey, v)
+	return v
 }
 
 // add adds (sign 1) or removes (sign -1) the usage of job j at placement p.
@@ -108,21 +146,24 @@ func (v *view) move(js *cluster.JobState, p cluster.Placement) {
 }
 
 // Reserve implements framework.Reserve.
-func (*Speculator) Reserve(c *framework.Cycle, js *cluster.JobState, p cluster.Placement) {
+func (sp *Speculator) Reserve(c *framework.Cycle, js *cluster.JobState, p cluster.Placement) {
 	if len(p) == 0 {
 		return
 	}
-	v := viewOf(c)
+	v := sp.viewOf(c)
 	v.add(js.Job, p, 1)
 	v.where[js.Job.ID] = p[0].Node
 }
 
 // jobMem is SpeCon's state of one job; every field of memFields is
-// mirrored in a label. lab caches the labels of labOf, so that a cycle in
-// which a job's state did not change builds no strings for it.
+// mirrored in a label. lab caches the label values of labOf, field by
+// field, so that a cycle in which a job's state did not change builds no
+// strings for it.
 type jobMem struct {
 	memFields
-	lab   [6][2]string
+	id    string // the job's ID
+	seen  uint64 // the Speculator's gen when last seen running
+	lab   [6]string
 	labOf memFields
 	labOK bool
 }
@@ -139,7 +180,7 @@ type memFields struct {
 // memFromLabels rebuilds a job's state from its labels; missing, malformed
 // or out-of-range labels fall back to a fresh job's state.
 func memFromLabels(js *cluster.JobState) *jobMem {
-	m := &jobMem{memFields: memFields{cat: PC, round: -1, convergedAt: -1, markedAt: -1}}
+	m := &jobMem{id: js.Job.ID, memFields: memFields{cat: PC, round: -1, convergedAt: -1, markedAt: -1}}
 	l := js.Labels
 	if c, err := ParseCategory(l[LabelCategory]); err == nil {
 		m.cat = c
@@ -162,19 +203,50 @@ func memFromLabels(js *cluster.JobState) *jobMem {
 	return m
 }
 
-// labels returns the label values that represent m.
-func (m *jobMem) labels() [6][2]string {
-	if m.labOK && m.labOf == m.memFields {
-		return m.lab
+// labelKeys are the keys of jobMem's labels, in the order of
+// (*Speculator).labels.
+var labelKeys = [6]string{LabelCategory, LabelRound, LabelConvergedAt, LabelMigrated, LabelMarkedAt, LabelMove}
+
+// labels brings m.lab, the label values that represent m (by
+// labelKeys), up to date and returns the set of those whose value changed
+// (bit i for labelKeys[i]). It formats only the fields that changed since
+// the last call (times are compared bit for bit, so that the cache never
+// keeps a value the field would not format to).
+func (p *Speculator) labels(m *jobMem) (changed uint8) {
+	f, o, all := &m.memFields, &m.labOf, !m.labOK
+	set := func(i int, v string) {
+		if v != m.lab[i] {
+			m.lab[i] = v
+			changed |= 1 << i
+		}
 	}
-	mig := ""
-	if m.migrated {
-		mig = "true"
+	if all || f.cat != o.cat {
+		set(0, f.cat.String())
 	}
-	m.lab = [6][2]string{{LabelCategory, m.cat.String()}, {LabelRound, strconv.FormatInt(m.round, 10)},
-		{LabelConvergedAt, timeLabel(m.convergedAt)}, {LabelMigrated, mig}, {LabelMarkedAt, timeLabel(m.markedAt)}, {LabelMove, m.move}}
-	m.labOf, m.labOK = m.memFields, true
-	return m.lab
+	if all || f.round != o.round {
+		if f.round != p.round || p.roundLab == "" {
+			p.round, p.roundLab = f.round, strconv.FormatInt(f.round, 10)
+		}
+		set(1, p.roundLab)
+	}
+	if all || math.Float64bits(f.convergedAt) != math.Float64bits(o.convergedAt) {
+		set(2, timeLabel(f.convergedAt))
+	}
+	if all || f.migrated != o.migrated {
+		mig := ""
+		if f.migrated {
+			mig = "true"
+		}
+		set(3, mig)
+	}
+	if all || math.Float64bits(f.markedAt) != math.Float64bits(o.markedAt) {
+		set(4, timeLabel(f.markedAt))
+	}
+	if all || f.move != o.move {
+		set(5, f.move)
+	}
+	m.labOf, m.labOK = *f, true
+	return changed
 }
 
 // timeLabel is the label value of a time, "" for none (negative).
@@ -188,43 +260,57 @@ func timeLabel(t float64) string {
 // Rebalance implements framework.Rebalance.
 func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	s := c.Snap
-	v := viewOf(c)
 
 	// Load state of running jobs (from memory, else from labels) and drop
 	// that of jobs that left.
-	if p.live == nil {
-		p.live, p.before = map[string]*cluster.JobState{}, map[string][6][2]string{}
-	}
-	live, before := p.live, p.before
-	clear(live)
-	clear(before)
-	for _, js := range s.Running {
+	p.gen++
+	// The same running jobs as in the previous cycle have the same states,
+	// found without a lookup: p.mem changes only in this loop and the one
+	// after it, which leave p.mem[p.mems[i].id] == p.mems[i] for every i
+	// (the ID is compared in case a job state's Job was replaced).
+	same := slices.Equal(s.Running, p.prev) && len(p.mems) == len(s.Running)
+	mems, seen := p.mems[:0], 0
+	for i, js := range s.Running {
 		id := js.Job.ID
-		live[id] = js
-		m, ok := p.mem[id]
-		if !ok {
-			m = memFromLabels(js)
-			p.mem[id] = m
+		var m *jobMem
+		if same && p.mems[i].id == id {
+			m = p.mems[i]
+		} else {
+			var ok bool
+			if m, ok = p.mem[id]; !ok {
+				m = memFromLabels(js)
+				p.mem[id] = m
+			}
 		}
-		before[id] = m.labels()
+		if m.seen != p.gen {
+			m.seen = p.gen
+			// m.lab holds the labels at the start of the cycle. (It
+			// does already unless the job is new: every Rebalance ends
+			// with labels on every running job.)
+			if !m.labOK || m.labOf != m.memFields {
+				p.labels(m)
+			}
+			seen++
+		}
+		mems = append(mems, m)
 	}
-	for id := range p.mem {
-		if live[id] == nil {
-			delete(p.mem, id)
+	p.mems = mems
+	if len(p.mem) > seen { // some job left
+		for id, m := range p.mem {
+			if m.seen != p.gen {
+				delete(p.mem, id)
+			}
 		}
 	}
-	running := slices.Clone(s.Running)
-	slices.SortFunc(running, func(a, b *cluster.JobState) int {
-		return cmp.Or(cmp.Compare(a.Job.Submit, b.Job.Submit), cmp.Compare(a.Job.ID, b.Job.ID))
-	})
+	order := p.sorted(s.Running, mems)
 
 	round := int64(math.Floor(s.Now/p.P.Interval + 1e-9))
 	tm := float64(round) * p.P.Interval
 
 	// Alg. 1 on every running, not yet migrated job.
 	var requests []*cluster.JobState
-	for _, js := range running {
-		m := p.mem[js.Job.ID]
+	for _, r := range order {
+		js, m := r.js, r.m
 		if js.Phase != cluster.Running || m.migrated || m.round >= round {
 			continue
 		}
@@ -248,8 +334,13 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 
 	// Alg. 2 for each request, when more than one other job is
 	// progressing or watching (line 15: |PC| + |WC| > 1) on the job's
-	// worker or in the cluster.
+	// worker or in the cluster. (Rebalance takes the cycle's view only
+	// when it reads it, here and in Alg. 3: it is the snapshot plus this
+	// cycle's Reserves, which built it already if there were any, and
+	// moves, which come after the first read, so it is the same whenever
+	// it is built.)
 	for _, js := range requests {
+		v := p.viewOf(c)
 		if p.countActive(v, js) <= 1 {
 			continue
 		}
@@ -262,18 +353,67 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	// converged). Running it once per round instead would need the last
 	// round stored somewhere a restarted controller can read; every cycle
 	// needs no state, and the one-move-per-job rule bounds what it can do.
-	p.rebalance(c, v, running, s.Now)
+	p.rebalance(c, order, s.Now)
 
-	for _, js := range running {
-		m := p.mem[js.Job.ID]
-		old := before[js.Job.ID]
-		for i, kv := range m.labels() {
-			if kv != old[i] || js.Labels[kv[0]] != kv[1] {
-				c.St.Record(js, policy.SetLabel{Job: js.Job.ID, Key: kv[0], Value: kv[1]})
+	// Write the labels that changed in this cycle, and those the job does
+	// not carry (a write the executor refused or lost is sent again).
+	for _, r := range order {
+		js, m := r.js, r.m
+		changed := p.labels(m)
+		for i, key := range labelKeys {
+			if changed&(1<<i) != 0 || js.Labels[key] != m.lab[i] {
+				c.St.Record(js, policy.SetLabel{Job: js.Job.ID, Key: key, Value: m.lab[i]})
 			}
 		}
 	}
 	return nil
+}
+
+// byStart is the order in which Rebalance visits the running jobs:
+// submit time, then ID.
+func byStart(a, b running) int {
+	if c := cmp.Compare(a.js.Job.Submit, b.js.Job.Submit); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.js.Job.ID, b.js.Job.ID)
+}
+
+// sorted returns the running jobs rs, with their states mems, in byStart
+// order (p.order, valid for the cycle). IDs are unique, so byStart is a
+// total order and the result does not depend on the order of rs: when rs
+// holds the same jobs as in the previous cycle (the same pointers, which
+// p.prev keeps alive so that no other job can take an address), the
+// previous permutation is tried first and kept if it is still sorted.
+func (p *Speculator) sorted(rs []*cluster.JobState, mems []*jobMem) []running {
+	order := p.order[:0]
+	if slices.Equal(rs, p.prev) {
+		for _, i := range p.perm {
+			order = append(order, running{rs[i], mems[i]})
+		}
+		ok := true
+		for k := 1; k < len(order) && ok; k++ {
+			ok = byStart(order[k-1], order[k]) < 0
+		}
+		if ok {
+			p.order = order
+			return order
+		}
+		order = order[:0]
+	}
+	for i, js := range rs {
+		order = append(order, running{js, mems[i]})
+	}
+	p.perm = p.perm[:0]
+	for i := range order {
+		p.perm = append(p.perm, int32(i))
+	}
+	slices.SortFunc(p.perm, func(a, b int32) int { return byStart(order[a], order[b]) })
+	for k, i := range p.perm {
+		order[k] = running{rs[i], mems[i]}
+	}
+	p.prev = append(p.prev[:0], rs...)
+	p.order = order
+	return order
 }
 
 // countActive returns |PC| + |WC| for Alg. 1 line 15 over the jobs placed
@@ -298,21 +438,27 @@ func (p *Speculator) countActive(v *view, js *cluster.JobState) int {
 
 // workerView builds Alg. 2/3's worker list for job j and the per-category
 // counts, from this cycle's view. Jobs started this cycle count as PC
-// (Alg. 1 line 2).
+// (Alg. 1 line 2). The list is p.ws, valid until the next call; p.pos
+// maps a node index to its position in it (-1: not a worker for j).
 func (p *Speculator) workerView(s *cluster.Snapshot, v *view, j *cluster.Job) []Worker {
-	ws := workers(s, j)
-	idx := map[int]int{}
-	out := make([]Worker, len(ws))
-	for i, n := range ws {
-		idx[n.Index] = i
-		out[i] = Worker{Node: n.Index}
-		if capCPU := n.Capacity[resource.CPU]; capCPU > 0 {
-			out[i].Usage = float64(v.usage[n.Index][resource.CPU]) / float64(capCPU)
+	out, pos := p.ws[:0], p.pos[:0]
+	for range s.Nodes {
+		pos = append(pos, -1)
+	}
+	for _, n := range s.Nodes {
+		if !n.Ready || n.Gone || !isWorker(n, j) {
+			continue
 		}
+		pos[n.Index] = len(out)
+		w := Worker{Node: n.Index}
+		if capCPU := n.Capacity[resource.CPU]; capCPU > 0 {
+			w.Usage = float64(v.usage[n.Index][resource.CPU]) / float64(capCPU)
+		}
+		out = append(out, w)
 	}
 	for id, node := range v.where {
-		i, ok := idx[node]
-		if !ok {
+		i := posOf(pos, node)
+		if i < 0 {
 			continue
 		}
 		cat := PC
@@ -321,7 +467,16 @@ func (p *Speculator) workerView(s *cluster.Snapshot, v *view, j *cluster.Job) []
 		}
 		out[i].Count[cat]++
 	}
+	p.ws, p.pos = out, pos
 	return out
+}
+
+// posOf returns pos[node], -1 when node is out of its range.
+func posOf(pos []int, node int) int {
+	if node < 0 || node >= len(pos) {
+		return -1
+	}
+	return pos[node]
 }
 
 // onOneNode places every replica of the running job, at its current
@@ -375,28 +530,17 @@ func (p *Speculator) speculate(c *framework.Cycle, v *view, js *cluster.JobState
 // rebalance is Alg. 3 over the candidates Params.Candidates names, on
 // every cycle or (Params.Rebalance gated) only when every running job has
 // converged or a worker is idle.
-func (p *Speculator) rebalance(c *framework.Cycle, v *view, running []*cluster.JobState, now float64) {
-	if len(running) == 0 {
+func (p *Speculator) rebalance(c *framework.Cycle, order []running, now float64) {
+	if len(order) == 0 {
 		return
 	}
-	ws := p.workerView(c.Snap, v, running[0].Job)
-	idx := map[int]int{}
-	active := make([]int, len(ws))
-	idle := false
-	for i, w := range ws {
-		idx[w.Node] = i
-		active[i] = w.Active()
-		idle = idle || active[i] == 0
-	}
-	if p.P.Rebalance == RebalanceGated && !idle && p.countActive(v, nil) > 0 {
-		return
-	}
-	var cands []Movable
-	byID := map[string]*cluster.JobState{}
-	for _, js := range running {
-		m := p.mem[js.Job.ID]
-		i, ok := idx[v.where[js.Job.ID]]
-		if !ok || js.Phase != cluster.Running || m.move != "" || js.Migrations > 0 || c.St.Busy(js) {
+	// The candidates, but for being on a worker. Alg. 3 moves nothing
+	// without a candidate, and the worker list and the gate only read the
+	// view: with none, there is nothing to compute.
+	cands, candJS := p.cands[:0], p.candJS[:0]
+	for _, r := range order {
+		js, m := r.js, r.m
+		if js.Phase != cluster.Running || m.move != "" || js.Migrations > 0 {
 			continue
 		}
 		since := m.markedAt // t_cj: marked migrated by Alg. 2
@@ -408,14 +552,43 @@ func (p *Speculator) rebalance(c *framework.Cycle, v *view, running []*cluster.J
 		} else if !m.migrated {
 			continue
 		}
-		if since < 0 {
-			continue // no t_cj (a label lost or out of range)
+		if since < 0 || c.St.Busy(js) {
+			continue // no t_cj (a label lost or out of range), or busy
 		}
-		cands = append(cands, Movable{ID: js.Job.ID, Worker: i, Duration: now - since})
-		byID[js.Job.ID] = js
+		cands = append(cands, Movable{ID: js.Job.ID, Duration: now - since})
+		candJS = append(candJS, js)
 	}
+	p.cands, p.candJS = cands, candJS
+	if len(cands) == 0 {
+		return
+	}
+
+	v := p.viewOf(c)
+	ws := p.workerView(c.Snap, v, order[0].js.Job)
+	pos := p.pos
+	active := p.active[:0]
+	idle := false
+	for _, w := range ws {
+		active = append(active, w.Active())
+		idle = idle || w.Active() == 0
+	}
+	p.active = active
+	if p.P.Rebalance == RebalanceGated && !idle && p.countActive(v, nil) > 0 {
+		return
+	}
+	k := 0
+	for i, mv := range cands {
+		w := posOf(pos, v.where[mv.ID])
+		if w < 0 {
+			continue
+		}
+		mv.Worker = w
+		cands[k], candJS[k] = mv, candJS[i]
+		k++
+	}
+	cands, candJS = cands[:k], candJS[:k]
 	for _, mv := range Rebalance(active, cands) {
-		js := byID[mv.ID]
+		js := candJS[slices.IndexFunc(cands, func(x Movable) bool { return x.ID == mv.ID })]
 		if !migrate(c, v, js, ws[mv.To].Node, fmt.Sprintf("specon: rebalance %d -> %d containers", active[mv.From], active[mv.To])) {
 			continue
 		}
