@@ -231,6 +231,10 @@ type Preemptor struct {
 	// separates what TE-first ordering gains from what preemption gains
 	// (fitgpp:preempt=false).
 	NoPreempt bool
+	// Exhaustive turns off the shortcut that skips a victim search known
+	// to fail (see hopeless): the decisions are the same either way
+	// (tests compare the two); only the work differs.
+	Exhaustive bool
 }
 
 var (
@@ -413,6 +417,9 @@ func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*c
 // gone, or nil; soon is unchanged either way.
 func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
 	be := runningBE(c)
+	if p.hopeless(c, be, soon, te, counts) {
+		return nil, nil
+	}
 	var avail []*cluster.JobState
 	if p.Rule != FitGpp {
 		avail = untouched(c, be, nil)
@@ -452,6 +459,58 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 			return victims, pl
 		}
 	}
+}
+
+// hopeless reports, when it can tell cheaply, that choose would find no
+// victims: te does not fit on soon even with every job choose could pick
+// (untouched this cycle, preempted fewer than P times) given back. The
+// search is then skipped, and the random draws it would have made are
+// made, so that later choices in the cycle draw the same numbers.
+//
+// Why this is choose's answer. choose gives its victims back one by one
+// and returns nil only once none is left to pick, after placing te on
+// every subset it built, the last being all of them. Placement of a job
+// whose replicas are all of one group is monotone in the room (a node
+// takes a fixed number of identical replicas, whatever the order; a gang
+// on one node needs one node with room for all): when te does not fit
+// with all of them gone, it fits with no subset, so fitgpp's fit rule
+// never finds a victim and every pick is a random one among those left,
+// IntN(n), IntN(n-1), ..., IntN(1) (lrtp draws nothing). The what-ifs
+// skipped must leave no trace, which Cycle.PlacesQuietly vouches for.
+func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int) bool {
+	if p.Exhaustive || !c.PlacesQuietly() || !oneGroup(counts) {
+		return false
+	}
+	soon.Fork()
+	defer soon.Revert()
+	n := 0
+	for _, js := range be.running {
+		if js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
+			soon.GiveJob(js)
+			n++
+		}
+	}
+	if _, st := c.Place(soon, te, counts); st.IsSuccess() {
+		return false
+	}
+	if p.Rule != LRTP {
+		rng := c.Rand()
+		for k := n; k > 0; k-- {
+			rng.IntN(k)
+		}
+	}
+	return true
+}
+
+// oneGroup reports whether counts asks for replicas of one group only.
+func oneGroup(counts []int) bool {
+	groups := 0
+	for _, n := range counts {
+		if n > 0 {
+			groups++
+		}
+	}
+	return groups == 1
 }
 
 // bestFit returns the fitgpp victim (Eq. 4): the first job in victim
