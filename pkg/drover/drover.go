@@ -168,30 +168,58 @@ func (Shrink) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
 	return framework.EventRunning | framework.EventNodes | framework.EventRoom
 }
 
+// shrinkable is the per-cycle list of the running jobs a shrink may take
+// workers from, whoever asks: BE (non-TE) jobs in phase Running above
+// their minimum workers, lightest first (weight, then ID: a total order,
+// so every subset of it is in the order Shrink sorts its candidates in),
+// with their weights. Phases, counts and weights do not change within a
+// cycle; whether a job is busy does, and is asked at each use.
+type shrinkable struct {
+	jobs []*cluster.JobState
+	w    []elastic.Weight
+}
+
+var shrinkKey = framework.NewKey[*shrinkable]("drover.shrinkable")
+
+func shrinkables(c *framework.Cycle) *shrinkable {
+	return framework.GetOrInit(c, shrinkKey, func() *shrinkable {
+		type cand struct {
+			js *cluster.JobState
+			w  elastic.Weight
+		}
+		var cs []cand
+		for _, r := range c.Snap.Running {
+			if r.Phase != cluster.Running || isTE(r) || workers(r) <= max(r.Job.Groups[0].Min, 1) {
+				continue
+			}
+			cs = append(cs, cand{r, weightOf(c, r)})
+		}
+		slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(a.w.Compare(b.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })
+		sh := &shrinkable{jobs: make([]*cluster.JobState, len(cs)), w: make([]elastic.Weight, len(cs))}
+		for i, k := range cs {
+			sh.jobs[i], sh.w[i] = k.js, k.w
+		}
+		return sh
+	})
+}
+
+// workers counts js's worker replicas (group 0), as js.Counts()[0].
+func workers(js *cluster.JobState) int {
+	n := 0
+	for _, a := range js.Placement {
+		if a.Group == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Preempt implements framework.Preempt.
 func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
-	s := c.Snap
-	jw := weightOf(c, js)
-	var cands []*cluster.JobState
-	for _, r := range s.Running {
-		if r.Phase != cluster.Running || c.St.Busy(r) || isTE(r) {
-			continue
-		}
-		if r.Counts()[0] <= max(r.Job.Groups[0].Min, 1) {
-			continue
-		}
-		if !isTE(js) && !jw.Outranks(weightOf(c, r)) {
-			continue
-		}
-		cands = append(cands, r)
-	}
+	cands := shrinkCands(c, js)
 	if len(cands) == 0 {
 		return framework.NewStatus(framework.Unschedulable, "")
 	}
-	// Lightest first; ties by ID, since Snapshot.Running has no order.
-	slices.SortFunc(cands, func(a, b *cluster.JobState) int {
-		return cmp.Or(weightOf(c, a).Compare(weightOf(c, b)), cmp.Compare(a.Job.ID, b.Job.ID))
-	})
 	need := minCounts(js.Job)
 	fits := func() bool {
 		l := c.St.Now()
@@ -225,6 +253,38 @@ func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Sta
 		}
 	}
 	return framework.NewStatus(framework.Unschedulable, "")
+}
+
+// shrinkCands returns the running jobs a shrink for js may take workers
+// from, lightest first (weight, then ID): BE jobs in phase Running, not
+// busy, above their minimum workers, and, unless js is a TE job, whose
+// weight js outranks.
+func shrinkCands(c *framework.Cycle, js *cluster.JobState) []*cluster.JobState {
+	sh := shrinkables(c)
+	te := isTE(js)
+	var jw elastic.Weight
+	if !te && len(sh.jobs) > 0 {
+		jw = weightOf(c, js)
+	}
+	var cands []*cluster.JobState
+	for i, r := range sh.jobs {
+		if !te && !jw.Outranks(sh.w[i]) {
+			// The list is lightest first: past a job of a higher
+			// priority, or of js's with a utility (not NaN) at least
+			// js's, no job is outranked (Outranks: a strictly higher
+			// priority, or the same and a strictly higher utility).
+			w := sh.w[i]
+			if w.Priority > jw.Priority || w.Priority == jw.Priority && !math.IsNaN(w.Utility) && !(w.Utility < jw.Utility) {
+				break
+			}
+			continue
+		}
+		if c.St.Busy(r) {
+			continue
+		}
+		cands = append(cands, r)
+	}
+	return cands
 }
 
 // lastWorker is the index of the most recently added worker replica.
@@ -333,20 +393,27 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 			return nil
 		}
 	}
-	running := slices.Clone(s.Running)
-	slices.SortFunc(running, func(a, b *cluster.JobState) int {
-		return cmp.Or(weightOf(c, b).Compare(weightOf(c, a)), cmp.Compare(a.Job.ID, b.Job.ID))
-	})
-	l := c.St.Now()
-	for _, q := range running {
+	// The jobs that may grow, heaviest first (weight, then ID: a total
+	// order). Filtering before sorting keeps their order; a resize makes
+	// only the job resized busy, so none drops out during the loop.
+	type grower struct {
+		js   *cluster.JobState
+		w    elastic.Weight
+		want int
+	}
+	var growers []grower
+	for _, q := range s.Running {
 		if q.Phase != cluster.Running || c.St.Busy(q) || isTE(q) {
 			continue
 		}
-		g := &q.Job.Groups[0]
-		want := g.Max - q.Counts()[0]
-		if want <= 0 {
-			continue
+		if want := q.Job.Groups[0].Max - workers(q); want > 0 {
+			growers = append(growers, grower{q, weightOf(c, q), want})
 		}
+	}
+	slices.SortFunc(growers, func(a, b grower) int { return cmp.Or(b.w.Compare(a.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })
+	l := c.St.Now()
+	for _, gr := range growers {
+		q, want := gr.js, gr.want
 		own := q.Placement.Nodes()
 		order := slices.Clone(own)
 		for i := range s.Nodes {
