@@ -79,23 +79,25 @@ func isTE(js *cluster.JobState) bool { return js.Job.Class == cluster.ClassTE }
 // weights caches the elastic weights of one cycle.
 type weights struct {
 	capacity resource.Vector
-	w        map[*cluster.JobState]elastic.Weight
+	w        map[*cluster.Job]elastic.Weight
 }
 
 var weightKey = framework.NewKey[*weights]("drover.weights")
 
 func cycleWeights(c *framework.Cycle) *weights {
 	return framework.GetOrInit(c, weightKey, func() *weights {
-		return &weights{capacity: c.Snap.ReadyCapacity(), w: map[*cluster.JobState]elastic.Weight{}}
+		return &weights{capacity: c.Snap.ReadyCapacity(), w: map[*cluster.Job]elastic.Weight{}}
 	})
 }
 
-func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
+func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight { return weightOfJob(c, js.Job) }
+
+func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 	ws := cycleWeights(c)
-	w, ok := ws.w[js]
+	w, ok := ws.w[j]
 	if !ok {
-		w = elastic.WeightOf(js.Job, ws.capacity)
-		ws.w[js] = w
+		w = elastic.WeightOf(j, ws.capacity)
+		ws.w[j] = w
 	}
 	return w
 }
@@ -156,16 +158,67 @@ func minCounts(j *cluster.Job) []int {
 // no checkpoint and does not count as a preemption.
 type Shrink struct{}
 
-var _ framework.Preempt = Shrink{}
+var (
+	_ framework.Preempt       = Shrink{}
+	_ framework.RunningHinter = Shrink{}
+)
 
 // Name implements framework.Plugin.
 func (Shrink) Name() string { return ShrinkName }
 
 // Requeue implements framework.Requeuer: a shrink may succeed once the
 // running jobs change, the capacity does (the weights), or more room is
-// free (less to shrink).
-func (Shrink) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+// free (less to shrink). For a job that is not TE and outranks no running
+// BE job, whatever its phase or size, a shrink has nothing to take from
+// until a job it outranks starts (RunningHint), whatever the room.
+func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+	if !isTE(js) && !outranksAny(c, js.Job) {
+		return framework.EventNodes | framework.EventRunningHint
+	}
 	return framework.EventRunning | framework.EventNodes | framework.EventRoom
+}
+
+// RunningHint implements framework.RunningHinter: only a BE job that j
+// outranks, started or changed, can give a shrink for j something to
+// take (a job j outranks already running when j was set aside made
+// Requeue ask for every change).
+func (Shrink) RunningHint(_ *framework.Cycle, j *cluster.Job, r *cluster.JobState) bool {
+	return !isTE(r) && rank(j).Outranks(rank(r.Job))
+}
+
+// rank is the part of a job's elastic weight that Outranks reads
+// (priority and utility; the demand share needs the capacity).
+func rank(j *cluster.Job) elastic.Weight {
+	w := elastic.Weight{Priority: j.Priority}
+	if j.Utility != nil {
+		w.Utility = j.Utility.Value(j.Work)
+	}
+	return w
+}
+
+// outranksAny reports whether j outranks a running BE job, in any phase
+// and at any size.
+func outranksAny(c *framework.Cycle, j *cluster.Job) bool {
+	sh := shrinkables(c)
+	jw := weightOfJob(c, j)
+	for _, w := range sh.rank {
+		if jw.Outranks(w) {
+			return true
+		}
+		if past(w, jw) {
+			return false
+		}
+	}
+	return false
+}
+
+// past reports, for a list of weights sorted lightest first, whether no
+// weight from w on is outranked by jw: w has a higher priority, or jw's
+// and a utility (not NaN) at least jw's (Outranks: a strictly higher
+// priority, or the same and a strictly higher utility; cmp.Compare puts
+// NaN utilities first).
+func past(w, jw elastic.Weight) bool {
+	return w.Priority > jw.Priority || w.Priority == jw.Priority && !math.IsNaN(w.Utility) && !(w.Utility < jw.Utility)
 }
 
 // shrinkable is the per-cycle list of the running jobs a shrink may take
@@ -177,6 +230,9 @@ func (Shrink) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
 type shrinkable struct {
 	jobs []*cluster.JobState
 	w    []elastic.Weight
+	// rank holds the weights of every running BE job, whatever its phase
+	// and size, lightest first.
+	rank []elastic.Weight
 }
 
 var shrinkKey = framework.NewKey[*shrinkable]("drover.shrinkable")
@@ -189,15 +245,17 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 		}
 		var cs []cand
 		for _, r := range c.Snap.Running {
-			if r.Phase != cluster.Running || isTE(r) || workers(r) <= max(r.Job.Groups[0].Min, 1) {
-				continue
+			if !isTE(r) {
+				cs = append(cs, cand{r, weightOf(c, r)})
 			}
-			cs = append(cs, cand{r, weightOf(c, r)})
 		}
 		slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(a.w.Compare(b.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })
-		sh := &shrinkable{jobs: make([]*cluster.JobState, len(cs)), w: make([]elastic.Weight, len(cs))}
+		sh := &shrinkable{rank: make([]elastic.Weight, len(cs))}
 		for i, k := range cs {
-			sh.jobs[i], sh.w[i] = k.js, k.w
+			sh.rank[i] = k.w
+			if r := k.js; r.Phase == cluster.Running && workers(r) > max(r.Job.Groups[0].Min, 1) {
+				sh.jobs, sh.w = append(sh.jobs, r), append(sh.w, k.w)
+			}
 		}
 		return sh
 	})
@@ -269,12 +327,8 @@ func shrinkCands(c *framework.Cycle, js *cluster.JobState) []*cluster.JobState {
 	var cands []*cluster.JobState
 	for i, r := range sh.jobs {
 		if !te && !jw.Outranks(sh.w[i]) {
-			// The list is lightest first: past a job of a higher
-			// priority, or of js's with a utility (not NaN) at least
-			// js's, no job is outranked (Outranks: a strictly higher
-			// priority, or the same and a strictly higher utility).
-			w := sh.w[i]
-			if w.Priority > jw.Priority || w.Priority == jw.Priority && !math.IsNaN(w.Utility) && !(w.Utility < jw.Utility) {
+			// The list is lightest first (see past).
+			if past(sh.w[i], jw) {
 				break
 			}
 			continue
