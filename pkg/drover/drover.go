@@ -197,19 +197,12 @@ func rank(j *cluster.Job) elastic.Weight {
 }
 
 // outranksAny reports whether j outranks a running BE job, in any phase
-// and at any size.
+// and at any size: one of a lower priority, or of the lowest priority and
+// a lower utility (neither NaN).
 func outranksAny(c *framework.Cycle, j *cluster.Job) bool {
 	sh := shrinkables(c)
-	jw := weightOfJob(c, j)
-	for _, w := range sh.rank {
-		if jw.Outranks(w) {
-			return true
-		}
-		if past(w, jw) {
-			return false
-		}
-	}
-	return false
+	jr := rank(j)
+	return sh.running && (jr.Priority > sh.low.Priority || jr.Priority == sh.low.Priority && jr.Utility > sh.low.Utility)
 }
 
 // past reports, for a list of weights sorted lightest first, whether no
@@ -230,9 +223,12 @@ func past(w, jw elastic.Weight) bool {
 type shrinkable struct {
 	jobs []*cluster.JobState
 	w    []elastic.Weight
-	// rank holds the weights of every running BE job, whatever its phase
-	// and size, lightest first.
-	rank []elastic.Weight
+	// low is the lowest rank (see rank) among every running BE job,
+	// whatever its phase and size: the least priority and, among the jobs
+	// of that priority, the least utility that is not NaN (+Inf if none);
+	// running says there is one.
+	low     elastic.Weight
+	running bool
 }
 
 var shrinkKey = framework.NewKey[*shrinkable]("drover.shrinkable")
@@ -243,19 +239,32 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 			js *cluster.JobState
 			w  elastic.Weight
 		}
+		// Each job's weight is needed once per cycle here: computed, not
+		// memoized in the cycle's map (an insertion costs more).
+		capacity := cycleWeights(c).capacity
+		sh := &shrinkable{}
 		var cs []cand
 		for _, r := range c.Snap.Running {
-			if !isTE(r) {
-				cs = append(cs, cand{r, weightOf(c, r)})
+			if isTE(r) {
+				continue
+			}
+			w := rank(r.Job)
+			if u := w.Utility; !sh.running || w.Priority < sh.low.Priority {
+				sh.low, sh.running = elastic.Weight{Priority: w.Priority, Utility: math.Inf(1)}, true
+				if !math.IsNaN(u) {
+					sh.low.Utility = u
+				}
+			} else if w.Priority == sh.low.Priority && u < sh.low.Utility {
+				sh.low.Utility = u
+			}
+			if r.Phase == cluster.Running && workers(r) > max(r.Job.Groups[0].Min, 1) {
+				cs = append(cs, cand{r, elastic.WeightOf(r.Job, capacity)})
 			}
 		}
 		slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(a.w.Compare(b.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })
-		sh := &shrinkable{rank: make([]elastic.Weight, len(cs))}
+		sh.jobs, sh.w = make([]*cluster.JobState, len(cs)), make([]elastic.Weight, len(cs))
 		for i, k := range cs {
-			sh.rank[i] = k.w
-			if r := k.js; r.Phase == cluster.Running && workers(r) > max(r.Job.Groups[0].Min, 1) {
-				sh.jobs, sh.w = append(sh.jobs, r), append(sh.w, k.w)
-			}
+			sh.jobs[i], sh.w[i] = k.js, k.w
 		}
 		return sh
 	})
@@ -461,7 +470,7 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 			continue
 		}
 		if want := q.Job.Groups[0].Max - workers(q); want > 0 {
-			growers = append(growers, grower{q, weightOf(c, q), want})
+			growers = append(growers, grower{q, elastic.WeightOf(q.Job, cycleWeights(c).capacity), want})
 		}
 	}
 	slices.SortFunc(growers, func(a, b grower) int { return cmp.Or(b.w.Compare(a.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })

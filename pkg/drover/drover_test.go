@@ -253,12 +253,20 @@ func (p *candProbe) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	if d := gocmp.Diff(want, got); d != "" {
 		p.t.Errorf("%s: candidates for %s (-want +got):\n%s", p.name, js.Job.ID, d)
 	}
+	any := false
+	for _, r := range c.Snap.Running {
+		any = any || !isTE(r) && jw.Outranks(weightOf(c, r))
+	}
+	if got := outranksAny(c, js.Job); got != any {
+		p.t.Errorf("%s: outranksAny(%s) = %v, want %v", p.name, js.Job.ID, got, any)
+	}
 	p.probed++
 	return framework.NewStatus(framework.Unschedulable, "")
 }
 
 // TestShrinkCandidates checks shrinkCands, which walks a per-cycle list of
-// the shrinkable jobs and stops early, against the rule it implements, on
+// the shrinkable jobs and stops early, and outranksAny, which compares
+// with the lowest rank running, against the rules they implement, on
 // random full clusters: running jobs TE or BE, running, suspending or
 // migrating, at or above their minimum, of priorities 0 to 2 and
 // utilities none, 0, 1, 2 or NaN; pending jobs the same.
@@ -266,7 +274,7 @@ func TestShrinkCandidates(t *testing.T) {
 	utils := []cluster.Utility{nil, constUtility(0), constUtility(1), constUtility(2), constUtility(math.NaN())}
 	phases := []cluster.Phase{cluster.Running, cluster.Running, cluster.Running, cluster.Suspending, cluster.Migrating}
 	probed := 0
-	for seed := uint64(1); seed <= 40; seed++ {
+	for seed := uint64(1); seed <= 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 5))
 		w := newWorld(4)
 		mk := func(id string) jb {

@@ -327,9 +327,10 @@ type beState struct {
 	// grace period), sorted by ID so that choices do not depend on the
 	// order of Snapshot.Running.
 	running []*cluster.JobState
-	// size is Size of each job of running.
-	size []float64
-	// maxSize and maxGP are the maxima of Eq. 3 over running.
+	// size is Size of each job of running, and maxSize and maxGP are the
+	// maxima of Eq. 3 over running: computed by order, the first time it
+	// is needed in the cycle (a search known to fail needs none).
+	size           []float64
 	maxSize, maxGP float64
 	// byScore is fitgpp's victim order for one (lambda, p): the jobs of
 	// running preempted fewer than p times, lowest score (Eq. 4) first,
@@ -353,12 +354,6 @@ func runningBE(c *framework.Cycle) *beState {
 			}
 		}
 		slices.SortFunc(st.running, func(a, b *cluster.JobState) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
-		st.size = make([]float64, len(st.running))
-		for i, js := range st.running {
-			st.size[i] = Size(js, s)
-			st.maxSize = math.Max(st.maxSize, st.size[i])
-			st.maxGP = math.Max(st.maxGP, js.Job.GracePeriod)
-		}
 		return st
 	})
 }
@@ -367,9 +362,17 @@ func runningBE(c *framework.Cycle) *beState {
 // cap. Scores are normalised over all running BE jobs (R in Eq. 3),
 // including ones already chosen as victims in this cycle, so that a job's
 // score does not depend on the order TE jobs are served in.
-func (p *Preemptor) order(be *beState) []*cluster.JobState {
+func (p *Preemptor) order(c *framework.Cycle, be *beState) []*cluster.JobState {
 	if be.scored && be.lambda == p.Lambda && be.p == p.P {
 		return be.byScore
+	}
+	if be.size == nil {
+		be.size = make([]float64, len(be.running))
+		for i, js := range be.running {
+			be.size[i] = Size(js, c.Snap)
+			be.maxSize = math.Max(be.maxSize, be.size[i])
+			be.maxGP = math.Max(be.maxGP, js.Job.GracePeriod)
+		}
 	}
 	type cand struct {
 		js    *cluster.JobState
@@ -518,7 +521,7 @@ func oneGroup(counts []int) bool {
 // fit (the fit rule), or nil.
 func (p *Preemptor) bestFit(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int,
 	chosen []*cluster.JobState) *cluster.JobState {
-	for _, js := range p.order(be) {
+	for _, js := range p.order(c, be) {
 		if c.St.Op(js) != framework.OpNone || slices.Contains(chosen, js) {
 			continue
 		}
