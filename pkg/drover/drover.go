@@ -79,23 +79,25 @@ func isTE(js *cluster.JobState) bool { return js.Job.Class == cluster.ClassTE }
 // weights caches the elastic weights of one cycle.
 type weights struct {
 	capacity resource.Vector
-	w        map[*cluster.JobState]elastic.Weight
+	w        map[*cluster.Job]elastic.Weight
 }
 
 var weightKey = framework.NewKey[*weights]("drover.weights")
 
 func cycleWeights(c *framework.Cycle) *weights {
 	return framework.GetOrInit(c, weightKey, func() *weights {
-		return &weights{capacity: c.Snap.ReadyCapacity(), w: map[*cluster.JobState]elastic.Weight{}}
+		return &weights{capacity: c.Snap.ReadyCapacity(), w: map[*cluster.Job]elastic.Weight{}}
 	})
 }
 
-func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight {
+func weightOf(c *framework.Cycle, js *cluster.JobState) elastic.Weight { return weightOfJob(c, js.Job) }
+
+func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 	ws := cycleWeights(c)
-	w, ok := ws.w[js]
+	w, ok := ws.w[j]
 	if !ok {
-		w = elastic.WeightOf(js.Job, ws.capacity)
-		ws.w[js] = w
+		w = elastic.WeightOf(j, ws.capacity)
+		ws.w[j] = w
 	}
 	return w
 }
@@ -156,42 +158,135 @@ func minCounts(j *cluster.Job) []int {
 // no checkpoint and does not count as a preemption.
 type Shrink struct{}
 
-var _ framework.Preempt = Shrink{}
+var (
+	_ framework.Preempt       = Shrink{}
+	_ framework.RunningHinter = Shrink{}
+)
 
 // Name implements framework.Plugin.
 func (Shrink) Name() string { return ShrinkName }
 
 // Requeue implements framework.Requeuer: a shrink may succeed once the
 // running jobs change, the capacity does (the weights), or more room is
-// free (less to shrink).
-func (Shrink) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+// free (less to shrink). For a job that is not TE and outranks no running
+// BE job, whatever its phase or size, a shrink has nothing to take from
+// until a job it outranks starts (RunningHint), whatever the room.
+func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+	if !isTE(js) && !outranksAny(c, js.Job) {
+		return framework.EventNodes | framework.EventRunningHint
+	}
 	return framework.EventRunning | framework.EventNodes | framework.EventRoom
+}
+
+// RunningHint implements framework.RunningHinter: only a BE job that j
+// outranks, started or changed, can give a shrink for j something to
+// take (a job j outranks already running when j was set aside made
+// Requeue ask for every change).
+func (Shrink) RunningHint(_ *framework.Cycle, j *cluster.Job, r *cluster.JobState) bool {
+	return !isTE(r) && rank(j).Outranks(rank(r.Job))
+}
+
+// rank is the part of a job's elastic weight that Outranks reads
+// (priority and utility; the demand share needs the capacity).
+func rank(j *cluster.Job) elastic.Weight {
+	w := elastic.Weight{Priority: j.Priority}
+	if j.Utility != nil {
+		w.Utility = j.Utility.Value(j.Work)
+	}
+	return w
+}
+
+// outranksAny reports whether j outranks a running BE job, in any phase
+// and at any size: one of a lower priority, or of the lowest priority and
+// a lower utility (neither NaN).
+func outranksAny(c *framework.Cycle, j *cluster.Job) bool {
+	sh := shrinkables(c)
+	jr := rank(j)
+	return sh.running && (jr.Priority > sh.low.Priority || jr.Priority == sh.low.Priority && jr.Utility > sh.low.Utility)
+}
+
+// past reports, for a list of weights sorted lightest first, whether no
+// weight from w on is outranked by jw: w has a higher priority, or jw's
+// and a utility (not NaN) at least jw's (Outranks: a strictly higher
+// priority, or the same and a strictly higher utility; cmp.Compare puts
+// NaN utilities first).
+func past(w, jw elastic.Weight) bool {
+	return w.Priority > jw.Priority || w.Priority == jw.Priority && !math.IsNaN(w.Utility) && !(w.Utility < jw.Utility)
+}
+
+// shrinkable is the per-cycle list of the running jobs a shrink may take
+// workers from, whoever asks: BE (non-TE) jobs in phase Running above
+// their minimum workers, lightest first (weight, then ID: a total order,
+// so every subset of it is in the order Shrink sorts its candidates in),
+// with their weights. Phases, counts and weights do not change within a
+// cycle; whether a job is busy does, and is asked at each use.
+type shrinkable struct {
+	jobs []*cluster.JobState
+	w    []elastic.Weight
+	// low is the lowest rank (see rank) among every running BE job,
+	// whatever its phase and size: the least priority and, among the jobs
+	// of that priority, the least utility that is not NaN (+Inf if none);
+	// running says there is one.
+	low     elastic.Weight
+	running bool
+}
+
+var shrinkKey = framework.NewKey[*shrinkable]("drover.shrinkable")
+
+func shrinkables(c *framework.Cycle) *shrinkable {
+	return framework.GetOrInit(c, shrinkKey, func() *shrinkable {
+		type cand struct {
+			js *cluster.JobState
+			w  elastic.Weight
+		}
+		// Each job's weight is needed once per cycle here: computed, not
+		// memoized in the cycle's map (an insertion costs more).
+		capacity := cycleWeights(c).capacity
+		sh := &shrinkable{}
+		var cs []cand
+		for _, r := range c.Snap.Running {
+			if isTE(r) {
+				continue
+			}
+			w := rank(r.Job)
+			if u := w.Utility; !sh.running || w.Priority < sh.low.Priority {
+				sh.low, sh.running = elastic.Weight{Priority: w.Priority, Utility: math.Inf(1)}, true
+				if !math.IsNaN(u) {
+					sh.low.Utility = u
+				}
+			} else if w.Priority == sh.low.Priority && u < sh.low.Utility {
+				sh.low.Utility = u
+			}
+			if r.Phase == cluster.Running && workers(r) > max(r.Job.Groups[0].Min, 1) {
+				cs = append(cs, cand{r, elastic.WeightOf(r.Job, capacity)})
+			}
+		}
+		slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(a.w.Compare(b.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })
+		sh.jobs, sh.w = make([]*cluster.JobState, len(cs)), make([]elastic.Weight, len(cs))
+		for i, k := range cs {
+			sh.jobs[i], sh.w[i] = k.js, k.w
+		}
+		return sh
+	})
+}
+
+// workers counts js's worker replicas (group 0), as js.Counts()[0].
+func workers(js *cluster.JobState) int {
+	n := 0
+	for _, a := range js.Placement {
+		if a.Group == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Preempt implements framework.Preempt.
 func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
-	s := c.Snap
-	jw := weightOf(c, js)
-	var cands []*cluster.JobState
-	for _, r := range s.Running {
-		if r.Phase != cluster.Running || c.St.Busy(r) || isTE(r) {
-			continue
-		}
-		if r.Counts()[0] <= max(r.Job.Groups[0].Min, 1) {
-			continue
-		}
-		if !isTE(js) && !jw.Outranks(weightOf(c, r)) {
-			continue
-		}
-		cands = append(cands, r)
-	}
+	cands := shrinkCands(c, js)
 	if len(cands) == 0 {
 		return framework.NewStatus(framework.Unschedulable, "")
 	}
-	// Lightest first; ties by ID, since Snapshot.Running has no order.
-	slices.SortFunc(cands, func(a, b *cluster.JobState) int {
-		return cmp.Or(weightOf(c, a).Compare(weightOf(c, b)), cmp.Compare(a.Job.ID, b.Job.ID))
-	})
 	need := minCounts(js.Job)
 	fits := func() bool {
 		l := c.St.Now()
@@ -225,6 +320,34 @@ func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Sta
 		}
 	}
 	return framework.NewStatus(framework.Unschedulable, "")
+}
+
+// shrinkCands returns the running jobs a shrink for js may take workers
+// from, lightest first (weight, then ID): BE jobs in phase Running, not
+// busy, above their minimum workers, and, unless js is a TE job, whose
+// weight js outranks.
+func shrinkCands(c *framework.Cycle, js *cluster.JobState) []*cluster.JobState {
+	sh := shrinkables(c)
+	te := isTE(js)
+	var jw elastic.Weight
+	if !te && len(sh.jobs) > 0 {
+		jw = weightOf(c, js)
+	}
+	var cands []*cluster.JobState
+	for i, r := range sh.jobs {
+		if !te && !jw.Outranks(sh.w[i]) {
+			// The list is lightest first (see past).
+			if past(sh.w[i], jw) {
+				break
+			}
+			continue
+		}
+		if c.St.Busy(r) {
+			continue
+		}
+		cands = append(cands, r)
+	}
+	return cands
 }
 
 // lastWorker is the index of the most recently added worker replica.
@@ -333,20 +456,27 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 			return nil
 		}
 	}
-	running := slices.Clone(s.Running)
-	slices.SortFunc(running, func(a, b *cluster.JobState) int {
-		return cmp.Or(weightOf(c, b).Compare(weightOf(c, a)), cmp.Compare(a.Job.ID, b.Job.ID))
-	})
-	l := c.St.Now()
-	for _, q := range running {
+	// The jobs that may grow, heaviest first (weight, then ID: a total
+	// order). Filtering before sorting keeps their order; a resize makes
+	// only the job resized busy, so none drops out during the loop.
+	type grower struct {
+		js   *cluster.JobState
+		w    elastic.Weight
+		want int
+	}
+	var growers []grower
+	for _, q := range s.Running {
 		if q.Phase != cluster.Running || c.St.Busy(q) || isTE(q) {
 			continue
 		}
-		g := &q.Job.Groups[0]
-		want := g.Max - q.Counts()[0]
-		if want <= 0 {
-			continue
+		if want := q.Job.Groups[0].Max - workers(q); want > 0 {
+			growers = append(growers, grower{q, elastic.WeightOf(q.Job, cycleWeights(c).capacity), want})
 		}
+	}
+	slices.SortFunc(growers, func(a, b grower) int { return cmp.Or(b.w.Compare(a.w), cmp.Compare(a.js.Job.ID, b.js.Job.ID)) })
+	l := c.St.Now()
+	for _, gr := range growers {
+		q, want := gr.js, gr.want
 		own := q.Placement.Nodes()
 		order := slices.Clone(own)
 		for i := range s.Nodes {

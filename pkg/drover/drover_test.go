@@ -1,11 +1,15 @@
 package drover
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
@@ -143,7 +147,7 @@ func TestInteractions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := summary(profile(t, tc.mod).Schedule(tc.world.s))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := gocmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
 		})
@@ -159,7 +163,7 @@ func TestPayoff(t *testing.T) {
 	w := newWorld(1).run(be("busy", 6, 6, 6), 0, 6, cluster.Running, nil).pend(ok, late)
 	w.s.Now = 5000
 	got := summary(profile(t, func(o *Options) { o.ScaleUp = false }).Schedule(w.s))
-	if diff := cmp.Diff([]string{"start ok x2", "reject late"}, got); diff != "" {
+	if diff := gocmp.Diff([]string{"start ok x2", "reject late"}, got); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
 }
@@ -205,4 +209,104 @@ func mustProfile(t *testing.T) framework.Profile {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// constUtility is a utility of a fixed value (NaN included).
+type constUtility float64
+
+func (u constUtility) Value(float64) float64 { return float64(u) }
+
+// candProbe is a Preempt plugin that compares shrinkCands with the
+// straightforward rule it replaces (every running job checked, sorted
+// lightest first) for each job that did not fit.
+type candProbe struct {
+	t      *testing.T
+	name   string
+	probed int
+}
+
+func (*candProbe) Name() string { return "cand-probe" }
+
+func (p *candProbe) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	var want []string
+	var ref []*cluster.JobState
+	jw := weightOf(c, js)
+	for _, r := range c.Snap.Running {
+		if r.Phase != cluster.Running || c.St.Busy(r) || isTE(r) || r.Counts()[0] <= max(r.Job.Groups[0].Min, 1) {
+			continue
+		}
+		if !isTE(js) && !jw.Outranks(weightOf(c, r)) {
+			continue
+		}
+		ref = append(ref, r)
+	}
+	slices.SortFunc(ref, func(a, b *cluster.JobState) int {
+		return cmp.Or(weightOf(c, a).Compare(weightOf(c, b)), cmp.Compare(a.Job.ID, b.Job.ID))
+	})
+	for _, r := range ref {
+		want = append(want, r.Job.ID)
+	}
+	var got []string
+	for _, r := range shrinkCands(c, js) {
+		got = append(got, r.Job.ID)
+	}
+	if d := gocmp.Diff(want, got); d != "" {
+		p.t.Errorf("%s: candidates for %s (-want +got):\n%s", p.name, js.Job.ID, d)
+	}
+	any := false
+	for _, r := range c.Snap.Running {
+		any = any || !isTE(r) && jw.Outranks(weightOf(c, r))
+	}
+	if got := outranksAny(c, js.Job); got != any {
+		p.t.Errorf("%s: outranksAny(%s) = %v, want %v", p.name, js.Job.ID, got, any)
+	}
+	p.probed++
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+
+// TestShrinkCandidates checks shrinkCands, which walks a per-cycle list of
+// the shrinkable jobs and stops early, and outranksAny, which compares
+// with the lowest rank running, against the rules they implement, on
+// random full clusters: running jobs TE or BE, running, suspending or
+// migrating, at or above their minimum, of priorities 0 to 2 and
+// utilities none, 0, 1, 2 or NaN; pending jobs the same.
+func TestShrinkCandidates(t *testing.T) {
+	utils := []cluster.Utility{nil, constUtility(0), constUtility(1), constUtility(2), constUtility(math.NaN())}
+	phases := []cluster.Phase{cluster.Running, cluster.Running, cluster.Running, cluster.Suspending, cluster.Migrating}
+	probed := 0
+	for seed := uint64(1); seed <= 200; seed++ {
+		r := rand.New(rand.NewPCG(seed, 5))
+		w := newWorld(4)
+		mk := func(id string) jb {
+			b := be(id, 8, 1+r.IntN(3), 8)
+			if r.IntN(4) == 0 {
+				b.j.Class = cluster.ClassTE
+			}
+			b.j.Priority, b.j.Utility = r.IntN(3), utils[r.IntN(len(utils))]
+			return b
+		}
+		for n := range 4 {
+			for k := range 2 {
+				w.run(mk(fmt.Sprintf("r%d-%d", n, k)), n, 1+r.IntN(4), phases[r.IntN(len(phases))], nil)
+			}
+		}
+		for k := range 6 {
+			b := mk(fmt.Sprintf("p%d", k))
+			b.j.Groups[0].Demand = resource.New(8, 32, 8) // never fits a used node
+			w.pend(b)
+		}
+		p := mustProfile(t)
+		probe := &candProbe{t: t, name: fmt.Sprintf("seed %d", seed)}
+		p.Preempt = []framework.Preempt{probe}
+		p.Admit, p.Reserve, p.Rebalance, p.Provision = nil, nil, nil, nil
+		rt, err := framework.New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.Schedule(w.s)
+		probed += probe.probed
+	}
+	if probed < 100 {
+		t.Fatalf("probed %d jobs, want at least 100", probed)
+	}
 }

@@ -231,6 +231,10 @@ type Preemptor struct {
 	// separates what TE-first ordering gains from what preemption gains
 	// (fitgpp:preempt=false).
 	NoPreempt bool
+	// Exhaustive turns off the shortcut that skips a victim search known
+	// to fail (see hopeless): the decisions are the same either way
+	// (tests compare the two); only the work differs.
+	Exhaustive bool
 }
 
 var (
@@ -323,9 +327,10 @@ type beState struct {
 	// grace period), sorted by ID so that choices do not depend on the
 	// order of Snapshot.Running.
 	running []*cluster.JobState
-	// size is Size of each job of running.
-	size []float64
-	// maxSize and maxGP are the maxima of Eq. 3 over running.
+	// size is Size of each job of running, and maxSize and maxGP are the
+	// maxima of Eq. 3 over running: computed by order, the first time it
+	// is needed in the cycle (a search known to fail needs none).
+	size           []float64
 	maxSize, maxGP float64
 	// byScore is fitgpp's victim order for one (lambda, p): the jobs of
 	// running preempted fewer than p times, lowest score (Eq. 4) first,
@@ -349,12 +354,6 @@ func runningBE(c *framework.Cycle) *beState {
 			}
 		}
 		slices.SortFunc(st.running, func(a, b *cluster.JobState) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
-		st.size = make([]float64, len(st.running))
-		for i, js := range st.running {
-			st.size[i] = Size(js, s)
-			st.maxSize = math.Max(st.maxSize, st.size[i])
-			st.maxGP = math.Max(st.maxGP, js.Job.GracePeriod)
-		}
 		return st
 	})
 }
@@ -363,9 +362,17 @@ func runningBE(c *framework.Cycle) *beState {
 // cap. Scores are normalised over all running BE jobs (R in Eq. 3),
 // including ones already chosen as victims in this cycle, so that a job's
 // score does not depend on the order TE jobs are served in.
-func (p *Preemptor) order(be *beState) []*cluster.JobState {
+func (p *Preemptor) order(c *framework.Cycle, be *beState) []*cluster.JobState {
 	if be.scored && be.lambda == p.Lambda && be.p == p.P {
 		return be.byScore
+	}
+	if be.size == nil {
+		be.size = make([]float64, len(be.running))
+		for i, js := range be.running {
+			be.size[i] = Size(js, c.Snap)
+			be.maxSize = math.Max(be.maxSize, be.size[i])
+			be.maxGP = math.Max(be.maxGP, js.Job.GracePeriod)
+		}
 	}
 	type cand struct {
 		js    *cluster.JobState
@@ -413,6 +420,9 @@ func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*c
 // gone, or nil; soon is unchanged either way.
 func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
 	be := runningBE(c)
+	if p.hopeless(c, be, soon, te, counts) {
+		return nil, nil
+	}
 	var avail []*cluster.JobState
 	if p.Rule != FitGpp {
 		avail = untouched(c, be, nil)
@@ -454,12 +464,64 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 	}
 }
 
+// hopeless reports, when it can tell cheaply, that choose would find no
+// victims: te does not fit on soon even with every job choose could pick
+// (untouched this cycle, preempted fewer than P times) given back. The
+// search is then skipped, and the random draws it would have made are
+// made, so that later choices in the cycle draw the same numbers.
+//
+// Why this is choose's answer. choose gives its victims back one by one
+// and returns nil only once none is left to pick, after placing te on
+// every subset it built, the last being all of them. Placement of a job
+// whose replicas are all of one group is monotone in the room (a node
+// takes a fixed number of identical replicas, whatever the order; a gang
+// on one node needs one node with room for all): when te does not fit
+// with all of them gone, it fits with no subset, so fitgpp's fit rule
+// never finds a victim and every pick is a random one among those left,
+// IntN(n), IntN(n-1), ..., IntN(1) (lrtp draws nothing). The what-ifs
+// skipped must leave no trace, which Cycle.PlacesQuietly vouches for.
+func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int) bool {
+	if p.Exhaustive || !c.PlacesQuietly() || !oneGroup(counts) {
+		return false
+	}
+	soon.Fork()
+	defer soon.Revert()
+	n := 0
+	for _, js := range be.running {
+		if js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
+			soon.GiveJob(js)
+			n++
+		}
+	}
+	if _, st := c.Place(soon, te, counts); st.IsSuccess() {
+		return false
+	}
+	if p.Rule != LRTP {
+		rng := c.Rand()
+		for k := n; k > 0; k-- {
+			rng.IntN(k)
+		}
+	}
+	return true
+}
+
+// oneGroup reports whether counts asks for replicas of one group only.
+func oneGroup(counts []int) bool {
+	groups := 0
+	for _, n := range counts {
+		if n > 0 {
+			groups++
+		}
+	}
+	return groups == 1
+}
+
 // bestFit returns the fitgpp victim (Eq. 4): the first job in victim
 // order, untouched this cycle and not in chosen, whose resources make te
 // fit (the fit rule), or nil.
 func (p *Preemptor) bestFit(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int,
 	chosen []*cluster.JobState) *cluster.JobState {
-	for _, js := range p.order(be) {
+	for _, js := range p.order(c, be) {
 		if c.St.Op(js) != framework.OpNone || slices.Contains(chosen, js) {
 			continue
 		}

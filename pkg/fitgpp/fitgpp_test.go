@@ -2,6 +2,8 @@ package fitgpp
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -532,5 +534,85 @@ func TestCapScenario(t *testing.T) {
 				t.Errorf("preemptions per job (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// shortcutWorld is a long random queue of BE and TE jobs of 1 to 8 GPUs
+// (TE jobs of up to two replicas) with grace periods of 0 to 300 s on
+// three nodes: TE jobs often find no set of victims (every BE job
+// preempted P times, or too few), so the victim search fails cycle after
+// cycle.
+func shortcutWorld(seed uint64) ([]cluster.Node, []*cluster.Job) {
+	r := rand.New(rand.NewPCG(seed, 17))
+	gpus := []int64{1, 2, 4, 8}
+	graces := []float64{0, 0, 60, 300}
+	var jobs []*cluster.Job
+	for i := range 160 {
+		class := cluster.ClassBE
+		if r.IntN(3) == 0 {
+			class = cluster.ClassTE
+		}
+		j := job(fmt.Sprintf("j%03d", i), class, gpus[r.IntN(len(gpus))], graces[r.IntN(len(graces))])
+		if class == cluster.ClassTE && r.IntN(3) == 0 {
+			j.Groups[0].Replicas, j.Groups[0].Max = 2, 2
+		}
+		j.Submit, j.Work = float64(i*40), 600+float64(r.IntN(6000))
+		jobs = append(jobs, j)
+	}
+	var nodes []cluster.Node
+	for i := range 3 {
+		nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("n%d", i), Capacity: capacity})
+	}
+	return nodes, jobs
+}
+
+// replayLog replays jobs on nodes under rt and returns every action
+// applied, in order, with its time and detail, and the metrics and
+// records.
+func replayLog(t *testing.T, rt *framework.Runtime, nodes []cluster.Node, jobs []*cluster.Job, seed uint64) ([]string, string) {
+	t.Helper()
+	var log []string
+	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true,
+		Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
+			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
+		}}
+	s, err := sim.New(cfg, nodes, jobs, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log, fmt.Sprint(res.Metrics(), res.Records)
+}
+
+// TestShortcutChangesNoDecision: skipping a victim search known to fail
+// (Preemptor.hopeless) must change how much is placed, never what is
+// decided, random draws included. Each rule, capped and not, replays
+// random long queues with and without the shortcut.
+func TestShortcutChangesNoDecision(t *testing.T) {
+	for _, rule := range []Victims{FitGpp, LRTP, Rand} {
+		for _, p := range []int{1, Unlimited} {
+			for seed := uint64(1); seed <= 3; seed++ {
+				nodes, jobs := shortcutWorld(seed)
+				var logs [2][]string
+				var ms [2]string
+				for k, exhaustive := range []bool{true, false} {
+					pre, err := NewPreemptor(rule, 1, p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pre.Exhaustive = exhaustive
+					logs[k], ms[k] = replayLog(t, mustRuntime(t, pre), nodes, jobs, seed)
+				}
+				if d := cmp.Diff(logs[0], logs[1]); d != "" {
+					t.Errorf("%v p=%d seed %d: actions differ with the shortcut (-without +with):\n%s", rule, p, seed, d)
+				}
+				if ms[0] != ms[1] {
+					t.Errorf("%v p=%d seed %d: metrics or records differ with the shortcut", rule, p, seed)
+				}
+			}
+		}
 	}
 }

@@ -73,6 +73,18 @@ func (c *Cycle) Place(l *placement.Ledger, js *cluster.JobState, counts []int) (
 	return c.rt.place(c, l, js, counts)
 }
 
+// PlacesQuietly reports whether Place is a pure function of the ledger's
+// room, the job and the counts, with no effect beyond the ledger when it
+// succeeds and none at all when it fails: the profile places with
+// placement.Place alone (no Place, Filter or Score plugin is asked, no
+// Picker told) on a cluster where its scan does not sample nodes (a
+// sampled scan moves a cursor that Revert does not restore). A Preempt
+// plugin may then skip a what-if placement whose outcome it knows
+// without changing anything it or a later plugin decides.
+func (c *Cycle) PlacesQuietly() bool {
+	return c.rt.p.Place == nil && c.rt.fast && !placement.Samples(len(c.Snap.Nodes), c.rt.opts)
+}
+
 // Key names a piece of typed per-cycle data. Create one per kind of data
 // with NewKey, in the package that owns it; the pointer is the identity.
 type Key[T any] struct{ name string }

@@ -431,6 +431,12 @@ const (
 	// EventPending: a pending job left the queue (it started or was
 	// rejected) or the queue is otherwise not what it was.
 	EventPending
+	// EventRunningHint is EventRunning narrowed by the plugin's
+	// RunningHint: the running jobs changed, and for one of the jobs that
+	// started or changed phase or replica counts the plugin says it may
+	// change its answer for the job set aside. Only a RunningHinter may
+	// ask for it (from another plugin it counts as EventRunning).
+	EventRunningHint
 	// RequeueAlways keeps the job in every cycle: the plugin may decide
 	// differently for it at any time (a clock, a random draw), or must see
 	// every attempt (it reads Cycle.Failed).
@@ -498,6 +504,20 @@ type Closer interface {
 type Recaller interface {
 	Requeuer
 	Recall(c *Cycle) *cluster.JobState
+}
+
+// RunningHinter is a Requeuer that narrows EventRunning to the changes
+// that matter for a job (kube-scheduler's QueueingHintFn for the event):
+// for a job it asked EventRunningHint for, the Runtime asks RunningHint,
+// when the running jobs changed, about each running job that is new
+// (started since the previous cycle) or changed phase or replica counts,
+// and tries the job again when the answer is true for one of them. A job
+// that stopped running is not asked about: what it frees is room.
+// RunningHint must say true for every change after which the plugin's
+// answer for j may differ from the one it gave when j was set aside.
+type RunningHinter interface {
+	Requeuer
+	RunningHint(c *Cycle, j *cluster.Job, r *cluster.JobState) bool
 }
 
 // Clockless is implemented by TimeDriven plugins that need cycles without

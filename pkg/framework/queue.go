@@ -3,6 +3,7 @@ package framework
 import (
 	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -70,8 +71,11 @@ type schedQueue struct {
 
 	// The cluster as the previous cycle saw it, kept while a parked job
 	// asks for the event.
-	ready    []bool                     // EventNodes: ready and not gone, per node
-	running  map[*cluster.Job]runningFP // EventRunning
+	ready   []bool                     // EventNodes: ready and not gone, per node
+	running map[*cluster.Job]runningFP // EventRunning
+	// moved lists the running jobs new or changed at the last
+	// runningChanged, kept while a parked job asks EventRunningHint.
+	moved    []*cluster.JobState
 	runStamp uint64
 	lastRun  int
 	pending  map[*cluster.Job]uint64 // EventPending: the cycle each was last seen
@@ -108,7 +112,9 @@ type schedQueue struct {
 // within a cycle whether it is a candidate (a class's representative) or
 // was passed by the cycle.
 type parkedJob struct {
-	events      Events
+	events Events
+	// hinters: bit i is set when plugin i asked EventRunningHint.
+	hinters     uint64
 	reason      string
 	class       *jobClass
 	enqueued    float64
@@ -190,7 +196,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	if q.need&EventNodes != 0 && q.nodesChanged(s) {
 		happened |= EventNodes
 	}
-	if q.need&EventRunning != 0 && q.runningChanged(s) {
+	if q.need&(EventRunning|EventRunningHint) != 0 && q.runningChanged(s) {
 		happened |= EventRunning
 	}
 	if q.need&EventPending != 0 && q.pendingChanged(s, false) {
@@ -205,9 +211,11 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 		// ones and those a plugin asked room for) come back; classes are
 		// tried on the new room.
 		wake := happened &^ EventRoom
-		if happened&EventRoom != 0 && (q.roomJobs > 0 || q.classless > 0) || wake&q.need != 0 {
+		hint := happened&EventRunning != 0 && q.need&EventRunningHint != 0 && len(q.moved) > 0
+		if happened&EventRoom != 0 && (q.roomJobs > 0 || q.classless > 0) || wake&q.need != 0 || hint {
 			for j, p := range q.parked {
-				if p.events&wake != 0 || happened&EventRoom != 0 && (p.class == nil || p.events&EventRoom != 0) {
+				if p.events&wake != 0 || happened&EventRoom != 0 && (p.class == nil || p.events&EventRoom != 0) ||
+					hint && p.hinters != 0 && q.hinted(c, r.plugins, j, p.hinters) {
 					q.unpark(j, p)
 				}
 			}
@@ -316,6 +324,20 @@ func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
 	return false
 }
 
+// hinted reports whether a plugin of mask (bits over plugins) says that
+// a running job moved since the previous cycle may change its answer for
+// j.
+func (q *schedQueue) hinted(c *Cycle, plugins []Plugin, j *cluster.Job, mask uint64) bool {
+	for _, r := range q.moved {
+		for m := mask; m != 0; m &= m - 1 {
+			if plugins[bits.TrailingZeros64(m)].(RunningHinter).RunningHint(c, j, r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
 	p.out = true
@@ -340,7 +362,7 @@ func (q *schedQueue) forget() {
 	q.need, q.roomJobs, q.classless = 0, 0, 0
 	q.water = q.water[:0]
 	q.ready = q.ready[:0]
-	q.running, q.pending = nil, nil
+	q.running, q.pending, q.moved = nil, nil, q.moved[:0]
 }
 
 // sweep drops the parked jobs that left the queue (a job deleted while
@@ -418,11 +440,24 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 		return
 	}
 	ev := Events(0)
-	for _, pl := range plugins {
-		ev |= pl.(Requeuer).Requeue(c, js)
-		if ev&RequeueAlways != 0 {
+	var hinters uint64
+	for i, pl := range plugins {
+		e := pl.(Requeuer).Requeue(c, js)
+		if e&RequeueAlways != 0 {
 			return
 		}
+		if e&EventRunningHint != 0 {
+			if _, ok := pl.(RunningHinter); ok && i < 64 {
+				hinters |= 1 << i
+			} else {
+				e = e&^EventRunningHint | EventRunning
+			}
+		}
+		ev |= e
+	}
+	if ev&EventRunning != 0 {
+		// Every change brings js back anyway.
+		ev, hinters = ev&^EventRunningHint, 0
 	}
 	s := c.Snap
 	fresh := len(q.parked) == 0
@@ -446,8 +481,9 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 		q.unpark(js.Job, old)
 	}
 	added := ev &^ q.need
+	trackRunning := ev&(EventRunning|EventRunningHint) != 0 && q.need&(EventRunning|EventRunningHint) == 0
 	q.need |= ev
-	q.parked[js.Job] = &parkedJob{events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
+	q.parked[js.Job] = &parkedJob{events: ev, hinters: hinters, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
 		labels: len(js.Labels), passed: true}
 	if cl != nil {
 		cl.parked++
@@ -471,7 +507,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	if added&EventNodes != 0 {
 		q.nodesChanged(s)
 	}
-	if added&EventRunning != 0 {
+	if trackRunning {
 		q.running = nil
 		q.runningChanged(s)
 	}
@@ -926,15 +962,22 @@ func (q *schedQueue) runningChanged(s *cluster.Snapshot) bool {
 		q.running = make(map[*cluster.Job]runningFP, len(s.Running))
 	}
 	changed, still := false, 0
+	hints := q.need&EventRunningHint != 0
+	q.moved = q.moved[:0]
 	for _, js := range s.Running {
 		fp := runningFP{phase: js.Phase, replicas: len(js.Placement), seen: q.cycle}
+		moved := false
 		if old, ok := q.running[js.Job]; ok && old.seen == q.runStamp {
 			still++
-			if old.phase != fp.phase || old.replicas != fp.replicas {
-				changed = true
-			}
+			moved = old.phase != fp.phase || old.replicas != fp.replicas
 		} else {
+			moved = true
+		}
+		if moved {
 			changed = true
+			if hints && !first {
+				q.moved = append(q.moved, js)
+			}
 		}
 		q.running[js.Job] = fp
 	}

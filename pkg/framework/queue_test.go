@@ -362,6 +362,100 @@ func TestQueueCloser(t *testing.T) {
 	}
 }
 
+// hintPreempt is a Preempt plugin that never makes room, counts the jobs
+// offered to it, and asks, for every job, EventRunningHint with a hint
+// that holds for job j when a running job named "for-"+j.ID moved.
+type hintPreempt struct{ offered map[string]int }
+
+func (hintPreempt) Name() string { return "hint-preempt" }
+func (h hintPreempt) Preempt(_ *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	h.offered[js.Job.ID]++
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+func (hintPreempt) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventRunningHint
+}
+func (hintPreempt) RunningHint(_ *framework.Cycle, j *cluster.Job, r *cluster.JobState) bool {
+	return r.Job.ID == "for-"+j.ID
+}
+
+// plainHint asks EventRunningHint without being a RunningHinter: it
+// counts as EventRunning.
+type plainHint struct{}
+
+func (plainHint) Name() string { return "plain-hint" }
+func (plainHint) Preempt(*framework.Cycle, *cluster.JobState, *framework.Status) *framework.Status {
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+func (plainHint) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventRunningHint
+}
+
+var _ framework.RunningHinter = hintPreempt{}
+
+// TestRunningHint: a job set aside with EventRunningHint comes back when a
+// running job its plugin's hint names starts or changes, not for other
+// changes of the running jobs; a plugin that asks it without a hint gets
+// EventRunning.
+func TestRunningHint(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plain bool
+		// want: the jobs offered to Preempt in each of cycles 2 to 5.
+		want [][]string
+	}{
+		{"hinted", false, [][]string{{"a"}, nil, {"b"}, nil}},
+		{"without a hint", true, [][]string{{"a", "b"}, nil, {"a", "b"}, {"a", "b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hintPreempt{offered: map[string]int{}}
+			p := framework.Profile{Name: "q", QueueSort: idOrder{}, Score: pack(), Preempt: []framework.Preempt{h}}
+			if tc.plain {
+				p.Preempt = append(p.Preempt, plainHint{})
+			}
+			rt, err := framework.New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rt.Queueing() {
+				t.Fatal("the profile does not queue")
+			}
+			w := newWorld().node("n0", 0).node("n1", 0).pending(job("a", 4, 1), job("b", 4, 1))
+			w.running(job("x", 8, 1), 0, 0).running(job("y", 8, 1), 1, 0)
+			cycle := func() []string {
+				clear(h.offered)
+				w.s.Cycle++
+				rt.Schedule(w.s)
+				var got []string
+				for _, id := range []string{"a", "b"} {
+					if h.offered[id] > 0 {
+						got = append(got, id)
+					}
+				}
+				return got
+			}
+			if d := gocmp.Diff([]string{"a", "b"}, cycle()); d != "" {
+				t.Fatalf("cycle 1 (-want +got):\n%s", d)
+			}
+			// Cycle 2: a job named for a starts (on no node: no room
+			// changes); cycle 3: nothing moves; cycle 4: x changes phase
+			// and a job named for b starts; cycle 5: y changes phase.
+			var got [][]string
+			w.s.Running = append(w.s.Running, &cluster.JobState{Job: job("for-a", 1, 1), Phase: cluster.Running})
+			got = append(got, cycle())
+			got = append(got, cycle())
+			w.s.Running[0].Phase = cluster.Migrating
+			w.s.Running = append(w.s.Running, &cluster.JobState{Job: job("for-b", 1, 1), Phase: cluster.Running})
+			got = append(got, cycle())
+			w.s.Running[1].Phase = cluster.Migrating
+			got = append(got, cycle())
+			if d := gocmp.Diff(tc.want, got); d != "" {
+				t.Errorf("jobs offered to Preempt in cycles 2 to 5 (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 // countPlace is a Place plugin that places per replica with placement.Place
 // (pack) and counts the jobs it was asked to place; class says whether it
 // declares itself a ClassPlace.

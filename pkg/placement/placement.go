@@ -786,6 +786,14 @@ func (l *Ledger) slot(d resource.Vector, s Strategy) *scoreSlot {
 // score in a cluster of n nodes: all of them up to 100, then a share that
 // falls from 50% by one point per 125 nodes, to no less than 5%, and never
 // fewer than 100 nodes.
+// Samples reports whether Place, with options o on a cluster of n nodes,
+// scores only a sample of the feasible nodes, from a cursor kept in the
+// ledger that a placement moves whether or not it is kept (and that
+// Revert does not restore).
+func Samples(n int, o Options) bool {
+	return !o.ScoreAll && o.Strategy != FirstFit && feasibleToScore(n) < n
+}
+
 func feasibleToScore(n int) int {
 	if n <= 100 {
 		return n
