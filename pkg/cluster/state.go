@@ -221,6 +221,15 @@ type Queue struct {
 	head  int
 	live  int
 	pos   map[*JobState]int
+	// log holds the latest pushes and removals (see QueueLog); logBase
+	// counts those dropped from its front.
+	log     []queueChange
+	logBase uint64
+}
+
+type queueChange struct {
+	js     *JobState
+	pushed bool
 }
 
 // NewQueue returns a queue holding the given jobs, head first.
@@ -253,6 +262,25 @@ type PendingQueue interface {
 
 var _ PendingQueue = (*Queue)(nil)
 
+// QueueLog is implemented by a PendingQueue that logs the jobs pushed onto
+// it and removed from it, so that a policy can follow the queue across
+// cycles in O(changes) instead of reading all of it every cycle. An
+// executor whose queue implements it keeps the same queue object from
+// cycle to cycle and changes a queued job's Enqueued and Preemptions only
+// when it pushes the job, and its Reason and Labels only by applying the
+// policy's Wait and SetLabel actions (the simulator does).
+type QueueLog interface {
+	// Mark returns the number of pushes and removals so far.
+	Mark() uint64
+	// Since calls f for each push and removal after mark (a value Mark
+	// returned), oldest first. It returns false, calling f for none, when
+	// the log no longer reaches back to mark: the caller must read the
+	// whole queue again.
+	Since(mark uint64, f func(js *JobState, pushed bool)) bool
+}
+
+var _ QueueLog = (*Queue)(nil)
+
 // ReadOnly returns a view of the queue that follows its changes but
 // cannot make any (it is not a *Queue, so no type assertion recovers one).
 func (q *Queue) ReadOnly() PendingQueue { return readOnlyQueue{q} }
@@ -264,6 +292,38 @@ func (r readOnlyQueue) Len() int                      { return r.q.Len() }
 func (r readOnlyQueue) Head() *JobState               { return r.q.Head() }
 func (r readOnlyQueue) Contains(s *JobState) bool     { return r.q.Contains(s) }
 func (r readOnlyQueue) Order(s *JobState) (int, bool) { return r.q.Order(s) }
+func (r readOnlyQueue) Mark() uint64                  { return r.q.Mark() }
+func (r readOnlyQueue) Since(mark uint64, f func(*JobState, bool)) bool {
+	return r.q.Since(mark, f)
+}
+
+// Mark implements QueueLog.
+func (q *Queue) Mark() uint64 { return q.logBase + uint64(len(q.log)) }
+
+// Since implements QueueLog.
+func (q *Queue) Since(mark uint64, f func(js *JobState, pushed bool)) bool {
+	if mark < q.logBase || mark > q.Mark() {
+		return false
+	}
+	for _, c := range q.log[mark-q.logBase:] {
+		f(c.js, c.pushed)
+	}
+	return true
+}
+
+// note logs a push or removal. The log keeps at least the latest 1,024
+// changes and as many as there are queued jobs: a reader that falls
+// further behind reads the whole queue again, which costs as much.
+func (q *Queue) note(s *JobState, pushed bool) {
+	if n := len(q.log); n >= 2048 && n >= 2*q.live {
+		k := n / 2
+		m := copy(q.log, q.log[k:])
+		clear(q.log[m:])
+		q.log = q.log[:m]
+		q.logBase += uint64(k)
+	}
+	q.log = append(q.log, queueChange{js: s, pushed: pushed})
+}
 
 // Len returns the number of queued jobs.
 func (q *Queue) Len() int { return q.live }
@@ -273,6 +333,7 @@ func (q *Queue) PushBack(s *JobState) {
 	q.pos[s] = len(q.items)
 	q.items = append(q.items, s)
 	q.live++
+	q.note(s, true)
 }
 
 // PushFront puts a job at the head (a preempted job goes back first).
@@ -292,6 +353,7 @@ func (q *Queue) PushFront(s *JobState) {
 	q.items[q.head] = s
 	q.pos[s] = q.head
 	q.live++
+	q.note(s, true)
 }
 
 // Remove takes a job out of the queue; it reports whether it was there.
@@ -303,6 +365,7 @@ func (q *Queue) Remove(s *JobState) bool {
 	delete(q.pos, s)
 	q.items[i] = nil
 	q.live--
+	q.note(s, false)
 	for q.head < len(q.items) && q.items[q.head] == nil {
 		q.head++
 	}

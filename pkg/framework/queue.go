@@ -82,6 +82,21 @@ type schedQueue struct {
 	queue    cluster.PendingQueue
 	departed bool
 
+	// The index (see follow): on the simulator's queue, which logs its
+	// changes (cluster.QueueLog), a sorted profile without Preempt
+	// plugins keeps active, the queued jobs that are not parked, so that
+	// a cycle visits them, the awake classes' members and recheck, not
+	// the whole queue. idx: active is valid as of the queue's mark;
+	// build: this cycle's walk reads the whole queue and fills active.
+	idx, build bool
+	mark       uint64
+	active     map[*cluster.JobState]struct{}
+	// recheck lists the parked jobs a Wait was recorded for in the
+	// previous cycle: the only parked jobs whose executor's reason may
+	// not be the one they were parked with.
+	recheck []*cluster.JobState
+	byOrder []orderedJob
+
 	// Within a cycle. sorted: the profile has a QueueSort; mergeable: it
 	// also has Preempt plugins, the only way room comes back mid-cycle.
 	// skipped are the parked jobs met in the walk that may have to be
@@ -104,6 +119,7 @@ type schedQueue struct {
 // within a cycle whether it is a candidate (a class's representative) or
 // was passed by the cycle.
 type parkedJob struct {
+	js          *cluster.JobState
 	events      Events
 	reason      string
 	class       *jobClass
@@ -112,6 +128,9 @@ type parkedJob struct {
 	labels      int
 	passed      bool
 	inCands     bool
+	// seen: the cycle walkIndex last took it as a member (a class's
+	// jobs may list a job twice).
+	seen uint64
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -137,6 +156,11 @@ type jobClass struct {
 	next       int
 	ordered    bool
 	scans      int
+}
+
+type orderedJob struct {
+	js  *cluster.JobState
+	pos int
 }
 
 type member struct {
@@ -169,6 +193,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.sampled = r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
 	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
 	clear(q.pos)
+	q.follow(s, r.p.Window)
 	if len(q.parked) == 0 {
 		q.forget()
 		return
@@ -288,6 +313,9 @@ func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
 
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
+	if (q.idx || q.build) && q.queue.Contains(p.js) {
+		q.active[p.js] = struct{}{}
+	}
 	if p.class != nil {
 		p.class.parked--
 	} else {
@@ -299,6 +327,11 @@ func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 }
 
 func (q *schedQueue) unparkAll() {
+	if q.idx {
+		// Every queued job is active now: read the queue again.
+		q.idx, q.build = false, true
+		clear(q.active)
+	}
 	clear(q.parked)
 	clear(q.classes)
 	q.forget()
@@ -414,9 +447,10 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	if old, ok := q.parked[js.Job]; ok {
 		q.unpark(js.Job, old)
 	}
+	delete(q.active, js)
 	added := ev &^ q.need
 	q.need |= ev
-	q.parked[js.Job] = &parkedJob{events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
+	q.parked[js.Job] = &parkedJob{js: js, events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
 		labels: len(js.Labels), passed: true}
 	if cl != nil {
 		cl.parked++
@@ -629,6 +663,145 @@ func (q *schedQueue) finish(c *Cycle) {
 			q.unpark(js.Job, p)
 		}
 	}
+	q.recheck = q.recheck[:0]
+	if q.build {
+		q.idx, q.build = true, false
+	}
+	if !q.idx {
+		return
+	}
+	if c.St.blind {
+		q.dropIndex()
+		return
+	}
+	for _, js := range c.St.waited {
+		if p, ok := q.parked[js.Job]; ok && p.js == js {
+			q.recheck = append(q.recheck, js)
+		}
+	}
+}
+
+// follow keeps the index across cycles. The index is kept on a queue
+// that logs its changes and is the previous cycle's object, for a sorted
+// profile without Preempt plugins (whose walk reads every job before
+// trying any), while the window takes in every queued job. The queue's
+// log since the previous cycle tells which jobs joined the queue (they
+// are active) and which left it (they are unparked and dropped); the
+// Runtime's own parkings and unparkings keep the rest in step.
+//
+// Why a cycle may visit only the active jobs, the awake classes' members
+// and recheck (walkIndex): the full walk's skip does nothing for any
+// other job. Such a job is queued and parked since an earlier cycle, so
+// by QueueLog's contract its Enqueued and Preemptions are those it was
+// parked with (they change only when it is pushed, which unparks it) and
+// so are its labels (they change only by SetLabel actions, after which
+// finish unparks it; one recorded without its job drops the index). Its
+// class is not awake, so skip only asks Statement.wait to keep its
+// reason, before any job is tried (sorted path: nothing else was
+// recorded in the cycle), which records nothing when the executor shows
+// the reason it was parked with: the executor changes a queued job's
+// reason only by Wait actions, and every job a Wait was recorded for is
+// rechecked in the next cycle.
+func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
+	ql, ok := s.Pending.(cluster.QueueLog)
+	if !ok || !q.sorted || q.mergeable || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
+		q.dropIndex()
+		return
+	}
+	if q.idx && ql.Since(q.mark, q.change) {
+		q.mark = ql.Mark()
+		return
+	}
+	q.dropIndex()
+	q.build, q.mark = true, ql.Mark()
+	if q.active == nil {
+		q.active = map[*cluster.JobState]struct{}{}
+	}
+}
+
+// change follows one push or removal of the queue's log. A job that
+// joins or leaves the queue is no longer parked (unparking never changes
+// a decision: the job is tried, as without the queue).
+func (q *schedQueue) change(js *cluster.JobState, pushed bool) {
+	if p, ok := q.parked[js.Job]; ok {
+		q.unpark(js.Job, p)
+	}
+	if pushed {
+		q.active[js] = struct{}{}
+	} else {
+		delete(q.active, js)
+	}
+}
+
+func (q *schedQueue) dropIndex() {
+	q.idx, q.build = false, false
+	clear(q.active)
+	q.recheck = q.recheck[:0]
+}
+
+// walkIndex is the sorted walk's collection with the index (see follow):
+// the awake classes' members, the rechecked parked jobs' waits, and the
+// active jobs as candidates in queue order; positions are the queue's
+// Order, which orders jobs as the full walk's count does.
+func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.JobState {
+	pq := c.Snap.Pending
+	for _, cl := range q.awake {
+		for _, j := range cl.jobs {
+			p := q.parked[j]
+			if p == nil || p.class != cl || p.seen == q.cycle {
+				continue
+			}
+			p.seen = q.cycle
+			pos, ok := pq.Order(p.js)
+			if !ok {
+				q.unpark(j, p)
+				continue
+			}
+			p.passed, p.inCands = false, false
+			q.setPos(p.js, pos)
+			cl.members = append(cl.members, member{js: p.js, p: p, pos: pos})
+		}
+	}
+	if len(q.recheck) > 0 {
+		byOrder := q.byOrder[:0]
+		for _, js := range q.recheck {
+			if pos, ok := pq.Order(js); ok {
+				byOrder = append(byOrder, orderedJob{js: js, pos: pos})
+			}
+		}
+		slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
+		for i, o := range byOrder {
+			if i > 0 && byOrder[i-1].js == o.js {
+				continue
+			}
+			p := q.parked[o.js.Job]
+			if p == nil || p.js != o.js {
+				continue
+			}
+			if cl := p.class; cl != nil && cl.awakeCycle == q.cycle {
+				continue // a member (no class failed yet in this cycle)
+			}
+			c.St.wait(o.js, p.reason)
+		}
+		clear(byOrder)
+		q.byOrder = byOrder[:0]
+	}
+	byOrder := q.byOrder[:0]
+	for js := range q.active {
+		pos, _ := pq.Order(js)
+		byOrder = append(byOrder, orderedJob{js: js, pos: pos})
+	}
+	slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
+	setPos := len(q.awake) > 0
+	for _, o := range byOrder {
+		if setPos {
+			q.setPos(o.js, o.pos)
+		}
+		cands = append(cands, o.js)
+	}
+	clear(byOrder)
+	q.byOrder = byOrder[:0]
+	return cands
 }
 
 // idle reports whether the walk can be skipped: nothing woke, and the
@@ -636,6 +809,12 @@ func (q *schedQueue) finish(c *Cycle) {
 // jobs leave it only by this Runtime's actions, which finish follows; on
 // Kubernetes the queue is rebuilt every cycle and is walked).
 func (q *schedQueue) idle(s *cluster.Snapshot) bool {
+	if q.build {
+		return false
+	}
+	if q.idx {
+		return len(q.awake) == 0 && len(q.active) == 0 && len(q.recheck) == 0
+	}
 	return len(q.awake) == 0 && len(q.parked) > 0 && s.Pending == q.queue && len(q.parked) == s.Pending.Len()
 }
 
@@ -704,16 +883,23 @@ func (r *Runtime) walk(c *Cycle) {
 	}
 	qs := p.QueueSort
 	cands := r.cands[:0]
-	n := 0
-	for js := range s.Pending.All() {
-		if p.Window > 0 && n >= p.Window {
-			break
+	if q.idx {
+		cands = q.walkIndex(c, cands)
+	} else {
+		n := 0
+		for js := range s.Pending.All() {
+			if p.Window > 0 && n >= p.Window {
+				break
+			}
+			n++
+			if q.skip(c, js, n) {
+				continue
+			}
+			if q.build {
+				q.active[js] = struct{}{}
+			}
+			cands = append(cands, js)
 		}
-		n++
-		if q.skip(c, js, n) {
-			continue
-		}
-		cands = append(cands, js)
 	}
 	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
