@@ -225,6 +225,8 @@ type Queue struct {
 	// counts those dropped from its front.
 	log     []queueChange
 	logBase uint64
+	// renumbered counts the renumberings of Order (see QueueLog).
+	renumbered uint64
 }
 
 type queueChange struct {
@@ -277,6 +279,10 @@ type QueueLog interface {
 	// the log no longer reaches back to mark: the caller must read the
 	// whole queue again.
 	Since(mark uint64, f func(js *JobState, pushed bool)) bool
+	// Renumbered returns how many times the queue renumbered its jobs'
+	// Order numbers. While it stays the same, a queued job keeps its
+	// number, and no number is given to two jobs.
+	Renumbered() uint64
 }
 
 var _ QueueLog = (*Queue)(nil)
@@ -293,9 +299,13 @@ func (r readOnlyQueue) Head() *JobState               { return r.q.Head() }
 func (r readOnlyQueue) Contains(s *JobState) bool     { return r.q.Contains(s) }
 func (r readOnlyQueue) Order(s *JobState) (int, bool) { return r.q.Order(s) }
 func (r readOnlyQueue) Mark() uint64                  { return r.q.Mark() }
+func (r readOnlyQueue) Renumbered() uint64            { return r.q.renumbered }
 func (r readOnlyQueue) Since(mark uint64, f func(*JobState, bool)) bool {
 	return r.q.Since(mark, f)
 }
+
+// Renumbered implements QueueLog.
+func (q *Queue) Renumbered() uint64 { return q.renumbered }
 
 // Mark implements QueueLog.
 func (q *Queue) Mark() uint64 { return q.logBase + uint64(len(q.log)) }
@@ -343,6 +353,7 @@ func (q *Queue) PushFront(s *JobState) {
 		n := make([]*JobState, gap+len(q.items), gap+cap(q.items))
 		copy(n[gap:], q.items)
 		q.items, q.head = n, gap
+		q.renumbered++
 		for i := gap; i < len(n); i++ {
 			if n[i] != nil {
 				q.pos[n[i]] = i
@@ -372,6 +383,7 @@ func (q *Queue) Remove(s *JobState) bool {
 	switch {
 	case q.live == 0:
 		q.items, q.head = q.items[:0], 0 // reuse the array from the start
+		q.renumbered++
 	case len(q.items)-q.live > 64 && len(q.items)-q.live > q.live:
 		q.compact() // dead slots, before or after head, outnumber live jobs
 	}
@@ -394,6 +406,7 @@ func (q *Queue) compact() {
 		}
 	}
 	q.items, q.head = n, 0
+	q.renumbered++
 }
 
 // All yields the queued jobs, head first.

@@ -88,12 +88,12 @@ type schedQueue struct {
 	// a cycle visits them, the awake classes' members and recheck, not
 	// the whole queue. idx: active is valid as of the queue's mark;
 	// build: this cycle's walk reads the whole queue and fills active.
-	idx, build bool
-	mark       uint64
-	active     map[*cluster.JobState]struct{}
-	// recheck lists the parked jobs a Wait was recorded for in the
-	// previous cycle: the only parked jobs whose executor's reason may
-	// not be the one they were parked with.
+	idx, build, built bool
+	mark              uint64
+	active            map[*cluster.JobState]struct{}
+	// recheck lists the parked jobs a Wait was recorded for since the
+	// last walk: the only parked jobs whose executor's reason may not be
+	// the one they were parked with.
 	recheck []*cluster.JobState
 	byOrder []orderedJob
 
@@ -128,9 +128,10 @@ type parkedJob struct {
 	labels      int
 	passed      bool
 	inCands     bool
-	// seen: the cycle walkIndex last took it as a member (a class's
-	// jobs may list a job twice).
-	seen uint64
+	// gone: no longer parked (unparked, or parked again anew).
+	gone bool
+	// pos is the job's queue Order when its class's jobs are in order.
+	pos int
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -141,9 +142,13 @@ type jobClass struct {
 	js    *cluster.JobState
 	sizes [][]int
 	// jobs lists the parked members (and some that were since unparked:
-	// parked[j].class tells); parked counts them.
-	jobs   []*cluster.Job
-	parked int
+	// gone tells); parked counts them. inOrder: with the index, jobs is
+	// in queue order, by their pos, which are the queue's Order numbers
+	// while it has been renumbered num times.
+	jobs    []*parkedJob
+	parked  int
+	inOrder bool
+	num     uint64
 	// failed: the class failed in epoch failEpoch with status failSt, and
 	// in cycle failCycle.
 	failEpoch, failCycle uint64
@@ -313,6 +318,7 @@ func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
 
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
+	p.gone = true
 	if (q.idx || q.build) && q.queue.Contains(p.js) {
 		q.active[p.js] = struct{}{}
 	}
@@ -331,6 +337,9 @@ func (q *schedQueue) unparkAll() {
 		// Every queued job is active now: read the queue again.
 		q.idx, q.build = false, true
 		clear(q.active)
+	}
+	for _, p := range q.parked {
+		p.gone = true
 	}
 	clear(q.parked)
 	clear(q.classes)
@@ -450,20 +459,15 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	delete(q.active, js)
 	added := ev &^ q.need
 	q.need |= ev
-	q.parked[js.Job] = &parkedJob{js: js, events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
+	p := &parkedJob{js: js, events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
 		labels: len(js.Labels), passed: true}
+	q.parked[js.Job] = p
 	if cl != nil {
 		cl.parked++
 		if len(cl.jobs) > 2*cl.parked+16 {
-			live := cl.jobs[:0]
-			for _, j := range cl.jobs {
-				if p := q.parked[j]; p != nil && p.class == cl {
-					live = append(live, j)
-				}
-			}
-			cl.jobs = live
+			cl.compact()
 		}
-		cl.jobs = append(cl.jobs, js.Job)
+		q.addMember(c, cl, p)
 	} else {
 		q.classless++
 	}
@@ -482,6 +486,43 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 		q.pending = nil
 		q.pendingChanged(s, true)
 	}
+}
+
+// compact drops the members no longer parked from cl.jobs.
+func (cl *jobClass) compact() {
+	live := cl.jobs[:0]
+	for _, p := range cl.jobs {
+		if !p.gone {
+			live = append(live, p)
+		}
+	}
+	clear(cl.jobs[len(live):])
+	cl.jobs = live
+}
+
+// addMember adds p to its class cl's jobs. With the index, which reads
+// them in queue order, it keeps them in that order while it can.
+func (q *schedQueue) addMember(c *Cycle, cl *jobClass, p *parkedJob) {
+	ql, ok := c.Snap.Pending.(cluster.QueueLog)
+	if !ok || !q.idx && !q.build {
+		cl.inOrder = false
+		cl.jobs = append(cl.jobs, p)
+		return
+	}
+	if len(cl.jobs) == 0 {
+		cl.inOrder, cl.num = true, ql.Renumbered()
+	}
+	pos, queued := c.Snap.Pending.Order(p.js)
+	if !cl.inOrder || cl.num != ql.Renumbered() || !queued {
+		cl.inOrder = false // order sorts them when needed
+		cl.jobs = append(cl.jobs, p)
+		return
+	}
+	// Every entry, gone or not, got its pos under the same numbering, in
+	// which no number is given twice.
+	p.pos = pos
+	i, _ := slices.BinarySearchFunc(cl.jobs, pos, func(e *parkedJob, pos int) int { return cmp.Compare(e.pos, pos) })
+	cl.jobs = slices.Insert(cl.jobs, i, p)
 }
 
 // tried is told that js, a candidate, was tried: a parked job (a class's
@@ -506,7 +547,7 @@ func (q *schedQueue) tried(c *Cycle, js *cluster.JobState) *jobClass {
 // a Resort in between (see unorder) it sorts them once and moves along.
 func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState {
 	live := func(m member) bool {
-		return q.parked[m.js.Job] == m.p && !m.p.inCands && !m.p.passed
+		return !m.p.gone && !m.p.inCands && !m.p.passed
 	}
 	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
 	if !cl.ordered && cl.scans >= 2 {
@@ -564,7 +605,11 @@ func (q *schedQueue) unorder() {
 // insert puts rep into sorted candidates cands (queue-sort order, ties in
 // queue order) and marks it a candidate.
 func (q *schedQueue) insert(c *Cycle, qs QueueSort, cands []*cluster.JobState, rep *cluster.JobState) []*cluster.JobState {
-	q.parked[rep.Job].inCands = true
+	p := q.parked[rep.Job]
+	p.inCands = true
+	if q.idx {
+		q.setPos(rep, p.pos) // see walkIndex
+	}
 	i, _ := slices.BinarySearchFunc(cands, rep, func(a, b *cluster.JobState) int {
 		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
 	})
@@ -663,9 +708,12 @@ func (q *schedQueue) finish(c *Cycle) {
 			q.unpark(js.Job, p)
 		}
 	}
-	q.recheck = q.recheck[:0]
 	if q.build {
-		q.idx, q.build = true, false
+		// The index holds once a walk read the whole queue.
+		q.idx, q.build, q.built = q.built, false, false
+		if !q.idx {
+			return
+		}
 	}
 	if !q.idx {
 		return
@@ -674,11 +722,20 @@ func (q *schedQueue) finish(c *Cycle) {
 		q.dropIndex()
 		return
 	}
-	for _, js := range c.St.waited {
+	// The jobs to recheck: those of earlier cycles not rechecked yet (an
+	// idle cycle does not walk) and this cycle's, while parked.
+	keep := q.recheck[:0]
+	for _, js := range q.recheck {
 		if p, ok := q.parked[js.Job]; ok && p.js == js {
-			q.recheck = append(q.recheck, js)
+			keep = append(keep, js)
 		}
 	}
+	for _, js := range c.St.waited {
+		if p, ok := q.parked[js.Job]; ok && p.js == js {
+			keep = append(keep, js)
+		}
+	}
+	q.recheck = keep
 }
 
 // follow keeps the index across cycles. The index is kept on a queue
@@ -733,6 +790,26 @@ func (q *schedQueue) change(js *cluster.JobState, pushed bool) {
 	}
 }
 
+// order puts cl's members in queue order, with their current Order
+// numbers; those no longer queued are unparked.
+func (q *schedQueue) order(pq cluster.PendingQueue, cl *jobClass) {
+	for _, p := range cl.jobs {
+		if p.gone {
+			continue
+		}
+		if pos, ok := pq.Order(p.js); ok {
+			p.pos = pos
+		} else {
+			q.unpark(p.js.Job, p)
+		}
+	}
+	cl.compact()
+	if !cl.inOrder {
+		slices.SortFunc(cl.jobs, func(a, b *parkedJob) int { return cmp.Compare(a.pos, b.pos) })
+	}
+	cl.inOrder, cl.num = true, pq.(cluster.QueueLog).Renumbered()
+}
+
 func (q *schedQueue) dropIndex() {
 	q.idx, q.build = false, false
 	clear(q.active)
@@ -745,21 +822,19 @@ func (q *schedQueue) dropIndex() {
 // Order, which orders jobs as the full walk's count does.
 func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.JobState {
 	pq := c.Snap.Pending
+	renum := pq.(cluster.QueueLog).Renumbered()
 	for _, cl := range q.awake {
-		for _, j := range cl.jobs {
-			p := q.parked[j]
-			if p == nil || p.class != cl || p.seen == q.cycle {
+		if !cl.inOrder || cl.num != renum {
+			q.order(pq, cl)
+		}
+		for _, p := range cl.jobs {
+			if p.gone {
 				continue
 			}
-			p.seen = q.cycle
-			pos, ok := pq.Order(p.js)
-			if !ok {
-				q.unpark(j, p)
-				continue
-			}
+			// Its queue Order (order, addMember): insert gives it to the
+			// member that becomes a candidate.
 			p.passed, p.inCands = false, false
-			q.setPos(p.js, pos)
-			cl.members = append(cl.members, member{js: p.js, p: p, pos: pos})
+			cl.members = append(cl.members, member{js: p.js, p: p, pos: p.pos})
 		}
 	}
 	if len(q.recheck) > 0 {
@@ -785,6 +860,8 @@ func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.J
 		}
 		clear(byOrder)
 		q.byOrder = byOrder[:0]
+		clear(q.recheck)
+		q.recheck = q.recheck[:0]
 	}
 	byOrder := q.byOrder[:0]
 	for js := range q.active {
@@ -809,12 +886,6 @@ func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.J
 // jobs leave it only by this Runtime's actions, which finish follows; on
 // Kubernetes the queue is rebuilt every cycle and is walked).
 func (q *schedQueue) idle(s *cluster.Snapshot) bool {
-	if q.build {
-		return false
-	}
-	if q.idx {
-		return len(q.awake) == 0 && len(q.active) == 0 && len(q.recheck) == 0
-	}
 	return len(q.awake) == 0 && len(q.parked) > 0 && s.Pending == q.queue && len(q.parked) == s.Pending.Len()
 }
 
@@ -827,10 +898,11 @@ func (q *schedQueue) end(c *Cycle) {
 		if cl.failCycle == q.cycle {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
+			reason := cl.failSt.Reason()
 			for _, m := range cl.members {
-				if p := q.parked[m.js.Job]; p == m.p && !p.inCands {
-					p.reason = cl.failSt.Reason()
-					c.St.wait(m.js, p.reason)
+				if p := m.p; !p.gone && !p.inCands {
+					p.reason = reason
+					c.St.wait(m.js, reason)
 				}
 			}
 			continue
@@ -847,11 +919,12 @@ func (q *schedQueue) end(c *Cycle) {
 				continue
 			}
 		}
-		for _, j := range cl.jobs {
-			if p := q.parked[j]; p != nil && p.class == cl {
-				q.unpark(j, p)
+		for _, p := range cl.jobs {
+			if !p.gone {
+				q.unpark(p.js.Job, p)
 			}
 		}
+		clear(cl.jobs)
 		cl.jobs = cl.jobs[:0]
 	}
 }
@@ -900,6 +973,7 @@ func (r *Runtime) walk(c *Cycle) {
 			}
 			cands = append(cands, js)
 		}
+		q.built = q.build
 	}
 	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)
