@@ -96,6 +96,7 @@ type schedQueue struct {
 	// the one they were parked with.
 	recheck []*cluster.JobState
 	byOrder []orderedJob
+	groupOf map[any]int
 
 	// Within a cycle. sorted: the profile has a QueueSort; mergeable: it
 	// also has Preempt plugins, the only way room comes back mid-cycle.
@@ -132,6 +133,11 @@ type parkedJob struct {
 	gone bool
 	// pos is the job's queue Order when its class's jobs are in order.
 	pos int
+	// group is its GroupedKeys group, once asked (hasGroup); slot is its
+	// index in its class's members while they are grouped.
+	group    any
+	hasGroup bool
+	slot     int
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -161,6 +167,17 @@ type jobClass struct {
 	next       int
 	ordered    bool
 	scans      int
+	// groups: the members by GroupedKeys group, each in queue order, as
+	// of groupCycle (see repGrouped).
+	groups     []memberGroup
+	groupCycle uint64
+}
+
+// memberGroup is one group of an awake class's members, in queue order;
+// those before head are taken or no longer parked.
+type memberGroup struct {
+	ms   []member
+	head int
 }
 
 type orderedJob struct {
@@ -549,6 +566,9 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 	live := func(m member) bool {
 		return !m.p.gone && !m.p.inCands && !m.p.passed
 	}
+	if gk, ok := qs.(GroupedKeys); ok {
+		return q.repGrouped(c, gk, cl)
+	}
 	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
 	if !cl.ordered && cl.scans >= 2 {
 		slices.SortFunc(cl.members[cl.next:], order)
@@ -592,6 +612,77 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 		}
 	}
 	return nil
+}
+
+// repGrouped is rep for a GroupedKeys sort: the least member is the
+// least of the groups' first members still parked and not taken (in a
+// group, keys order members by queue position, as members are ordered;
+// a member taken or unparked stays so for the cycle), one key per group.
+// It takes the member as rep's scan does (swapped to next), so that the
+// members end in the same order.
+func (q *schedQueue) repGrouped(c *Cycle, gk GroupedKeys, cl *jobClass) *cluster.JobState {
+	if cl.groupCycle != q.cycle {
+		q.group(gk, cl)
+	}
+	best := -1
+	var bk SortKey
+	var bm member
+	for gi := range cl.groups {
+		g := &cl.groups[gi]
+		for g.head < len(g.ms) && (g.ms[g.head].p.gone || g.ms[g.head].p.inCands || g.ms[g.head].p.passed) {
+			g.head++
+		}
+		if g.head == len(g.ms) {
+			continue
+		}
+		m := g.ms[g.head]
+		k, _ := c.SortKey(m.js)
+		if best < 0 || cmp.Or(CompareKeys(k, bk), cmp.Compare(m.pos, bm.pos)) < 0 {
+			best, bk, bm = m.p.slot, k, m
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	n := cl.next
+	cl.members[n], cl.members[best] = cl.members[best], cl.members[n]
+	cl.members[n].p.slot, cl.members[best].p.slot = n, best
+	cl.next++
+	return bm.js
+}
+
+// group sorts cl's members (in queue order, none taken yet) into their
+// groups.
+func (q *schedQueue) group(gk GroupedKeys, cl *jobClass) {
+	cl.groupCycle = q.cycle
+	for i := range cl.groups {
+		clear(cl.groups[i].ms)
+		cl.groups[i].ms, cl.groups[i].head = cl.groups[i].ms[:0], 0
+	}
+	n := 0
+	if q.groupOf == nil {
+		q.groupOf = map[any]int{}
+	}
+	clear(q.groupOf)
+	for i := cl.next; i < len(cl.members); i++ {
+		m := cl.members[i]
+		p := m.p
+		p.slot = i
+		if !p.hasGroup {
+			p.group, p.hasGroup = gk.Group(m.js), true
+		}
+		gi, ok := q.groupOf[p.group]
+		if !ok {
+			gi = n
+			n++
+			q.groupOf[p.group] = gi
+			if gi == len(cl.groups) {
+				cl.groups = append(cl.groups, memberGroup{})
+			}
+		}
+		cl.groups[gi].ms = append(cl.groups[gi].ms, m)
+	}
+	cl.groups = cl.groups[:n]
 }
 
 // unorder is told that the queue-sort order changed (a Resort): the
