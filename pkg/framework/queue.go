@@ -52,6 +52,7 @@ type schedQueue struct {
 	// parked jobs a plugin asked EventRoom for, and classless those
 	// without a class: both come back whenever room does.
 	need      Events
+	evJobs    [8]int // per bit of Events, the parked jobs asking for it
 	roomJobs  int
 	classless int
 	classes   map[string]*jobClass
@@ -252,9 +253,12 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 		if happened&EventRoom != 0 {
 			q.wakeClasses(c, r)
 		}
+		// The union of the parked jobs' events, from their counts.
 		q.need = 0
-		for _, p := range q.parked {
-			q.need |= p.events
+		for b, n := range q.evJobs {
+			if n > 0 {
+				q.need |= 1 << b
+			}
 		}
 	}
 	if len(q.parked) == 0 {
@@ -347,6 +351,16 @@ func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	if p.events&EventRoom != 0 {
 		q.roomJobs--
 	}
+	q.countEvents(p.events, -1)
+}
+
+// countEvents adds d to the count of parked jobs of each event in ev.
+func (q *schedQueue) countEvents(ev Events, d int) {
+	for b := 0; ev != 0; b, ev = b+1, ev>>1 {
+		if ev&1 != 0 {
+			q.evJobs[b] += d
+		}
+	}
 }
 
 func (q *schedQueue) unparkAll() {
@@ -360,6 +374,7 @@ func (q *schedQueue) unparkAll() {
 	}
 	clear(q.parked)
 	clear(q.classes)
+	q.evJobs = [8]int{}
 	q.forget()
 }
 
@@ -491,6 +506,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	if ev&EventRoom != 0 {
 		q.roomJobs++
 	}
+	q.countEvents(ev, 1)
 	// Track a newly needed event from the cluster as this cycle found it.
 	if added&EventNodes != 0 {
 		q.nodesChanged(s)
