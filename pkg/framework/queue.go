@@ -122,23 +122,29 @@ type schedQueue struct {
 // was passed by the cycle.
 type parkedJob struct {
 	js          *cluster.JobState
-	events      Events
 	reason      string
 	class       *jobClass
 	enqueued    float64
 	preemptions int
 	labels      int
-	passed      bool
-	inCands     bool
-	// gone: no longer parked (unparked, or parked again anew).
-	gone bool
 	// pos is the job's queue Order when its class's jobs are in order.
 	pos int
-	// group is its GroupedKeys group, once asked (hasGroup); slot is its
-	// index in its class's members while they are grouped.
-	group    any
-	hasGroup bool
-	slot     int
+	// grouped: see groupedJob; nil until its class is grouped.
+	grouped *groupedJob
+	events  Events
+	passed  bool
+	inCands bool
+	// gone: no longer parked (unparked, or parked again anew).
+	gone bool
+}
+
+// groupedJob is what a parked job of a GroupedKeys profile's awake class
+// needs: its group, and its index in its class's members while they are
+// grouped (apart from parkedJob, which the other profiles park by the
+// million).
+type groupedJob struct {
+	group any
+	slot  int
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -654,7 +660,7 @@ func (q *schedQueue) repGrouped(c *Cycle, gk GroupedKeys, cl *jobClass) *cluster
 		m := g.ms[g.head]
 		k, _ := c.SortKey(m.js)
 		if best < 0 || cmp.Or(CompareKeys(k, bk), cmp.Compare(m.pos, bm.pos)) < 0 {
-			best, bk, bm = m.p.slot, k, m
+			best, bk, bm = m.p.grouped.slot, k, m
 		}
 	}
 	if best < 0 {
@@ -662,7 +668,7 @@ func (q *schedQueue) repGrouped(c *Cycle, gk GroupedKeys, cl *jobClass) *cluster
 	}
 	n := cl.next
 	cl.members[n], cl.members[best] = cl.members[best], cl.members[n]
-	cl.members[n].p.slot, cl.members[best].p.slot = n, best
+	cl.members[n].p.grouped.slot, cl.members[best].p.grouped.slot = n, best
 	cl.next++
 	return bm.js
 }
@@ -683,15 +689,15 @@ func (q *schedQueue) group(gk GroupedKeys, cl *jobClass) {
 	for i := cl.next; i < len(cl.members); i++ {
 		m := cl.members[i]
 		p := m.p
-		p.slot = i
-		if !p.hasGroup {
-			p.group, p.hasGroup = gk.Group(m.js), true
+		if p.grouped == nil {
+			p.grouped = &groupedJob{group: gk.Group(m.js)}
 		}
-		gi, ok := q.groupOf[p.group]
+		p.grouped.slot = i
+		gi, ok := q.groupOf[p.grouped.group]
 		if !ok {
 			gi = n
 			n++
-			q.groupOf[p.group] = gi
+			q.groupOf[p.grouped.group] = gi
 			if gi == len(cl.groups) {
 				cl.groups = append(cl.groups, memberGroup{})
 			}
