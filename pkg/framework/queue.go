@@ -85,11 +85,11 @@ type schedQueue struct {
 	departed bool
 
 	// The index (see follow): on the simulator's queue, which logs its
-	// changes (cluster.QueueLog), a sorted profile without Preempt
-	// plugins keeps active, the queued jobs that are not parked, so that
-	// a cycle visits them, the awake classes' members and recheck, not
-	// the whole queue. idx: active is valid as of the queue's mark;
-	// build: this cycle's walk reads the whole queue and fills active.
+	// changes (cluster.QueueLog), a sorted profile keeps active, the
+	// queued jobs that are not parked, so that a cycle visits them, the
+	// awake classes' members and recheck, not the whole queue. idx:
+	// active is valid as of the queue's mark; build: this cycle's walk
+	// reads the whole queue and fills active.
 	idx, build, built bool
 	mark              uint64
 	active            map[*cluster.JobState]struct{}
@@ -105,10 +105,13 @@ type schedQueue struct {
 	// mergeable: it also has Preempt plugins, the only way room comes
 	// back mid-cycle.
 	// skipped are the parked jobs met in the walk that may have to be
-	// merged back, pos the queue position of the jobs that may be
-	// compared, awake the classes woken this cycle.
+	// merged back (with the index, built by collect when first needed:
+	// collected), pos the queue position of the jobs that may be
+	// compared (with the index, the queue's Order: see posOf), awake the
+	// classes woken this cycle.
 	sorted, mergeable bool
 	skipped           []*cluster.JobState
+	collected         bool
 	pos               map[*cluster.JobState]int
 	awake             []*jobClass
 	merged            bool
@@ -135,6 +138,8 @@ type parkedJob struct {
 	inCands     bool
 	// gone: no longer parked (unparked, or parked again anew).
 	gone bool
+	// cycle is the cycle it was parked in.
+	cycle uint64
 	// pos is the job's queue Order when its class's jobs are in order.
 	pos int
 	// group is its GroupedKeys group, once asked (hasGroup); slot is its
@@ -218,7 +223,8 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.placeOpts = r.opts
 	q.sampled = r.p.Place == nil && r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
 	q.dryNow = q.fast && !q.sampled && r.p.Place == nil
-	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
+	clear(q.skipped)
+	q.skipped, q.awake, q.merged, q.collected, q.cur = q.skipped[:0], q.awake[:0], false, false, nil
 	clear(q.pos)
 	q.follow(s, r.p.Window)
 	if len(q.parked) == 0 {
@@ -502,7 +508,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	added := ev &^ q.need
 	q.need |= ev
 	p := &parkedJob{js: js, events: ev, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
-		labels: len(js.Labels), passed: true}
+		labels: len(js.Labels), passed: true, cycle: q.cycle}
 	q.parked[js.Job] = p
 	if cl != nil {
 		cl.parked++
@@ -721,13 +727,9 @@ func (q *schedQueue) unorder() {
 // insert puts rep into sorted candidates cands (queue-sort order, ties in
 // queue order) and marks it a candidate.
 func (q *schedQueue) insert(c *Cycle, qs QueueSort, cands []*cluster.JobState, rep *cluster.JobState) []*cluster.JobState {
-	p := q.parked[rep.Job]
-	p.inCands = true
-	if q.idx {
-		q.setPos(rep, p.pos) // see walkIndex
-	}
+	q.parked[rep.Job].inCands = true
 	i, _ := slices.BinarySearchFunc(cands, rep, func(a, b *cluster.JobState) int {
-		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
+		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.posOf(c, a), q.posOf(c, b)))
 	})
 	return slices.Insert(cands, i, rep)
 }
@@ -749,7 +751,20 @@ func (q *schedQueue) reps(c *Cycle, qs QueueSort, rest []*cluster.JobState) []*c
 // less orders two jobs as the sorted path does: by QueueSort, ties in
 // queue order.
 func (q *schedQueue) less(c *Cycle, qs QueueSort, a, b *cluster.JobState) bool {
-	return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b])) < 0
+	return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.posOf(c, a), q.posOf(c, b))) < 0
+}
+
+// posOf returns the queue position of js, a job of the walk (a candidate
+// or a parked job met): with the index, the queue's Order, which orders
+// the queued jobs as the full walk's count does (only relative positions
+// are ever compared, and no number changes within a cycle); else the
+// count skip noted.
+func (q *schedQueue) posOf(c *Cycle, js *cluster.JobState) int {
+	if q.idx {
+		pos, _ := c.Snap.Pending.Order(js)
+		return pos
+	}
+	return q.pos[js]
 }
 
 // started is told, before the Reserve plugins, that js starts. On the
@@ -759,7 +774,11 @@ func (q *schedQueue) less(c *Cycle, qs QueueSort, a, b *cluster.JobState) bool {
 // have tried them already. Without a Resort, mergeSkipped's own
 // comparison with the job tried last finds them.
 func (q *schedQueue) started(c *Cycle, qs QueueSort, js *cluster.JobState) {
-	if !q.mergeable || q.merged || len(q.skipped) == 0 {
+	if !q.mergeable || q.merged {
+		return
+	}
+	q.collect(c)
+	if len(q.skipped) == 0 {
 		return
 	}
 	q.pass(c, qs, js)
@@ -791,6 +810,7 @@ func (q *schedQueue) committed(c *Cycle) bool {
 // the parked jobs met in the walk that the cycle has not passed merged
 // in, in queue-sort order with ties in queue order; they are unparked.
 func (q *schedQueue) mergeSkipped(c *Cycle, qs QueueSort, js *cluster.JobState, rest []*cluster.JobState) []*cluster.JobState {
+	q.collect(c)
 	q.pass(c, qs, js)
 	n := len(rest)
 	for _, sj := range q.skipped {
@@ -801,10 +821,53 @@ func (q *schedQueue) mergeSkipped(c *Cycle, qs QueueSort, js *cluster.JobState, 
 	}
 	if len(rest) > n {
 		slices.SortFunc(rest, func(a, b *cluster.JobState) int {
-			return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
+			return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.posOf(c, a), q.posOf(c, b)))
 		})
 	}
 	return rest
+}
+
+// collect builds, with the index, skipped as the full walk's skip would
+// have collected it on this mergeable profile, when it is first needed
+// (the first start with Reserve plugins, or a merge): the walk with the
+// index does not visit most parked jobs, and most cycles never need the
+// list. skip's list is every queued job parked at the collection, in
+// queue order (the window takes in every queued job, and by QueueLog's
+// contract no parked job's own state changed: see follow). Since then,
+// only this cycle's failed parked jobs (records of this cycle, passed
+// from the start: never passed again or merged back, so they can be left
+// out), tried unparked candidates (no longer parked: left out) and pass
+// and rep changed flags, and only on the jobs of awake classes
+// (walkIndex gave them skip's flags at the collection) or of skipped
+// (empty until now). So a job parked in an earlier cycle is on the list,
+// with its flags as they are if its class is awake, else with those skip
+// gives a parked job (not passed, not a candidate).
+func (q *schedQueue) collect(c *Cycle) {
+	if !q.idx || q.collected {
+		return
+	}
+	q.collected = true
+	pq := c.Snap.Pending
+	byOrder := q.byOrder[:0]
+	for _, p := range q.parked {
+		if p.cycle == q.cycle {
+			continue
+		}
+		pos, ok := pq.Order(p.js)
+		if !ok {
+			continue
+		}
+		if cl := p.class; cl == nil || cl.awakeCycle != q.cycle {
+			p.passed, p.inCands = false, false
+		}
+		byOrder = append(byOrder, orderedJob{js: p.js, pos: pos})
+	}
+	slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
+	for _, o := range byOrder {
+		q.skipped = append(q.skipped, o.js)
+	}
+	clear(byOrder)
+	q.byOrder = byOrder[:0]
 }
 
 // finish closes the cycle: jobs a plugin started, rejected or labelled
@@ -856,11 +919,12 @@ func (q *schedQueue) finish(c *Cycle) {
 
 // follow keeps the index across cycles. The index is kept on a queue
 // that logs its changes and is the previous cycle's object, for a sorted
-// profile without Preempt plugins (whose walk reads every job before
-// trying any), while the window takes in every queued job. The queue's
-// log since the previous cycle tells which jobs joined the queue (they
-// are active) and which left it (they are unparked and dropped); the
-// Runtime's own parkings and unparkings keep the rest in step.
+// profile (whose walk reads every job before trying any), while the
+// window takes in every queued job (with Preempt plugins, the parked
+// jobs to merge back mid-cycle are listed when needed: see collect). The
+// queue's log since the previous cycle tells which jobs joined the queue
+// (they are active) and which left it (they are unparked and dropped);
+// the Runtime's own parkings and unparkings keep the rest in step.
 //
 // Why a cycle may visit only the active jobs, the awake classes' members
 // and recheck (walkIndex): the full walk's skip does nothing for any
@@ -877,7 +941,7 @@ func (q *schedQueue) finish(c *Cycle) {
 // rechecked in the next cycle.
 func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
 	ql, ok := s.Pending.(cluster.QueueLog)
-	if !ok || !q.sorted || q.mergeable || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
+	if !ok || !q.sorted || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
 		q.dropIndex()
 		return
 	}
@@ -985,12 +1049,8 @@ func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.J
 		byOrder = append(byOrder, orderedJob{js: js, pos: pos})
 	}
 	slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
-	setPos := len(q.awake) > 0
 	for _, o := range byOrder {
-		if setPos {
-			q.setPos(o.js, o.pos)
-		}
-		cands = append(cands, o.js)
+		cands = append(cands, o.js) // positions: see posOf
 	}
 	clear(byOrder)
 	q.byOrder = byOrder[:0]
