@@ -98,6 +98,7 @@ type schedQueue struct {
 	// the one they were parked with.
 	recheck []*cluster.JobState
 	byOrder []orderedJob
+	keyed   []keyedPos
 	groupOf map[any]int
 
 	// Within a cycle. sorted: the profile has a QueueSort and the queue
@@ -112,9 +113,12 @@ type schedQueue struct {
 	sorted, mergeable bool
 	skipped           []*cluster.JobState
 	collected         bool
-	pos               map[*cluster.JobState]int
-	awake             []*jobClass
-	merged            bool
+	// orderPos: the walk took the index (walkIndex), whose positions
+	// are the queue's Order.
+	orderPos bool
+	pos      map[*cluster.JobState]int
+	awake    []*jobClass
+	merged   bool
 	// cur is the class of the job being tried (nil: none, or unsafe to
 	// park: a job with several replicas on a sampled cluster).
 	cur    *jobClass
@@ -224,7 +228,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.sampled = r.p.Place == nil && r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
 	q.dryNow = q.fast && !q.sampled && r.p.Place == nil
 	clear(q.skipped)
-	q.skipped, q.awake, q.merged, q.collected, q.cur = q.skipped[:0], q.awake[:0], false, false, nil
+	q.skipped, q.awake, q.merged, q.collected, q.orderPos, q.cur = q.skipped[:0], q.awake[:0], false, false, false, nil
 	clear(q.pos)
 	q.follow(s, r.p.Window)
 	if len(q.parked) == 0 {
@@ -755,12 +759,12 @@ func (q *schedQueue) less(c *Cycle, qs QueueSort, a, b *cluster.JobState) bool {
 }
 
 // posOf returns the queue position of js, a job of the walk (a candidate
-// or a parked job met): with the index, the queue's Order, which orders
-// the queued jobs as the full walk's count does (only relative positions
-// are ever compared, and no number changes within a cycle); else the
-// count skip noted.
+// or a parked job met): when the walk took the index, the queue's Order,
+// which orders the queued jobs as the full walk's count does (only
+// relative positions are ever compared, and no number changes within a
+// cycle); else the count skip noted.
 func (q *schedQueue) posOf(c *Cycle, js *cluster.JobState) int {
-	if q.idx {
+	if q.orderPos {
 		pos, _ := c.Snap.Pending.Order(js)
 		return pos
 	}
@@ -998,8 +1002,9 @@ func (q *schedQueue) dropIndex() {
 
 // walkIndex is the sorted walk's collection with the index (see follow):
 // the awake classes' members, the rechecked parked jobs' waits, and the
-// active jobs as candidates in queue order; positions are the queue's
-// Order, which orders jobs as the full walk's count does.
+// active jobs as candidates, sorted as the full walk sorts them;
+// positions are the queue's Order, which orders jobs as the full walk's
+// count does.
 func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.JobState {
 	pq := c.Snap.Pending
 	renum := pq.(cluster.QueueLog).Renumbered()
@@ -1043,6 +1048,24 @@ func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.J
 		clear(q.recheck)
 		q.recheck = q.recheck[:0]
 	}
+	if _, ok := c.rt.p.QueueSort.(KeyedSort); ok {
+		// The full walk sorts the jobs in queue order stably by key:
+		// that is one sort by key, then queue Order (no two jobs have
+		// one number).
+		keyed := q.keyed[:0]
+		for js := range q.active {
+			pos, _ := pq.Order(js)
+			k, _ := c.SortKey(js)
+			keyed = append(keyed, keyedPos{key: k, pos: pos, js: js})
+		}
+		slices.SortFunc(keyed, func(a, b keyedPos) int { return cmp.Or(CompareKeys(a.key, b.key), cmp.Compare(a.pos, b.pos)) })
+		for _, k := range keyed {
+			cands = append(cands, k.js) // positions: see posOf
+		}
+		clear(keyed)
+		q.keyed = keyed[:0]
+		return cands
+	}
 	byOrder := q.byOrder[:0]
 	for js := range q.active {
 		pos, _ := pq.Order(js)
@@ -1054,7 +1077,14 @@ func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.J
 	}
 	clear(byOrder)
 	q.byOrder = byOrder[:0]
+	c.rt.sortJobs(c, cands)
 	return cands
+}
+
+type keyedPos struct {
+	key SortKey
+	pos int
+	js  *cluster.JobState
 }
 
 // idle reports whether the walk can be skipped: nothing woke, and the
@@ -1132,9 +1162,21 @@ func (r *Runtime) walk(c *Cycle) {
 	}
 	qs := p.QueueSort
 	cands := r.cands[:0]
-	if q.idx {
-		cands = q.walkIndex(c, cands)
+	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
+	if q.idx && 2*len(q.active) < s.Pending.Len() {
+		q.orderPos = true
+		cands = q.walkIndex(c, cands) // sorted
 	} else {
+		if q.idx {
+			// Most queued jobs are active (a profile that parks few
+			// jobs): reading the queue costs less than the index. The
+			// full walk is exact with the index too: its skip waits
+			// for every parked job (recheck's included) and collects
+			// skipped; positions are its count (posOf).
+			q.collected = true
+			clear(q.recheck)
+			q.recheck = q.recheck[:0]
+		}
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {
@@ -1150,9 +1192,8 @@ func (r *Runtime) walk(c *Cycle) {
 			cands = append(cands, js)
 		}
 		q.built = q.build
+		sortJobs(cands)
 	}
-	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
-	sortJobs(cands)
 	cands = q.reps(c, qs, cands)
 	var closer Closer
 	if len(p.Admit) > 0 {
