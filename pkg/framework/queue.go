@@ -184,6 +184,11 @@ type jobClass struct {
 	// of groupCycle (see repGrouped).
 	groups     []memberGroup
 	groupCycle uint64
+	// For a StableKeys sort: while keyed and not mixed, every parked
+	// member's key is key under stamp keyStamp (see sameKeys).
+	key          SortKey
+	keyStamp     any
+	keyed, mixed bool
 }
 
 // memberGroup is one group of an awake class's members, in queue order;
@@ -520,6 +525,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 			cl.compact()
 		}
 		q.addMember(c, cl, p)
+		cl.noteKey(c, js)
 	} else {
 		q.classless++
 	}
@@ -577,6 +583,33 @@ func (q *schedQueue) addMember(c *Cycle, cl *jobClass, p *parkedJob) {
 	cl.jobs = slices.Insert(cl.jobs, i, p)
 }
 
+// noteKey keeps track, for a StableKeys sort, of whether all of cl's
+// parked members have one key (js just joined them): a StableKeys key is
+// a function of the job and the stamp, so it holds while the stamp does.
+func (cl *jobClass) noteKey(c *Cycle, js *cluster.JobState) {
+	if _, ok := c.rt.p.QueueSort.(StableKeys); !ok {
+		return
+	}
+	k, _ := c.SortKey(js) // checks the stamp: c.rt.keyStamp is this cycle's
+	switch {
+	case cl.parked == 1:
+		cl.key, cl.keyStamp, cl.keyed, cl.mixed = k, c.rt.keyStamp, true, false
+	case !cl.keyed || cl.mixed || cl.keyStamp != c.rt.keyStamp || CompareKeys(k, cl.key) != 0:
+		cl.mixed = true
+	}
+}
+
+// sameKeys reports whether every parked member of cl has the same key
+// under the profile's StableKeys sort in this cycle (see noteKey).
+func (cl *jobClass) sameKeys(c *Cycle) bool {
+	sk, ok := c.rt.p.QueueSort.(StableKeys)
+	if !ok || !cl.keyed || cl.mixed {
+		return false
+	}
+	c.rt.keyMemo(c, sk) // the stamp of this cycle
+	return cl.keyStamp == c.rt.keyStamp
+}
+
 // tried is told that js, a candidate, was tried: a parked job (a class's
 // representative, or a member on the lazy path) that started is
 // unparked. It returns the awake class whose next member is now to be a
@@ -612,7 +645,20 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 	if !cl.ordered {
 		cl.scans++
 		best := -1
-		if _, keyed := qs.(KeyedSort); keyed {
+		if _, keyed := qs.(KeyedSort); keyed && cl.sameKeys(c) {
+			// Every member has one key: the least is the first live
+			// member in queue order. Members are collected in queue
+			// order, and the swap below leaves the live ones from
+			// next on in that order (it moves a member that is not
+			// live to best's slot), as does the sort (by equal keys,
+			// then queue order).
+			for i := cl.next; i < len(cl.members); i++ {
+				if live(cl.members[i]) {
+					best = i
+					break
+				}
+			}
+		} else if _, keyed := qs.(KeyedSort); keyed {
 			// qs is the profile's QueueSort, whose keys c.SortKey gives:
 			// each member's key once (KeyedSort's contract: keys order
 			// as Compare does), not a Compare per member and best.
