@@ -29,6 +29,9 @@ type elasticCycle struct {
 	weights  map[*cluster.JobState]Weight
 	high     *cluster.JobState
 	highDone bool
+	// ranks: the counts of the queued jobs' ranks, when scale-down keeps
+	// them (see pendingRanks).
+	ranks *pendingRanks
 	// scaledDown: scale-down made room for the high-priority job.
 	scaledDown bool
 	// blocked: scale-down could not make room for it.
@@ -126,6 +129,28 @@ func (e *elasticCycle) mayOutrank(s *cluster.Snapshot) bool {
 			}
 		}
 	}
+	if e.ranks != nil && e.ranks.follow(s) {
+		// The same answer from the counts: a pending job of a priority
+		// above p outranks; of priority p (unless nan), one without a
+		// utility function has utility 0; only when some job of
+		// priority p has one is the queue read.
+		top, some := 0, false
+		for pr := range e.ranks.n {
+			if !some || pr > top {
+				top, some = pr, true
+			}
+		}
+		switch {
+		case !some:
+			return false
+		case top > p:
+			return true
+		case top < p || nan:
+			return false
+		case e.ranks.util[p] == 0:
+			return 0 > u
+		}
+	}
 	for js := range s.Pending.All() {
 		j := js.Job
 		if j.Priority < p || j.Priority == p && nan {
@@ -143,6 +168,60 @@ func (e *elasticCycle) mayOutrank(s *cluster.Snapshot) bool {
 		}
 	}
 	return false
+}
+
+// pendingRanks counts, across cycles, the queued jobs of each priority
+// and, of those, the ones with a utility function, following the queue's
+// log (cluster.QueueLog, the simulator's), so that mayOutrank need not
+// read the whole queue every cycle. It is a cache of the queue, not state
+// of the policy: it is read again from the queue whenever the log does
+// not reach back to its mark (a new queue object, as after a restart),
+// and a queue without a log is read every cycle as before. A queued job's
+// spec (its priority and utility function) never changes (executors
+// never change a Job).
+type pendingRanks struct {
+	queue   cluster.PendingQueue
+	mark    uint64
+	n, util map[int]int
+}
+
+// follow brings the counts to s's queue; false when the queue keeps no
+// log.
+func (pr *pendingRanks) follow(s *cluster.Snapshot) bool {
+	ql, ok := s.Pending.(cluster.QueueLog)
+	if !ok {
+		pr.queue = nil
+		return false
+	}
+	if pr.queue != nil && pr.queue == s.Pending && ql.Since(pr.mark, pr.change) {
+		pr.mark = ql.Mark()
+		return true
+	}
+	if pr.n == nil {
+		pr.n, pr.util = map[int]int{}, map[int]int{}
+	}
+	clear(pr.n)
+	clear(pr.util)
+	for js := range s.Pending.All() {
+		pr.change(js, true)
+	}
+	pr.queue, pr.mark = s.Pending, ql.Mark()
+	return true
+}
+
+func (pr *pendingRanks) change(js *cluster.JobState, pushed bool) {
+	d, p := 1, js.Job.Priority
+	if !pushed {
+		d = -1
+	}
+	if pr.n[p] += d; pr.n[p] == 0 {
+		delete(pr.n, p)
+	}
+	if js.Job.Utility != nil {
+		if pr.util[p] += d; pr.util[p] == 0 {
+			delete(pr.util, p)
+		}
+	}
 }
 
 // byWeight is ByWeight with the cycle's cached weights.
@@ -341,7 +420,21 @@ func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Sta
 // plugin: once scale-down failed for h, no other job starts this cycle
 // (the article's loop starts another job only when there was no h or
 // scale-down succeeded).
-type ScaleDown struct{}
+type ScaleDown struct {
+	// ranks, when set (ElasticProfile), spares the search for the
+	// high-priority job a read of the whole queue per cycle (see
+	// pendingRanks); nil: the queue is read, as before.
+	ranks *pendingRanks
+}
+
+// state is the cycle's shared state, told of d's ranks.
+func (d ScaleDown) state(c *framework.Cycle) *elasticCycle {
+	e := elasticState(c)
+	if e.ranks == nil {
+		e.ranks = d.ranks
+	}
+	return e
+}
 
 var (
 	_ framework.Admit    = ScaleDown{}
@@ -356,8 +449,8 @@ func (ScaleDown) Name() string { return ScaleDownName }
 // every cycle (its failure blocks the queue). Scale-down declines every
 // other job, whatever the cluster, until it becomes the high-priority
 // job: Recall names that job every cycle, so another job needs no event.
-func (ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
-	if elasticState(c).highJob(c) == js {
+func (d ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+	if d.state(c).highJob(c) == js {
 		return framework.RequeueAlways
 	}
 	return 0
@@ -365,8 +458,8 @@ func (ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Eve
 
 // Recall implements framework.Recaller: the high-priority job, the only
 // one scale-down acts for (and whose failure blocks the queue).
-func (ScaleDown) Recall(c *framework.Cycle) *cluster.JobState {
-	return elasticState(c).highJob(c)
+func (d ScaleDown) Recall(c *framework.Cycle) *cluster.JobState {
+	return d.state(c).highJob(c)
 }
 
 // Admit implements framework.Admit.
@@ -384,8 +477,8 @@ func (ScaleDown) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Statu
 var declined = framework.NewStatus(framework.Unschedulable, "").WithPlugin(ScaleDownName)
 
 // Preempt implements framework.Preempt.
-func (ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
-	e := elasticState(c)
+func (d ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	e := d.state(c)
 	h := e.highJob(c)
 	if js != h {
 		return declined
@@ -601,19 +694,22 @@ type ElasticOptions struct {
 // scoring); h, when it does not fit, gets scale-down, and when that fails
 // no other job starts (ScaleDown); scale-up runs after the queue unless
 // the cycle started a job by step 2 (ScaleUp, o.LocalScaleUp). No plugin
-// keeps state between cycles, so the policy survives a scheduler restart
-// unchanged.
+// keeps state between cycles (scale-down's pendingRanks is a cache of the
+// queue, read again from it after a restart), so the policy survives a
+// scheduler restart unchanged. Each call makes its own cache: a profile
+// value serves one Runtime.
 func ElasticProfile(o ElasticOptions) framework.Profile {
+	down := ScaleDown{ranks: &pendingRanks{}}
 	return framework.Profile{
 		Name:            "elastic",
 		QueueSort:       Weighted{},
-		Admit:           []framework.Admit{OnePerCycle{}, ScaleDown{}},
+		Admit:           []framework.Admit{OnePerCycle{}, down},
 		Size:            Workers{Order: o.Order},
 		Filter:          []framework.Filter{framework.NodeRole{}},
 		Score:           []framework.WeightedScore{{Score: framework.Strategy{S: o.Placement}, Weight: 1}},
 		Gang:            placement.OneNodeFirst,
 		OneNodeFirstFit: true,
-		Preempt:         []framework.Preempt{ScaleDown{}},
+		Preempt:         []framework.Preempt{down},
 		Rebalance:       []framework.Rebalance{ScaleUp{Local: o.LocalScaleUp}},
 	}
 }

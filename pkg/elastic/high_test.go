@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/resource"
 )
 
 // constUtility is a utility function of a fixed value (NaN included).
@@ -94,5 +96,78 @@ func TestHighJobMatchesScan(t *testing.T) {
 	}
 	if found < 100 {
 		t.Errorf("only %d snapshots of 2000 have a high-priority job", found)
+	}
+}
+
+// TestPendingRanksFollowQueue: mayOutrank from the counts kept across
+// cycles from the queue's log (pendingRanks) answers as the read of the
+// whole queue does, while jobs are pushed at both ends and removed, the
+// log is outrun, and the queue is replaced.
+func TestPendingRanksFollowQueue(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	job := func(id string) *cluster.Job {
+		j := psJob(id, 0, 100, r.IntN(3), 1, 2, 1, 1, 2)
+		switch r.IntN(5) {
+		case 1:
+			j.Utility = constUtility(float64(r.IntN(3)))
+		case 2:
+			j.Utility = constUtility(math.NaN())
+		case 3:
+			j.Utility = constUtility(-1)
+		}
+		return j
+	}
+	ranks := &pendingRanks{}
+	q := cluster.NewQueue()
+	var queued []*cluster.JobState
+	capacity := resource.New(128, 512, 0)
+	both := [2]int{}
+	for k := range 3000 {
+		switch {
+		case r.IntN(500) == 0:
+			q, queued = cluster.NewQueue(), nil // a new queue object
+		case r.IntN(200) == 0:
+			for range 3000 { // more changes than the log keeps
+				js := cluster.NewJobState(job(fmt.Sprintf("x%d", k)))
+				q.PushBack(js)
+				q.Remove(js)
+			}
+		}
+		for range r.IntN(4) {
+			js := cluster.NewJobState(job(fmt.Sprintf("p%d", k)))
+			if r.IntN(3) == 0 {
+				q.PushFront(js)
+			} else {
+				q.PushBack(js)
+			}
+			queued = append(queued, js)
+		}
+		for range r.IntN(4) {
+			if len(queued) > 0 {
+				i := r.IntN(len(queued))
+				q.Remove(queued[i])
+				queued = slices.Delete(queued, i, i+1)
+			}
+		}
+		s := &cluster.Snapshot{Pending: q.ReadOnly()}
+		for i := range 1 + r.IntN(3) {
+			rs := cluster.NewJobState(job(fmt.Sprintf("r%d", i)))
+			rs.Phase = cluster.Running
+			s.Running = append(s.Running, rs)
+		}
+		scan := &elasticCycle{capacity: capacity, weights: map[*cluster.JobState]Weight{}}
+		kept := &elasticCycle{capacity: capacity, weights: map[*cluster.JobState]Weight{}, ranks: ranks}
+		want, got := scan.mayOutrank(s), kept.mayOutrank(s)
+		if got != want {
+			t.Fatalf("step %d: mayOutrank %v from the counts, %v from the queue", k, got, want)
+		}
+		if want {
+			both[1]++
+		} else {
+			both[0]++
+		}
+	}
+	if both[0] < 100 || both[1] < 100 {
+		t.Errorf("answers false/true %v: not both exercised", both)
 	}
 }

@@ -90,11 +90,11 @@ type schedQueue struct {
 	departed bool
 
 	// The index (see follow): on the simulator's queue, which logs its
-	// changes (cluster.QueueLog), a sorted profile without Preempt
-	// plugins keeps active, the queued jobs that are not parked, so that
-	// a cycle visits them, the awake classes' members and recheck, not
-	// the whole queue. idx: active is valid as of the queue's mark;
-	// build: this cycle's walk reads the whole queue and fills active.
+	// changes (cluster.QueueLog), a sorted profile keeps active, the
+	// queued jobs that are not parked, so that a cycle visits them, the
+	// awake classes' members and recheck, not the whole queue. idx:
+	// active is valid as of the queue's mark; build: this cycle's walk
+	// reads the whole queue and fills active.
 	idx, build, built bool
 	mark              uint64
 	active            map[*cluster.JobState]struct{}
@@ -103,6 +103,7 @@ type schedQueue struct {
 	// the one they were parked with.
 	recheck []*cluster.JobState
 	byOrder []orderedJob
+	keyed   []keyedPos
 	groupOf map[any]int
 
 	// Within a cycle. sorted: the profile has a QueueSort and the queue
@@ -110,13 +111,19 @@ type schedQueue struct {
 	// mergeable: it also has Preempt plugins, the only way room comes
 	// back mid-cycle.
 	// skipped are the parked jobs met in the walk that may have to be
-	// merged back, pos the queue position of the jobs that may be
-	// compared, awake the classes woken this cycle.
+	// merged back (with the index, built by collect when first needed:
+	// collected), pos the queue position of the jobs that may be
+	// compared (with the index, the queue's Order: see posOf), awake the
+	// classes woken this cycle.
 	sorted, mergeable bool
 	skipped           []*cluster.JobState
-	pos               map[*cluster.JobState]int
-	awake             []*jobClass
-	merged            bool
+	collected         bool
+	// orderPos: the walk took the index (walkIndex), whose positions
+	// are the queue's Order.
+	orderPos bool
+	pos      map[*cluster.JobState]int
+	awake    []*jobClass
+	merged   bool
 	// cur is the class of the job being tried (nil: none, or unsafe to
 	// park: a job with several replicas on a sampled cluster).
 	cur    *jobClass
@@ -146,6 +153,8 @@ type parkedJob struct {
 	inCands bool
 	// gone: no longer parked (unparked, or parked again anew).
 	gone bool
+	// cycle is the cycle it was parked in.
+	cycle uint64
 }
 
 // groupedJob is what a parked job of a GroupedKeys profile's awake class
@@ -188,6 +197,11 @@ type jobClass struct {
 	// of groupCycle (see repGrouped).
 	groups     []memberGroup
 	groupCycle uint64
+	// For a StableKeys sort: while keyed and not mixed, every parked
+	// member's key is key under stamp keyStamp (see sameKeys).
+	key          SortKey
+	keyStamp     any
+	keyed, mixed bool
 }
 
 // memberGroup is one group of an awake class's members, in queue order;
@@ -231,7 +245,8 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.placeOpts = r.opts
 	q.sampled = r.p.Place == nil && r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
 	q.dryNow = q.fast && !q.sampled && r.p.Place == nil
-	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
+	clear(q.skipped)
+	q.skipped, q.awake, q.merged, q.collected, q.orderPos, q.cur = q.skipped[:0], q.awake[:0], false, false, false, nil
 	clear(q.pos)
 	q.follow(s, r.p.Window)
 	if len(q.parked) == 0 {
@@ -559,7 +574,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	trackRunning := ev&(EventRunning|EventRunningHint) != 0 && q.need&(EventRunning|EventRunningHint) == 0
 	q.need |= ev
 	p := &parkedJob{js: js, events: ev, hinters: hinters, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
-		labels: len(js.Labels), passed: true}
+		labels: len(js.Labels), passed: true, cycle: q.cycle}
 	q.parked[js.Job] = p
 	if cl != nil {
 		cl.parked++
@@ -567,6 +582,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 			cl.compact()
 		}
 		q.addMember(c, cl, p)
+		cl.noteKey(c, js)
 	} else {
 		q.classless++
 	}
@@ -625,6 +641,33 @@ func (q *schedQueue) addMember(c *Cycle, cl *jobClass, p *parkedJob) {
 	cl.jobs = slices.Insert(cl.jobs, i, p)
 }
 
+// noteKey keeps track, for a StableKeys sort, of whether all of cl's
+// parked members have one key (js just joined them): a StableKeys key is
+// a function of the job and the stamp, so it holds while the stamp does.
+func (cl *jobClass) noteKey(c *Cycle, js *cluster.JobState) {
+	if _, ok := c.rt.p.QueueSort.(StableKeys); !ok {
+		return
+	}
+	k, _ := c.SortKey(js) // checks the stamp: c.rt.keyStamp is this cycle's
+	switch {
+	case cl.parked == 1:
+		cl.key, cl.keyStamp, cl.keyed, cl.mixed = k, c.rt.keyStamp, true, false
+	case !cl.keyed || cl.mixed || cl.keyStamp != c.rt.keyStamp || CompareKeys(k, cl.key) != 0:
+		cl.mixed = true
+	}
+}
+
+// sameKeys reports whether every parked member of cl has the same key
+// under the profile's StableKeys sort in this cycle (see noteKey).
+func (cl *jobClass) sameKeys(c *Cycle) bool {
+	sk, ok := c.rt.p.QueueSort.(StableKeys)
+	if !ok || !cl.keyed || cl.mixed {
+		return false
+	}
+	c.rt.keyMemo(c, sk) // the stamp of this cycle
+	return cl.keyStamp == c.rt.keyStamp
+}
+
 // tried is told that js, a candidate, was tried: a parked job (a class's
 // representative, or a member on the lazy path) that started is
 // unparked. It returns the awake class whose next member is now to be a
@@ -660,7 +703,20 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 	if !cl.ordered {
 		cl.scans++
 		best := -1
-		if _, keyed := qs.(KeyedSort); keyed {
+		if _, keyed := qs.(KeyedSort); keyed && cl.sameKeys(c) {
+			// Every member has one key: the least is the first live
+			// member in queue order. Members are collected in queue
+			// order, and the swap below leaves the live ones from
+			// next on in that order (it moves a member that is not
+			// live to best's slot), as does the sort (by equal keys,
+			// then queue order).
+			for i := cl.next; i < len(cl.members); i++ {
+				if live(cl.members[i]) {
+					best = i
+					break
+				}
+			}
+		} else if _, keyed := qs.(KeyedSort); keyed {
 			// qs is the profile's QueueSort, whose keys c.SortKey gives:
 			// each member's key once (KeyedSort's contract: keys order
 			// as Compare does), not a Compare per member and best.
@@ -779,13 +835,9 @@ func (q *schedQueue) unorder() {
 // insert puts rep into sorted candidates cands (queue-sort order, ties in
 // queue order) and marks it a candidate.
 func (q *schedQueue) insert(c *Cycle, qs QueueSort, cands []*cluster.JobState, rep *cluster.JobState) []*cluster.JobState {
-	p := q.parked[rep.Job]
-	p.inCands = true
-	if q.idx {
-		q.setPos(rep, p.pos) // see walkIndex
-	}
+	q.parked[rep.Job].inCands = true
 	i, _ := slices.BinarySearchFunc(cands, rep, func(a, b *cluster.JobState) int {
-		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
+		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.posOf(c, a), q.posOf(c, b)))
 	})
 	return slices.Insert(cands, i, rep)
 }
@@ -807,7 +859,20 @@ func (q *schedQueue) reps(c *Cycle, qs QueueSort, rest []*cluster.JobState) []*c
 // less orders two jobs as the sorted path does: by QueueSort, ties in
 // queue order.
 func (q *schedQueue) less(c *Cycle, qs QueueSort, a, b *cluster.JobState) bool {
-	return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b])) < 0
+	return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.posOf(c, a), q.posOf(c, b))) < 0
+}
+
+// posOf returns the queue position of js, a job of the walk (a candidate
+// or a parked job met): when the walk took the index, the queue's Order,
+// which orders the queued jobs as the full walk's count does (only
+// relative positions are ever compared, and no number changes within a
+// cycle); else the count skip noted.
+func (q *schedQueue) posOf(c *Cycle, js *cluster.JobState) int {
+	if q.orderPos {
+		pos, _ := c.Snap.Pending.Order(js)
+		return pos
+	}
+	return q.pos[js]
 }
 
 // started is told, before the Reserve plugins, that js starts. On the
@@ -817,7 +882,11 @@ func (q *schedQueue) less(c *Cycle, qs QueueSort, a, b *cluster.JobState) bool {
 // have tried them already. Without a Resort, mergeSkipped's own
 // comparison with the job tried last finds them.
 func (q *schedQueue) started(c *Cycle, qs QueueSort, js *cluster.JobState) {
-	if !q.mergeable || q.merged || len(q.skipped) == 0 {
+	if !q.mergeable || q.merged {
+		return
+	}
+	q.collect(c)
+	if len(q.skipped) == 0 {
 		return
 	}
 	q.pass(c, qs, js)
@@ -849,6 +918,7 @@ func (q *schedQueue) committed(c *Cycle) bool {
 // the parked jobs met in the walk that the cycle has not passed merged
 // in, in queue-sort order with ties in queue order; they are unparked.
 func (q *schedQueue) mergeSkipped(c *Cycle, qs QueueSort, js *cluster.JobState, rest []*cluster.JobState) []*cluster.JobState {
+	q.collect(c)
 	q.pass(c, qs, js)
 	n := len(rest)
 	for _, sj := range q.skipped {
@@ -859,10 +929,53 @@ func (q *schedQueue) mergeSkipped(c *Cycle, qs QueueSort, js *cluster.JobState, 
 	}
 	if len(rest) > n {
 		slices.SortFunc(rest, func(a, b *cluster.JobState) int {
-			return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
+			return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.posOf(c, a), q.posOf(c, b)))
 		})
 	}
 	return rest
+}
+
+// collect builds, with the index, skipped as the full walk's skip would
+// have collected it on this mergeable profile, when it is first needed
+// (the first start with Reserve plugins, or a merge): the walk with the
+// index does not visit most parked jobs, and most cycles never need the
+// list. skip's list is every queued job parked at the collection, in
+// queue order (the window takes in every queued job, and by QueueLog's
+// contract no parked job's own state changed: see follow). Since then,
+// only this cycle's failed parked jobs (records of this cycle, passed
+// from the start: never passed again or merged back, so they can be left
+// out), tried unparked candidates (no longer parked: left out) and pass
+// and rep changed flags, and only on the jobs of awake classes
+// (walkIndex gave them skip's flags at the collection) or of skipped
+// (empty until now). So a job parked in an earlier cycle is on the list,
+// with its flags as they are if its class is awake, else with those skip
+// gives a parked job (not passed, not a candidate).
+func (q *schedQueue) collect(c *Cycle) {
+	if !q.idx || q.collected {
+		return
+	}
+	q.collected = true
+	pq := c.Snap.Pending
+	byOrder := q.byOrder[:0]
+	for _, p := range q.parked {
+		if p.cycle == q.cycle {
+			continue
+		}
+		pos, ok := pq.Order(p.js)
+		if !ok {
+			continue
+		}
+		if cl := p.class; cl == nil || cl.awakeCycle != q.cycle {
+			p.passed, p.inCands = false, false
+		}
+		byOrder = append(byOrder, orderedJob{js: p.js, pos: pos})
+	}
+	slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
+	for _, o := range byOrder {
+		q.skipped = append(q.skipped, o.js)
+	}
+	clear(byOrder)
+	q.byOrder = byOrder[:0]
 }
 
 // finish closes the cycle: jobs a plugin started, rejected or labelled
@@ -914,11 +1027,12 @@ func (q *schedQueue) finish(c *Cycle) {
 
 // follow keeps the index across cycles. The index is kept on a queue
 // that logs its changes and is the previous cycle's object, for a sorted
-// profile without Preempt plugins (whose walk reads every job before
-// trying any), while the window takes in every queued job. The queue's
-// log since the previous cycle tells which jobs joined the queue (they
-// are active) and which left it (they are unparked and dropped); the
-// Runtime's own parkings and unparkings keep the rest in step.
+// profile (whose walk reads every job before trying any), while the
+// window takes in every queued job (with Preempt plugins, the parked
+// jobs to merge back mid-cycle are listed when needed: see collect). The
+// queue's log since the previous cycle tells which jobs joined the queue
+// (they are active) and which left it (they are unparked and dropped);
+// the Runtime's own parkings and unparkings keep the rest in step.
 //
 // Why a cycle may visit only the active jobs, the awake classes' members
 // and recheck (walkIndex): the full walk's skip does nothing for any
@@ -935,7 +1049,7 @@ func (q *schedQueue) finish(c *Cycle) {
 // rechecked in the next cycle.
 func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
 	ql, ok := s.Pending.(cluster.QueueLog)
-	if !ok || !q.sorted || q.mergeable || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
+	if !ok || !q.sorted || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
 		q.dropIndex()
 		return
 	}
@@ -992,8 +1106,9 @@ func (q *schedQueue) dropIndex() {
 
 // walkIndex is the sorted walk's collection with the index (see follow):
 // the awake classes' members, the rechecked parked jobs' waits, and the
-// active jobs as candidates in queue order; positions are the queue's
-// Order, which orders jobs as the full walk's count does.
+// active jobs as candidates, sorted as the full walk sorts them;
+// positions are the queue's Order, which orders jobs as the full walk's
+// count does.
 func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.JobState {
 	pq := c.Snap.Pending
 	renum := pq.(cluster.QueueLog).Renumbered()
@@ -1037,22 +1152,43 @@ func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.J
 		clear(q.recheck)
 		q.recheck = q.recheck[:0]
 	}
+	if _, ok := c.rt.p.QueueSort.(KeyedSort); ok {
+		// The full walk sorts the jobs in queue order stably by key:
+		// that is one sort by key, then queue Order (no two jobs have
+		// one number).
+		keyed := q.keyed[:0]
+		for js := range q.active {
+			pos, _ := pq.Order(js)
+			k, _ := c.SortKey(js)
+			keyed = append(keyed, keyedPos{key: k, pos: pos, js: js})
+		}
+		slices.SortFunc(keyed, func(a, b keyedPos) int { return cmp.Or(CompareKeys(a.key, b.key), cmp.Compare(a.pos, b.pos)) })
+		for _, k := range keyed {
+			cands = append(cands, k.js) // positions: see posOf
+		}
+		clear(keyed)
+		q.keyed = keyed[:0]
+		return cands
+	}
 	byOrder := q.byOrder[:0]
 	for js := range q.active {
 		pos, _ := pq.Order(js)
 		byOrder = append(byOrder, orderedJob{js: js, pos: pos})
 	}
 	slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
-	setPos := len(q.awake) > 0
 	for _, o := range byOrder {
-		if setPos {
-			q.setPos(o.js, o.pos)
-		}
-		cands = append(cands, o.js)
+		cands = append(cands, o.js) // positions: see posOf
 	}
 	clear(byOrder)
 	q.byOrder = byOrder[:0]
+	c.rt.sortJobs(c, cands)
 	return cands
+}
+
+type keyedPos struct {
+	key SortKey
+	pos int
+	js  *cluster.JobState
 }
 
 // idle reports whether the walk can be skipped: nothing woke, and the
@@ -1130,9 +1266,21 @@ func (r *Runtime) walk(c *Cycle) {
 	}
 	qs := p.QueueSort
 	cands := r.cands[:0]
-	if q.idx {
-		cands = q.walkIndex(c, cands)
+	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
+	if q.idx && 2*len(q.active) < s.Pending.Len() {
+		q.orderPos = true
+		cands = q.walkIndex(c, cands) // sorted
 	} else {
+		if q.idx {
+			// Most queued jobs are active (a profile that parks few
+			// jobs): reading the queue costs less than the index. The
+			// full walk is exact with the index too: its skip waits
+			// for every parked job (recheck's included) and collects
+			// skipped; positions are its count (posOf).
+			q.collected = true
+			clear(q.recheck)
+			q.recheck = q.recheck[:0]
+		}
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {
@@ -1148,9 +1296,8 @@ func (r *Runtime) walk(c *Cycle) {
 			cands = append(cands, js)
 		}
 		q.built = q.build
+		sortJobs(cands)
 	}
-	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
-	sortJobs(cands)
 	cands = q.reps(c, qs, cands)
 	var closer Closer
 	if len(p.Admit) > 0 {
