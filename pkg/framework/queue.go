@@ -104,7 +104,14 @@ type schedQueue struct {
 	recheck []*cluster.JobState
 	byOrder []orderedJob
 	keyed   []keyedPos
-	groupOf map[any]int
+	// groupIDs numbers the GroupedKeys groups seen (generation groupGen),
+	// so that a parked job's group is hashed once, not in every grouping;
+	// groupAt/groupIdx map a group's number to its index in the class's
+	// groups during grouping call groupCall.
+	groupIDs            map[any]int
+	groupGen, groupCall uint64
+	groupAt             []uint64
+	groupIdx            []int
 
 	// Within a cycle. sorted: the profile has a QueueSort and the queue
 	// is not in its order already (Cycle.inOrder: the walk is lazy);
@@ -164,6 +171,9 @@ type parkedJob struct {
 type groupedJob struct {
 	group any
 	slot  int
+	// id is group's number in schedQueue.groupIDs of generation gen.
+	id  int
+	gen uint64
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -798,23 +808,38 @@ func (q *schedQueue) group(gk GroupedKeys, cl *jobClass) {
 		clear(cl.groups[i].ms)
 		cl.groups[i].ms, cl.groups[i].head = cl.groups[i].ms[:0], 0
 	}
-	n := 0
-	if q.groupOf == nil {
-		q.groupOf = map[any]int{}
+	// The numbering starts anew (a new generation) only here, between
+	// groupings, when it has grown large (groups of jobs long gone).
+	if q.groupIDs == nil || len(q.groupIDs) > 1<<16 {
+		q.groupIDs, q.groupGen = map[any]int{}, q.groupGen+1
+		q.groupAt, q.groupIdx = q.groupAt[:0], q.groupIdx[:0]
 	}
-	clear(q.groupOf)
+	q.groupCall++
+	n := 0
 	for i := cl.next; i < len(cl.members); i++ {
 		m := cl.members[i]
 		p := m.p
 		if p.grouped == nil {
 			p.grouped = &groupedJob{group: gk.Group(m.js)}
 		}
-		p.grouped.slot = i
-		gi, ok := q.groupOf[p.grouped.group]
-		if !ok {
+		g := p.grouped
+		g.slot = i
+		if g.gen != q.groupGen {
+			id, ok := q.groupIDs[g.group]
+			if !ok {
+				id = len(q.groupIDs)
+				q.groupIDs[g.group] = id
+				q.groupAt, q.groupIdx = append(q.groupAt, 0), append(q.groupIdx, 0)
+			}
+			g.id, g.gen = id, q.groupGen
+		}
+		// Groups are numbered in the order their first member comes, as
+		// the members are in queue order.
+		gi := q.groupIdx[g.id]
+		if q.groupAt[g.id] != q.groupCall {
 			gi = n
 			n++
-			q.groupOf[p.grouped.group] = gi
+			q.groupAt[g.id], q.groupIdx[g.id] = q.groupCall, gi
 			if gi == len(cl.groups) {
 				cl.groups = append(cl.groups, memberGroup{})
 			}
