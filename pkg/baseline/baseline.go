@@ -88,9 +88,10 @@ func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState) framework.Events 
 type DRF struct{}
 
 var (
-	_ framework.KeyedSort = DRF{}
-	_ framework.Reserve   = DRF{}
-	_ framework.Requeuer  = DRF{}
+	_ framework.GroupedKeys = DRF{}
+	_ framework.KeyedSort   = DRF{}
+	_ framework.Reserve     = DRF{}
+	_ framework.Requeuer    = DRF{}
 )
 
 type drfState struct {
@@ -131,6 +132,17 @@ func (d DRF) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	st := d.state(c)
 	pos, _ := st.queue.Order(js)
 	return framework.SortKey{st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total), float64(pos)}
+}
+
+// Group implements framework.GroupedKeys: a tenant's jobs of one requested
+// demand have one share, so their keys order them by queue position.
+func (DRF) Group(js *cluster.JobState) any {
+	return drfGroup{tenant: tenant(js), demand: js.Job.RequestedDemand()}
+}
+
+type drfGroup struct {
+	tenant string
+	demand resource.Vector
 }
 
 // Reserve implements framework.Reserve.

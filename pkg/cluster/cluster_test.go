@@ -328,3 +328,78 @@ func TestQueueInEnqueuedOrder(t *testing.T) {
 		}
 	}
 }
+
+// The queue's log (QueueLog) replays its pushes and removals since a mark,
+// through the read-only view too; a mark the log no longer reaches is
+// refused; Renumbered changes whenever Order's numbers may have, and Order
+// keeps queue order in between.
+func TestQueueLog(t *testing.T) {
+	a, b, c := NewJobState(job("a")), NewJobState(job("b")), NewJobState(job("c"))
+	q := NewQueue(a)
+	ql := q.ReadOnly().(QueueLog)
+	type change struct {
+		id     string
+		pushed bool
+	}
+	since := func(mark uint64) ([]change, bool) {
+		var out []change
+		ok := ql.Since(mark, func(js *JobState, pushed bool) { out = append(out, change{js.Job.ID, pushed}) })
+		return out, ok
+	}
+	m0 := ql.Mark()
+	q.PushBack(b)
+	q.Remove(a)
+	q.PushFront(c)
+	got, ok := since(m0)
+	if want := []change{{"b", true}, {"a", false}, {"c", true}}; !ok || !slices.Equal(got, want) {
+		t.Fatalf("Since(mark) = %v, %v; want %v", got, ok, want)
+	}
+	if got, ok := since(ql.Mark()); !ok || len(got) != 0 {
+		t.Errorf("Since(Mark()) = %v, %v; want nothing", got, ok)
+	}
+	if _, ok := since(ql.Mark() + 1); ok {
+		t.Error("Since a mark not given yet succeeded")
+	}
+	// Many changes: a recent mark still replays; once the log holds twice
+	// as many changes as queued jobs it drops its front, and an old mark
+	// is refused.
+	var st []*JobState
+	for i := range 3000 {
+		s := NewJobState(job("x" + string(rune('a'+i%26))))
+		st = append(st, s)
+		q.PushBack(s)
+	}
+	recent := ql.Mark()
+	n0 := ql.Renumbered()
+	for _, s := range st[:500] {
+		q.Remove(s)
+	}
+	if got, ok := since(recent); !ok || len(got) != 500 {
+		t.Errorf("Since(recent) gave %d changes, %v; want 500", len(got), ok)
+	}
+	if ql.Renumbered() != n0 {
+		t.Error("Renumbered changed by removals that did not compact")
+	}
+	for _, s := range st[500:2990] {
+		q.Remove(s) // compacts along the way
+	}
+	if ql.Renumbered() == n0 {
+		t.Error("Renumbered unchanged after compaction")
+	}
+	if _, ok := since(m0); ok {
+		t.Error("Since an old mark succeeded after thousands of changes")
+	}
+	n1 := ql.Renumbered()
+	prev := -1
+	for s := range q.All() {
+		i, ok := q.Order(s)
+		if !ok || i <= prev {
+			t.Fatalf("Order(%s) = %d, %v after %d", s.Job.ID, i, ok, prev)
+		}
+		prev = i
+	}
+	q.PushBack(NewJobState(job("y")))
+	if ql.Renumbered() != n1 {
+		t.Error("Renumbered changed by a PushBack")
+	}
+}

@@ -231,6 +231,17 @@ type Queue struct {
 	// (under cmp.Compare; removals may leave the bounds loose).
 	order  enqueuedOrder
 	lo, hi float64
+	// log holds the latest pushes and removals (see QueueLog); logBase
+	// counts those dropped from its front.
+	log     []queueChange
+	logBase uint64
+	// renumbered counts the renumberings of Order (see QueueLog).
+	renumbered uint64
+}
+
+type queueChange struct {
+	js     *JobState
+	pushed bool
 }
 
 // enqueuedOrder is whether a Queue's jobs are in Enqueued order: unknown
@@ -280,6 +291,29 @@ type PendingQueue interface {
 
 var _ PendingQueue = (*Queue)(nil)
 
+// QueueLog is implemented by a PendingQueue that logs the jobs pushed onto
+// it and removed from it, so that a policy can follow the queue across
+// cycles in O(changes) instead of reading all of it every cycle. An
+// executor whose queue implements it keeps the same queue object from
+// cycle to cycle and changes a queued job's Enqueued and Preemptions only
+// when it pushes the job, and its Reason and Labels only by applying the
+// policy's Wait and SetLabel actions (the simulator does).
+type QueueLog interface {
+	// Mark returns the number of pushes and removals so far.
+	Mark() uint64
+	// Since calls f for each push and removal after mark (a value Mark
+	// returned), oldest first. It returns false, calling f for none, when
+	// the log no longer reaches back to mark: the caller must read the
+	// whole queue again.
+	Since(mark uint64, f func(js *JobState, pushed bool)) bool
+	// Renumbered returns how many times the queue renumbered its jobs'
+	// Order numbers. While it stays the same, a queued job keeps its
+	// number, and no number is given to two jobs.
+	Renumbered() uint64
+}
+
+var _ QueueLog = (*Queue)(nil)
+
 // ReadOnly returns a view of the queue that follows its changes but
 // cannot make any (it is not a *Queue, so no type assertion recovers one).
 func (q *Queue) ReadOnly() PendingQueue { return readOnlyQueue{q} }
@@ -292,6 +326,42 @@ func (r readOnlyQueue) Head() *JobState               { return r.q.Head() }
 func (r readOnlyQueue) Contains(s *JobState) bool     { return r.q.Contains(s) }
 func (r readOnlyQueue) Order(s *JobState) (int, bool) { return r.q.Order(s) }
 func (r readOnlyQueue) InEnqueuedOrder() bool         { return r.q.InEnqueuedOrder() }
+func (r readOnlyQueue) Mark() uint64                  { return r.q.Mark() }
+func (r readOnlyQueue) Renumbered() uint64            { return r.q.renumbered }
+func (r readOnlyQueue) Since(mark uint64, f func(*JobState, bool)) bool {
+	return r.q.Since(mark, f)
+}
+
+// Renumbered implements QueueLog.
+func (q *Queue) Renumbered() uint64 { return q.renumbered }
+
+// Mark implements QueueLog.
+func (q *Queue) Mark() uint64 { return q.logBase + uint64(len(q.log)) }
+
+// Since implements QueueLog.
+func (q *Queue) Since(mark uint64, f func(js *JobState, pushed bool)) bool {
+	if mark < q.logBase || mark > q.Mark() {
+		return false
+	}
+	for _, c := range q.log[mark-q.logBase:] {
+		f(c.js, c.pushed)
+	}
+	return true
+}
+
+// note logs a push or removal. The log keeps at least the latest 1,024
+// changes and as many as there are queued jobs: a reader that falls
+// further behind reads the whole queue again, which costs as much.
+func (q *Queue) note(s *JobState, pushed bool) {
+	if n := len(q.log); n >= 2048 && n >= 2*q.live {
+		k := n / 2
+		m := copy(q.log, q.log[k:])
+		clear(q.log[m:])
+		q.log = q.log[:m]
+		q.logBase += uint64(k)
+	}
+	q.log = append(q.log, queueChange{js: s, pushed: pushed})
+}
 
 // Len returns the number of queued jobs.
 func (q *Queue) Len() int { return q.live }
@@ -309,6 +379,7 @@ func (q *Queue) PushBack(s *JobState) {
 	q.pos[s] = len(q.items)
 	q.items = append(q.items, s)
 	q.live++
+	q.note(s, true)
 }
 
 // PushFront puts a job at the head (a preempted job goes back first).
@@ -326,6 +397,7 @@ func (q *Queue) PushFront(s *JobState) {
 		n := make([]*JobState, gap+len(q.items), gap+cap(q.items))
 		copy(n[gap:], q.items)
 		q.items, q.head = n, gap
+		q.renumbered++
 		for i := gap; i < len(n); i++ {
 			if n[i] != nil {
 				q.pos[n[i]] = i
@@ -336,6 +408,7 @@ func (q *Queue) PushFront(s *JobState) {
 	q.items[q.head] = s
 	q.pos[s] = q.head
 	q.live++
+	q.note(s, true)
 }
 
 // Remove takes a job out of the queue; it reports whether it was there.
@@ -350,12 +423,14 @@ func (q *Queue) Remove(s *JobState) bool {
 	if q.order == outOfOrder {
 		q.order = orderUnknown // the job may have been the one out of order
 	}
+	q.note(s, false)
 	for q.head < len(q.items) && q.items[q.head] == nil {
 		q.head++
 	}
 	switch {
 	case q.live == 0:
 		q.items, q.head = q.items[:0], 0 // reuse the array from the start
+		q.renumbered++
 	case len(q.items)-q.live > 64 && len(q.items)-q.live > q.live:
 		q.compact() // dead slots, before or after head, outnumber live jobs
 	}
@@ -378,6 +453,7 @@ func (q *Queue) compact() {
 		}
 	}
 	q.items, q.head = n, 0
+	q.renumbered++
 }
 
 // All yields the queued jobs, head first.

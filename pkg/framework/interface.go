@@ -276,6 +276,43 @@ type QueueOrdered interface {
 	InQueueOrder(c *Cycle) bool
 }
 
+// GroupedKeys is a KeyedSort whose jobs fall into groups within which
+// keys order jobs by queue position: in every cycle, and whatever the
+// cycle's starts (and Resorts) so far, two pending jobs of one group (equal
+// Group values) have keys that compare as their queue positions do. A
+// job's group is a function of its Job (the spec, which executors never
+// change; the value must be comparable). The scheduling queue then finds
+// the first of an awake class's parked members in queue-sort order from
+// one key per group instead of one per member (DRF: a tenant's jobs of
+// one demand have one share; the order among them is the queue's).
+type GroupedKeys interface {
+	KeyedSort
+	Group(js *cluster.JobState) any
+}
+
+// CheckGroupedKeys reports the first two pending jobs of s of one group
+// whose keys do not compare as their queue positions do, for GroupedKeys
+// plugins' tests.
+func CheckGroupedKeys(gk GroupedKeys, s *cluster.Snapshot) error {
+	c := &Cycle{Snap: s, St: &Statement{}}
+	var jobs []*cluster.JobState
+	for js := range s.Pending.All() {
+		jobs = append(jobs, js)
+	}
+	for i, a := range jobs {
+		for j, b := range jobs {
+			if gk.Group(a) != gk.Group(b) {
+				continue
+			}
+			if got := CompareKeys(gk.Key(c, a), gk.Key(c, b)); got != cmp.Compare(i, j) {
+				return fmt.Errorf("%s: %s (position %d) vs %s (position %d), one group: keys %v vs %v give %d", gk.Name(),
+					a.Job.ID, i, b.Job.ID, j, gk.Key(c, a), gk.Key(c, b), got)
+			}
+		}
+	}
+	return nil
+}
+
 // CheckSortKeys reports the first two pending jobs of s whose keys order
 // them otherwise than Compare, for KeyedSort plugins' tests.
 func CheckSortKeys(ks KeyedSort, s *cluster.Snapshot) error {

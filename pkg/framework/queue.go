@@ -53,6 +53,7 @@ type schedQueue struct {
 	// parked jobs a plugin asked EventRoom for, and classless those
 	// without a class: both come back whenever room does.
 	need      Events
+	evJobs    [8]int // per bit of Events, the parked jobs asking for it
 	roomJobs  int
 	classless int
 	classes   map[string]*jobClass
@@ -88,6 +89,22 @@ type schedQueue struct {
 	queue    cluster.PendingQueue
 	departed bool
 
+	// The index (see follow): on the simulator's queue, which logs its
+	// changes (cluster.QueueLog), a sorted profile without Preempt
+	// plugins keeps active, the queued jobs that are not parked, so that
+	// a cycle visits them, the awake classes' members and recheck, not
+	// the whole queue. idx: active is valid as of the queue's mark;
+	// build: this cycle's walk reads the whole queue and fills active.
+	idx, build, built bool
+	mark              uint64
+	active            map[*cluster.JobState]struct{}
+	// recheck lists the parked jobs a Wait was recorded for since the
+	// last walk: the only parked jobs whose executor's reason may not be
+	// the one they were parked with.
+	recheck []*cluster.JobState
+	byOrder []orderedJob
+	groupOf map[any]int
+
 	// Within a cycle. sorted: the profile has a QueueSort and the queue
 	// is not in its order already (Cycle.inOrder: the walk is lazy);
 	// mergeable: it also has Preempt plugins, the only way room comes
@@ -112,6 +129,7 @@ type schedQueue struct {
 // within a cycle whether it is a candidate (a class's representative) or
 // was passed by the cycle.
 type parkedJob struct {
+	js     *cluster.JobState
 	events Events
 	// hinters: bit i is set when plugin i asked EventRunningHint.
 	hinters     uint64
@@ -122,11 +140,15 @@ type parkedJob struct {
 	labels      int
 	passed      bool
 	inCands     bool
-	// out: unpark took it out of parked (so parked[j] == p exactly while
-	// !out for a member of an awake class: members are collected in the
-	// cycle, after begin's unparkAll, from parked, and failed parks a job
-	// again with a new parkedJob).
-	out bool
+	// gone: no longer parked (unparked, or parked again anew).
+	gone bool
+	// pos is the job's queue Order when its class's jobs are in order.
+	pos int
+	// group is its GroupedKeys group, once asked (hasGroup); slot is its
+	// index in its class's members while they are grouped.
+	group    any
+	hasGroup bool
+	slot     int
 }
 
 // jobClass is a class of jobs whose attempts are the same.
@@ -137,9 +159,13 @@ type jobClass struct {
 	js    *cluster.JobState
 	sizes [][]int
 	// jobs lists the parked members (and some that were since unparked:
-	// parked[j].class tells); parked counts them.
-	jobs   []*cluster.Job
-	parked int
+	// gone tells); parked counts them. inOrder: with the index, jobs is
+	// in queue order, by their pos, which are the queue's Order numbers
+	// while it has been renumbered num times.
+	jobs    []*parkedJob
+	parked  int
+	inOrder bool
+	num     uint64
 	// failed: the class failed in epoch failEpoch with status failSt, and
 	// in cycle failCycle.
 	failEpoch, failCycle uint64
@@ -152,6 +178,22 @@ type jobClass struct {
 	next       int
 	ordered    bool
 	scans      int
+	// groups: the members by GroupedKeys group, each in queue order, as
+	// of groupCycle (see repGrouped).
+	groups     []memberGroup
+	groupCycle uint64
+}
+
+// memberGroup is one group of an awake class's members, in queue order;
+// those before head are taken or no longer parked.
+type memberGroup struct {
+	ms   []member
+	head int
+}
+
+type orderedJob struct {
+	js  *cluster.JobState
+	pos int
 }
 
 type member struct {
@@ -185,6 +227,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.dryNow = q.fast && !q.sampled && r.p.Place == nil
 	q.skipped, q.awake, q.merged, q.cur = q.skipped[:0], q.awake[:0], false, nil
 	clear(q.pos)
+	q.follow(s, r.p.Window)
 	if len(q.parked) == 0 {
 		q.forget()
 		return
@@ -223,9 +266,12 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 		if happened&EventRoom != 0 {
 			q.wakeClasses(c, r)
 		}
+		// The union of the parked jobs' events, from their counts.
 		q.need = 0
-		for _, p := range q.parked {
-			q.need |= p.events
+		for b, n := range q.evJobs {
+			if n > 0 {
+				q.need |= 1 << b
+			}
 		}
 	}
 	for _, pl := range r.plugins {
@@ -340,7 +386,10 @@ func (q *schedQueue) hinted(c *Cycle, plugins []Plugin, j *cluster.Job, mask uin
 
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
-	p.out = true
+	p.gone = true
+	if (q.idx || q.build) && q.queue.Contains(p.js) {
+		q.active[p.js] = struct{}{}
+	}
 	if p.class != nil {
 		p.class.parked--
 	} else {
@@ -349,11 +398,30 @@ func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	if p.events&EventRoom != 0 {
 		q.roomJobs--
 	}
+	q.countEvents(p.events, -1)
+}
+
+// countEvents adds d to the count of parked jobs of each event in ev.
+func (q *schedQueue) countEvents(ev Events, d int) {
+	for b := 0; ev != 0; b, ev = b+1, ev>>1 {
+		if ev&1 != 0 {
+			q.evJobs[b] += d
+		}
+	}
 }
 
 func (q *schedQueue) unparkAll() {
+	if q.idx {
+		// Every queued job is active now: read the queue again.
+		q.idx, q.build = false, true
+		clear(q.active)
+	}
+	for _, p := range q.parked {
+		p.gone = true
+	}
 	clear(q.parked)
 	clear(q.classes)
+	q.evJobs = [8]int{}
 	q.forget()
 }
 
@@ -480,29 +548,26 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	if old, ok := q.parked[js.Job]; ok {
 		q.unpark(js.Job, old)
 	}
+	delete(q.active, js)
 	added := ev &^ q.need
 	trackRunning := ev&(EventRunning|EventRunningHint) != 0 && q.need&(EventRunning|EventRunningHint) == 0
 	q.need |= ev
-	q.parked[js.Job] = &parkedJob{events: ev, hinters: hinters, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
+	p := &parkedJob{js: js, events: ev, hinters: hinters, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
 		labels: len(js.Labels), passed: true}
+	q.parked[js.Job] = p
 	if cl != nil {
 		cl.parked++
 		if len(cl.jobs) > 2*cl.parked+16 {
-			live := cl.jobs[:0]
-			for _, j := range cl.jobs {
-				if p := q.parked[j]; p != nil && p.class == cl {
-					live = append(live, j)
-				}
-			}
-			cl.jobs = live
+			cl.compact()
 		}
-		cl.jobs = append(cl.jobs, js.Job)
+		q.addMember(c, cl, p)
 	} else {
 		q.classless++
 	}
 	if ev&EventRoom != 0 {
 		q.roomJobs++
 	}
+	q.countEvents(ev, 1)
 	// Track a newly needed event from the cluster as this cycle found it.
 	if added&EventNodes != 0 {
 		q.nodesChanged(s)
@@ -515,6 +580,43 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 		q.pending = nil
 		q.pendingChanged(s, true)
 	}
+}
+
+// compact drops the members no longer parked from cl.jobs.
+func (cl *jobClass) compact() {
+	live := cl.jobs[:0]
+	for _, p := range cl.jobs {
+		if !p.gone {
+			live = append(live, p)
+		}
+	}
+	clear(cl.jobs[len(live):])
+	cl.jobs = live
+}
+
+// addMember adds p to its class cl's jobs. With the index, which reads
+// them in queue order, it keeps them in that order while it can.
+func (q *schedQueue) addMember(c *Cycle, cl *jobClass, p *parkedJob) {
+	ql, ok := c.Snap.Pending.(cluster.QueueLog)
+	if !ok || !q.idx && !q.build {
+		cl.inOrder = false
+		cl.jobs = append(cl.jobs, p)
+		return
+	}
+	if len(cl.jobs) == 0 {
+		cl.inOrder, cl.num = true, ql.Renumbered()
+	}
+	pos, queued := c.Snap.Pending.Order(p.js)
+	if !cl.inOrder || cl.num != ql.Renumbered() || !queued {
+		cl.inOrder = false // order sorts them when needed
+		cl.jobs = append(cl.jobs, p)
+		return
+	}
+	// Every entry, gone or not, got its pos under the same numbering, in
+	// which no number is given twice.
+	p.pos = pos
+	i, _ := slices.BinarySearchFunc(cl.jobs, pos, func(e *parkedJob, pos int) int { return cmp.Compare(e.pos, pos) })
+	cl.jobs = slices.Insert(cl.jobs, i, p)
 }
 
 // tried is told that js, a candidate, was tried: a parked job (a class's
@@ -539,7 +641,10 @@ func (q *schedQueue) tried(c *Cycle, js *cluster.JobState) *jobClass {
 // a Resort in between (see unorder) it sorts them once and moves along.
 func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState {
 	live := func(m member) bool {
-		return !m.p.out && !m.p.inCands && !m.p.passed
+		return !m.p.gone && !m.p.inCands && !m.p.passed
+	}
+	if gk, ok := qs.(GroupedKeys); ok {
+		return q.repGrouped(c, gk, cl)
 	}
 	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
 	if !cl.ordered && cl.scans >= 2 {
@@ -586,6 +691,77 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 	return nil
 }
 
+// repGrouped is rep for a GroupedKeys sort: the least member is the
+// least of the groups' first members still parked and not taken (in a
+// group, keys order members by queue position, as members are ordered;
+// a member taken or unparked stays so for the cycle), one key per group.
+// It takes the member as rep's scan does (swapped to next), so that the
+// members end in the same order.
+func (q *schedQueue) repGrouped(c *Cycle, gk GroupedKeys, cl *jobClass) *cluster.JobState {
+	if cl.groupCycle != q.cycle {
+		q.group(gk, cl)
+	}
+	best := -1
+	var bk SortKey
+	var bm member
+	for gi := range cl.groups {
+		g := &cl.groups[gi]
+		for g.head < len(g.ms) && (g.ms[g.head].p.gone || g.ms[g.head].p.inCands || g.ms[g.head].p.passed) {
+			g.head++
+		}
+		if g.head == len(g.ms) {
+			continue
+		}
+		m := g.ms[g.head]
+		k, _ := c.SortKey(m.js)
+		if best < 0 || cmp.Or(CompareKeys(k, bk), cmp.Compare(m.pos, bm.pos)) < 0 {
+			best, bk, bm = m.p.slot, k, m
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	n := cl.next
+	cl.members[n], cl.members[best] = cl.members[best], cl.members[n]
+	cl.members[n].p.slot, cl.members[best].p.slot = n, best
+	cl.next++
+	return bm.js
+}
+
+// group sorts cl's members (in queue order, none taken yet) into their
+// groups.
+func (q *schedQueue) group(gk GroupedKeys, cl *jobClass) {
+	cl.groupCycle = q.cycle
+	for i := range cl.groups {
+		clear(cl.groups[i].ms)
+		cl.groups[i].ms, cl.groups[i].head = cl.groups[i].ms[:0], 0
+	}
+	n := 0
+	if q.groupOf == nil {
+		q.groupOf = map[any]int{}
+	}
+	clear(q.groupOf)
+	for i := cl.next; i < len(cl.members); i++ {
+		m := cl.members[i]
+		p := m.p
+		p.slot = i
+		if !p.hasGroup {
+			p.group, p.hasGroup = gk.Group(m.js), true
+		}
+		gi, ok := q.groupOf[p.group]
+		if !ok {
+			gi = n
+			n++
+			q.groupOf[p.group] = gi
+			if gi == len(cl.groups) {
+				cl.groups = append(cl.groups, memberGroup{})
+			}
+		}
+		cl.groups[gi].ms = append(cl.groups[gi].ms, m)
+	}
+	cl.groups = cl.groups[:n]
+}
+
 // unorder is told that the queue-sort order changed (a Resort): the
 // awake classes' members are to be sorted again.
 func (q *schedQueue) unorder() {
@@ -597,7 +773,11 @@ func (q *schedQueue) unorder() {
 // insert puts rep into sorted candidates cands (queue-sort order, ties in
 // queue order) and marks it a candidate.
 func (q *schedQueue) insert(c *Cycle, qs QueueSort, cands []*cluster.JobState, rep *cluster.JobState) []*cluster.JobState {
-	q.parked[rep.Job].inCands = true
+	p := q.parked[rep.Job]
+	p.inCands = true
+	if q.idx {
+		q.setPos(rep, p.pos) // see walkIndex
+	}
 	i, _ := slices.BinarySearchFunc(cands, rep, func(a, b *cluster.JobState) int {
 		return cmp.Or(qs.Compare(c, a, b), cmp.Compare(q.pos[a], q.pos[b]))
 	})
@@ -696,6 +876,177 @@ func (q *schedQueue) finish(c *Cycle) {
 			q.unpark(js.Job, p)
 		}
 	}
+	if q.build {
+		// The index holds once a walk read the whole queue.
+		q.idx, q.build, q.built = q.built, false, false
+		if !q.idx {
+			return
+		}
+	}
+	if !q.idx {
+		return
+	}
+	if c.St.blind {
+		q.dropIndex()
+		return
+	}
+	// The jobs to recheck: those of earlier cycles not rechecked yet (an
+	// idle cycle does not walk) and this cycle's, while parked.
+	keep := q.recheck[:0]
+	for _, js := range q.recheck {
+		if p, ok := q.parked[js.Job]; ok && p.js == js {
+			keep = append(keep, js)
+		}
+	}
+	for _, js := range c.St.waited {
+		if p, ok := q.parked[js.Job]; ok && p.js == js {
+			keep = append(keep, js)
+		}
+	}
+	q.recheck = keep
+}
+
+// follow keeps the index across cycles. The index is kept on a queue
+// that logs its changes and is the previous cycle's object, for a sorted
+// profile without Preempt plugins (whose walk reads every job before
+// trying any), while the window takes in every queued job. The queue's
+// log since the previous cycle tells which jobs joined the queue (they
+// are active) and which left it (they are unparked and dropped); the
+// Runtime's own parkings and unparkings keep the rest in step.
+//
+// Why a cycle may visit only the active jobs, the awake classes' members
+// and recheck (walkIndex): the full walk's skip does nothing for any
+// other job. Such a job is queued and parked since an earlier cycle, so
+// by QueueLog's contract its Enqueued and Preemptions are those it was
+// parked with (they change only when it is pushed, which unparks it) and
+// so are its labels (they change only by SetLabel actions, after which
+// finish unparks it; one recorded without its job drops the index). Its
+// class is not awake, so skip only asks Statement.wait to keep its
+// reason, before any job is tried (sorted path: nothing else was
+// recorded in the cycle), which records nothing when the executor shows
+// the reason it was parked with: the executor changes a queued job's
+// reason only by Wait actions, and every job a Wait was recorded for is
+// rechecked in the next cycle.
+func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
+	ql, ok := s.Pending.(cluster.QueueLog)
+	if !ok || !q.sorted || q.mergeable || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
+		q.dropIndex()
+		return
+	}
+	if q.idx && ql.Since(q.mark, q.change) {
+		q.mark = ql.Mark()
+		return
+	}
+	q.dropIndex()
+	q.build, q.mark = true, ql.Mark()
+	if q.active == nil {
+		q.active = map[*cluster.JobState]struct{}{}
+	}
+}
+
+// change follows one push or removal of the queue's log. A job that
+// joins or leaves the queue is no longer parked (unparking never changes
+// a decision: the job is tried, as without the queue).
+func (q *schedQueue) change(js *cluster.JobState, pushed bool) {
+	if p, ok := q.parked[js.Job]; ok {
+		q.unpark(js.Job, p)
+	}
+	if pushed {
+		q.active[js] = struct{}{}
+	} else {
+		delete(q.active, js)
+	}
+}
+
+// order puts cl's members in queue order, with their current Order
+// numbers; those no longer queued are unparked.
+func (q *schedQueue) order(pq cluster.PendingQueue, cl *jobClass) {
+	for _, p := range cl.jobs {
+		if p.gone {
+			continue
+		}
+		if pos, ok := pq.Order(p.js); ok {
+			p.pos = pos
+		} else {
+			q.unpark(p.js.Job, p)
+		}
+	}
+	cl.compact()
+	if !cl.inOrder {
+		slices.SortFunc(cl.jobs, func(a, b *parkedJob) int { return cmp.Compare(a.pos, b.pos) })
+	}
+	cl.inOrder, cl.num = true, pq.(cluster.QueueLog).Renumbered()
+}
+
+func (q *schedQueue) dropIndex() {
+	q.idx, q.build = false, false
+	clear(q.active)
+	q.recheck = q.recheck[:0]
+}
+
+// walkIndex is the sorted walk's collection with the index (see follow):
+// the awake classes' members, the rechecked parked jobs' waits, and the
+// active jobs as candidates in queue order; positions are the queue's
+// Order, which orders jobs as the full walk's count does.
+func (q *schedQueue) walkIndex(c *Cycle, cands []*cluster.JobState) []*cluster.JobState {
+	pq := c.Snap.Pending
+	renum := pq.(cluster.QueueLog).Renumbered()
+	for _, cl := range q.awake {
+		if !cl.inOrder || cl.num != renum {
+			q.order(pq, cl)
+		}
+		for _, p := range cl.jobs {
+			if p.gone {
+				continue
+			}
+			// Its queue Order (order, addMember): insert gives it to the
+			// member that becomes a candidate.
+			p.passed, p.inCands = false, false
+			cl.members = append(cl.members, member{js: p.js, p: p, pos: p.pos})
+		}
+	}
+	if len(q.recheck) > 0 {
+		byOrder := q.byOrder[:0]
+		for _, js := range q.recheck {
+			if pos, ok := pq.Order(js); ok {
+				byOrder = append(byOrder, orderedJob{js: js, pos: pos})
+			}
+		}
+		slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
+		for i, o := range byOrder {
+			if i > 0 && byOrder[i-1].js == o.js {
+				continue
+			}
+			p := q.parked[o.js.Job]
+			if p == nil || p.js != o.js {
+				continue
+			}
+			if cl := p.class; cl != nil && cl.awakeCycle == q.cycle {
+				continue // a member (no class failed yet in this cycle)
+			}
+			c.St.wait(o.js, p.reason)
+		}
+		clear(byOrder)
+		q.byOrder = byOrder[:0]
+		clear(q.recheck)
+		q.recheck = q.recheck[:0]
+	}
+	byOrder := q.byOrder[:0]
+	for js := range q.active {
+		pos, _ := pq.Order(js)
+		byOrder = append(byOrder, orderedJob{js: js, pos: pos})
+	}
+	slices.SortFunc(byOrder, func(a, b orderedJob) int { return cmp.Compare(a.pos, b.pos) })
+	setPos := len(q.awake) > 0
+	for _, o := range byOrder {
+		if setPos {
+			q.setPos(o.js, o.pos)
+		}
+		cands = append(cands, o.js)
+	}
+	clear(byOrder)
+	q.byOrder = byOrder[:0]
+	return cands
 }
 
 // idle reports whether the walk can be skipped: nothing woke, and the
@@ -715,10 +1066,11 @@ func (q *schedQueue) end(c *Cycle) {
 		if cl.failCycle == q.cycle {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
+			reason := cl.failSt.Reason()
 			for _, m := range cl.members {
-				if p := m.p; !p.out && !p.inCands {
-					p.reason = cl.failSt.Reason()
-					c.St.wait(m.js, p.reason)
+				if p := m.p; !p.gone && !p.inCands {
+					p.reason = reason
+					c.St.wait(m.js, reason)
 				}
 			}
 			continue
@@ -735,11 +1087,12 @@ func (q *schedQueue) end(c *Cycle) {
 				continue
 			}
 		}
-		for _, j := range cl.jobs {
-			if p := q.parked[j]; p != nil && p.class == cl {
-				q.unpark(j, p)
+		for _, p := range cl.jobs {
+			if !p.gone {
+				q.unpark(p.js.Job, p)
 			}
 		}
+		clear(cl.jobs)
 		cl.jobs = cl.jobs[:0]
 	}
 }
@@ -771,16 +1124,24 @@ func (r *Runtime) walk(c *Cycle) {
 	}
 	qs := p.QueueSort
 	cands := r.cands[:0]
-	n := 0
-	for js := range s.Pending.All() {
-		if p.Window > 0 && n >= p.Window {
-			break
+	if q.idx {
+		cands = q.walkIndex(c, cands)
+	} else {
+		n := 0
+		for js := range s.Pending.All() {
+			if p.Window > 0 && n >= p.Window {
+				break
+			}
+			n++
+			if q.skip(c, js, n) {
+				continue
+			}
+			if q.build {
+				q.active[js] = struct{}{}
+			}
+			cands = append(cands, js)
 		}
-		n++
-		if q.skip(c, js, n) {
-			continue
-		}
-		cands = append(cands, js)
+		q.built = q.build
 	}
 	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
 	sortJobs(cands)

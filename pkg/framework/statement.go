@@ -53,6 +53,11 @@ type Statement struct {
 	// the index in acts of the last one (see wait; an index that a
 	// Discard has cut off, or that now holds another action, is no Wait).
 	waits map[*cluster.JobState]int
+	// waited lists the jobs a Wait was recorded for, in any way; blind:
+	// a Wait or SetLabel was recorded without its job (the scheduling
+	// queue's index cannot tell whose reason or labels changed).
+	waited []*cluster.JobState
+	blind  bool
 }
 
 type opUndo struct {
@@ -74,6 +79,8 @@ func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 	st.undo, st.marks = st.undo[:0], st.marks[:0]
 	st.labeled = st.labeled[:0]
 	clear(st.waits)
+	clear(st.waited)
+	st.waited, st.blind = st.waited[:0], false
 }
 
 // wait records that js waits for reason, unless the executor already
@@ -205,7 +212,7 @@ func (st *Statement) mark(js *cluster.JobState, op Op) {
 // Record appends an action without changing the ledgers, marking the job
 // it names (js may be nil for actions on nodes or placeholders).
 func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
-	switch a.(type) {
+	switch w := a.(type) {
 	case policy.Start:
 		st.mark(js, OpStart)
 	case policy.Preempt:
@@ -219,6 +226,15 @@ func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
 	case policy.SetLabel:
 		if js != nil {
 			st.labeled = append(st.labeled, js)
+		}
+		if js == nil || js.Job.ID != w.Job {
+			st.blind = true
+		}
+	case policy.Wait:
+		if js != nil && js.Job.ID == w.Job {
+			st.waited = append(st.waited, js)
+		} else {
+			st.blind = true
 		}
 	}
 	if st.acts == nil && st.lastActs > 0 {

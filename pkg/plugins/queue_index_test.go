@@ -1,0 +1,209 @@
+package plugins_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/baseline"
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/sim"
+)
+
+// noisyReserve, on each start, gives the job at the queue's tail a wait
+// reason of its own and labels the one before it: a parked job's reason
+// and labels change by another job's actions.
+type noisyReserve struct{}
+
+func (noisyReserve) Name() string { return "noisy-reserve" }
+func (noisyReserve) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {
+	var last, prev *cluster.JobState
+	for j := range c.Snap.Pending.All() {
+		prev, last = last, j
+	}
+	if last != nil && last != js && c.St.Op(last) == framework.OpNone {
+		c.St.Record(last, policy.Wait{Job: last.Job.ID, Reason: "behind " + js.Job.ID})
+	}
+	if prev != nil && prev != js && c.St.Op(prev) == framework.OpNone {
+		c.St.Record(prev, policy.SetLabel{Job: prev.Job.ID, Key: "after", Value: js.Job.ID})
+	}
+}
+func (noisyReserve) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// evictor preempts the first running job every fifth cycle: the job goes
+// back to the queue's head (a push, and sometimes a renumbering of the
+// queue's Order).
+type evictor struct{}
+
+func (evictor) Name() string { return "evictor" }
+func (evictor) Rebalance(c *framework.Cycle) *framework.Status {
+	if c.Snap.Cycle%5 != 0 || len(c.Snap.Running) == 0 {
+		return nil
+	}
+	v := c.Snap.Running[0]
+	if v.Phase == cluster.Running && c.St.Op(v) == framework.OpNone {
+		c.St.Evict(v, 0, "", "test", true)
+	}
+	return nil
+}
+func (evictor) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// TestQueueIndexNoDecision checks the scheduling queue's index (a sorted
+// profile's cycle visits the queued jobs that are not parked, the awake
+// classes' members and the jobs whose reason may have changed, not the
+// whole queue, following the simulator queue's log) on profiles that
+// stress what the index must follow: other jobs' waits and labels
+// recorded by a Reserve plugin, preempted jobs pushed back at the queue's
+// head, and a window that the queue's length crosses both ways, under a
+// priority order and DRF's (grouped keys, re-sorted after each start). With the
+// index, every action, Waits and labels included, must be the one the
+// queue records when it walks the whole queue (the queue's log hidden),
+// and the decisions those of the Runtime without the queue.
+func TestQueueIndexNoDecision(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		noisy  bool
+		evict  bool
+		drf    bool
+		window int
+	}{
+		{name: "plain"},
+		{name: "noisy", noisy: true},
+		{name: "evict", evict: true},
+		{name: "window", window: 25},
+		{name: "all", noisy: true, evict: true, window: 40},
+		{name: "drf", drf: true},
+		{name: "drf-all", drf: true, noisy: true, evict: true, window: 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			profile := func() framework.Profile {
+				p := framework.Profile{Name: "index", QueueSort: baseline.Priority{},
+					Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{baseline.Strategy(placement.Spread)},
+					Window: tc.window}
+				if tc.drf {
+					p.QueueSort = baseline.DRF{}
+					p.Reserve = []framework.Reserve{baseline.DRF{}}
+				}
+				if tc.noisy {
+					p.Reserve = append(p.Reserve, noisyReserve{})
+				}
+				if tc.evict {
+					p.Rebalance = []framework.Rebalance{evictor{}}
+				}
+				return p
+			}
+			for seed := uint64(1); seed <= 3; seed++ {
+				nodes, jobs := longQueueWorld(seed)
+				m0, log0 := runProfile(t, profile(), noQueue, nodes, jobs, seed)
+				m1, log1 := runProfile(t, profile(), walkAll, nodes, jobs, seed)
+				m2, log2 := runProfile(t, profile(), withIndex, nodes, jobs, seed)
+				if d := cmp.Diff(log1, log2); d != "" {
+					t.Fatalf("seed %d: actions differ with the index (-without +with):\n%s", seed, d)
+				}
+				if d := cmp.Diff(decisions(log0), decisions(log2)); d != "" {
+					t.Fatalf("seed %d: decisions differ with the queue (-without +with):\n%s", seed, d)
+				}
+				if m0 != m2 || m1 != m2 {
+					t.Fatalf("seed %d: results differ:\n%s\n%s\n%s", seed, m0, m1, m2)
+				}
+			}
+		})
+	}
+}
+
+type queueMode int
+
+const (
+	noQueue   queueMode = iota // Runtime.WithoutQueue
+	walkAll                    // the queue, on a queue that hides its log
+	withIndex                  // the queue with its index
+)
+
+// decisions drops the Waits and labels from a log.
+func decisions(log []string) []string {
+	var out []string
+	for _, l := range log {
+		if !strings.Contains(l, " wait ") && !strings.Contains(l, " label ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// runProfile is runQueued for a profile built here; the log also holds
+// every Wait and SetLabel, so that a reason recorded or not is seen.
+func runProfile(t *testing.T, p framework.Profile, mode queueMode, nodes []cluster.Node, jobs []*cluster.Job, seed uint64) (string, []string) {
+	t.Helper()
+	rt, err := framework.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rt.Queueing() {
+		t.Fatal("the profile has no scheduling queue")
+	}
+	if mode == noQueue {
+		rt.WithoutQueue()
+	}
+	var log []string
+	pol := waitLogger{rt, &log, mode == walkAll}
+	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
+		Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
+			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
+		}}
+	s, err := sim.New(cfg, nodes, jobs, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(res.Metrics(), res.Records), log
+}
+
+// waitLogger logs the policy's Wait and SetLabel actions, which the
+// simulator's observer does not show.
+type waitLogger struct {
+	*framework.Runtime
+	log  *[]string
+	hide bool
+}
+
+// hiddenLog is the simulator's queue without its log (cluster.QueueLog):
+// the same value every cycle, as the queue is the same object.
+type hiddenLog struct{ cluster.PendingQueue }
+
+func (w waitLogger) Schedule(s *cluster.Snapshot) []policy.Action {
+	if w.hide {
+		q := s.Pending
+		s.Pending = hiddenLog{q}
+		defer func() { s.Pending = q }()
+	}
+	acts := w.Runtime.Schedule(s)
+	// By job, each job's in order: the Runtime records the waits of the
+	// awake classes' members class by class, in no set order of the
+	// classes (the order of one cycle's waits for different jobs tells
+	// nothing: each sets its own job's reason).
+	type line struct{ job, s string }
+	var lines []line
+	for _, a := range acts {
+		switch a := a.(type) {
+		case policy.Wait:
+			lines = append(lines, line{a.Job, fmt.Sprintf("%g wait %s %s", s.Now, a.Job, a.Reason)})
+		case policy.SetLabel:
+			lines = append(lines, line{a.Job, fmt.Sprintf("%g label %s %s=%s", s.Now, a.Job, a.Key, a.Value)})
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return strings.Compare(a.job, b.job) })
+	for _, l := range lines {
+		*w.log = append(*w.log, l.s)
+	}
+	return acts
+}
