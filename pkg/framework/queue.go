@@ -113,10 +113,17 @@ type schedQueue struct {
 	// merged back, pos the queue position of the jobs that may be
 	// compared, awake the classes woken this cycle.
 	sorted, mergeable bool
-	skipped           []*cluster.JobState
-	pos               map[*cluster.JobState]int
-	awake             []*jobClass
-	merged            bool
+	// lazy: the walk is lazy (Cycle.inOrder) and the profile has no
+	// Preempt plugins (no room comes back mid-cycle): the index serves
+	// it too (walkLazy).
+	lazy    bool
+	visits  []orderedJob
+	ahead   []orderedJob
+	cursors []classCursor
+	skipped []*cluster.JobState
+	pos     map[*cluster.JobState]int
+	awake   []*jobClass
+	merged  bool
 	// cur is the class of the job being tried (nil: none, or unsafe to
 	// park: a job with several replicas on a sampled cluster).
 	cur    *jobClass
@@ -166,6 +173,9 @@ type jobClass struct {
 	parked  int
 	inOrder bool
 	num     uint64
+	// edits counts the changes of jobs' layout (compact, addMember):
+	// a cursor over jobs (walkLazy) finds its place again after one.
+	edits uint64
 	// failed: the class failed in epoch failEpoch with status failSt, and
 	// in cycle failCycle.
 	failEpoch, failCycle uint64
@@ -192,8 +202,9 @@ type memberGroup struct {
 }
 
 type orderedJob struct {
-	js  *cluster.JobState
-	pos int
+	js      *cluster.JobState
+	pos     int
+	recheck bool // walkLazy: listed from recheck
 }
 
 type member struct {
@@ -221,6 +232,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	s := c.Snap
 	q.sorted = !c.inOrder
 	q.mergeable = q.sorted && len(r.p.Preempt) > 0
+	q.lazy = !q.sorted && len(r.p.Preempt) == 0
 	q.fast = r.classes()
 	q.placeOpts = r.opts
 	q.sampled = r.p.Place == nil && r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
@@ -584,6 +596,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 
 // compact drops the members no longer parked from cl.jobs.
 func (cl *jobClass) compact() {
+	cl.edits++
 	live := cl.jobs[:0]
 	for _, p := range cl.jobs {
 		if !p.gone {
@@ -597,6 +610,7 @@ func (cl *jobClass) compact() {
 // addMember adds p to its class cl's jobs. With the index, which reads
 // them in queue order, it keeps them in that order while it can.
 func (q *schedQueue) addMember(c *Cycle, cl *jobClass, p *parkedJob) {
+	cl.edits++
 	ql, ok := c.Snap.Pending.(cluster.QueueLog)
 	if !ok || !q.idx && !q.build {
 		cl.inOrder = false
@@ -929,7 +943,7 @@ func (q *schedQueue) finish(c *Cycle) {
 // rechecked in the next cycle.
 func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
 	ql, ok := s.Pending.(cluster.QueueLog)
-	if !ok || !q.sorted || q.mergeable || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
+	if !ok || !q.sorted && !q.lazy || q.mergeable || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
 		q.dropIndex()
 		return
 	}
@@ -1106,6 +1120,13 @@ func (r *Runtime) walk(c *Cycle) {
 	}
 	defer q.end(c)
 	if c.inOrder {
+		if q.idx && q.fewVisits(s) {
+			r.walkLazy(c) // lazy.go
+			return
+		}
+		if q.build {
+			q.fillLazy(s)
+		}
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {
@@ -1116,10 +1137,12 @@ func (r *Runtime) walk(c *Cycle) {
 				continue
 			}
 			if !r.try(c, js) {
+				q.metTo(c, js)
 				return
 			}
 			q.tried(c, js)
 		}
+		q.metTo(c, nil)
 		return
 	}
 	qs := p.QueueSort
