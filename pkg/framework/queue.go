@@ -923,7 +923,9 @@ func (q *schedQueue) finish(c *Cycle) {
 // follow keeps the index across cycles. The index is kept on a queue
 // that logs its changes and is the previous cycle's object, for a sorted
 // profile without Preempt plugins (whose walk reads every job before
-// trying any), while the window takes in every queued job. The queue's
+// trying any) and for a lazy walk without Preempt plugins (lazy.go:
+// walkLazy visits the same jobs in queue order, interleaved with the
+// attempts), while the window takes in every queued job. The queue's
 // log since the previous cycle tells which jobs joined the queue (they
 // are active) and which left it (they are unparked and dropped); the
 // Runtime's own parkings and unparkings keep the rest in step.
