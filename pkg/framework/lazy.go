@@ -298,3 +298,23 @@ func (q *schedQueue) fillLazy(s *cluster.Snapshot) {
 	}
 	q.built = true
 }
+
+// dedupRecheck drops the repeats from recheck once it holds many more
+// jobs than are parked: a lazy walk that stops early may leave the same
+// job to be rechecked cycle after cycle while Waits are recorded for it.
+// Its order does not matter (walks sort it by queue Order).
+func dedupRecheck(recheck []*cluster.JobState, parked int) []*cluster.JobState {
+	if len(recheck) <= 2*parked+64 {
+		return recheck
+	}
+	seen := make(map[*cluster.JobState]bool, len(recheck))
+	keep := recheck[:0]
+	for _, js := range recheck {
+		if !seen[js] {
+			seen[js] = true
+			keep = append(keep, js)
+		}
+	}
+	clear(recheck[len(keep):])
+	return keep
+}

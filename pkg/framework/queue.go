@@ -917,7 +917,7 @@ func (q *schedQueue) finish(c *Cycle) {
 			keep = append(keep, js)
 		}
 	}
-	q.recheck = keep
+	q.recheck = dedupRecheck(keep, len(q.parked))
 }
 
 // follow keeps the index across cycles. The index is kept on a queue
