@@ -245,6 +245,7 @@ func TestQueueIndexLazyNoDecision(t *testing.T) {
 	for _, tc := range []struct {
 		name                             string
 		gate, noisy, blind, label, evict bool
+		echo                             bool
 		sparse                           uint64 // noisy in one cycle of sparse
 		fcfs                             bool
 		window                           int
@@ -254,6 +255,8 @@ func TestQueueIndexLazyNoDecision(t *testing.T) {
 		{name: "noisy", noisy: true},
 		{name: "gate-noisy", gate: true, noisy: true},
 		{name: "gate-sparse", gate: true, noisy: true, sparse: 3},
+		{name: "echo", echo: true},
+		{name: "gate-echo", gate: true, echo: true},
 		{name: "blind", gate: true, blind: true},
 		{name: "label", label: true, gate: true},
 		{name: "evict", evict: true, gate: true},
@@ -280,6 +283,9 @@ func TestQueueIndexLazyNoDecision(t *testing.T) {
 				}
 				if tc.blind {
 					p.Reserve = append(p.Reserve, blindReserve{})
+				}
+				if tc.echo {
+					p.Reserve = append(p.Reserve, echoReserve{})
 				}
 				if tc.label {
 					p.Rebalance = append(p.Rebalance, roundLabeler{})
@@ -348,6 +354,26 @@ func (blindReserve) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.
 	}
 }
 func (blindReserve) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// echoReserve, on each start, records for the job in the middle of the
+// queue a Wait with the reason it has: nothing changes for the executor,
+// but the walk, when it meets that job later in the cycle and it is
+// parked, records its reason again (the full walk's skip does).
+type echoReserve struct{}
+
+func (echoReserve) Name() string { return "echo-reserve" }
+func (echoReserve) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {
+	k := 0
+	for j := range c.Snap.Pending.All() {
+		if k++; k == (c.Snap.Pending.Len()+1)/2 {
+			if j != js && c.St.Op(j) == framework.OpNone && j.Reason != "" {
+				c.St.Record(j, policy.Wait{Job: j.Job.ID, Reason: j.Reason})
+			}
+			return
+		}
+	}
+}
+func (echoReserve) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // roundLabeler is time-driven: every cycle it writes the round (every
 // second cycle a new one) on every running job, as SpeCon does, and every
