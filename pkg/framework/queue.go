@@ -123,8 +123,15 @@ type schedQueue struct {
 	// compared (with the index, the queue's Order: see posOf), awake the
 	// classes woken this cycle.
 	sorted, mergeable bool
-	skipped           []*cluster.JobState
-	collected         bool
+	// lazy: the walk is lazy (Cycle.inOrder) and the profile has no
+	// Preempt plugins (no room comes back mid-cycle): the index serves
+	// it too (walkLazy).
+	lazy      bool
+	visits    []orderedJob
+	ahead     []orderedJob
+	cursors   []classCursor
+	skipped   []*cluster.JobState
+	collected bool
 	// orderPos: the walk took the index (walkIndex), whose positions
 	// are the queue's Order.
 	orderPos bool
@@ -191,6 +198,9 @@ type jobClass struct {
 	parked  int
 	inOrder bool
 	num     uint64
+	// edits counts the changes of jobs' layout (compact, addMember):
+	// a cursor over jobs (walkLazy) finds its place again after one.
+	edits uint64
 	// failed: the class failed in epoch failEpoch with status failSt, and
 	// in cycle failCycle.
 	failEpoch, failCycle uint64
@@ -222,8 +232,9 @@ type memberGroup struct {
 }
 
 type orderedJob struct {
-	js  *cluster.JobState
-	pos int
+	js      *cluster.JobState
+	pos     int
+	recheck bool // walkLazy: listed from recheck
 }
 
 type member struct {
@@ -251,6 +262,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	s := c.Snap
 	q.sorted = !c.inOrder
 	q.mergeable = q.sorted && len(r.p.Preempt) > 0
+	q.lazy = !q.sorted && len(r.p.Preempt) == 0
 	q.fast = r.classes()
 	q.placeOpts = r.opts
 	q.sampled = r.p.Place == nil && r.fast && q.fast && len(s.Nodes) > 100 && !r.opts.ScoreAll && r.opts.Strategy != placement.FirstFit
@@ -616,6 +628,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 
 // compact drops the members no longer parked from cl.jobs.
 func (cl *jobClass) compact() {
+	cl.edits++
 	live := cl.jobs[:0]
 	for _, p := range cl.jobs {
 		if !p.gone {
@@ -629,6 +642,7 @@ func (cl *jobClass) compact() {
 // addMember adds p to its class cl's jobs. With the index, which reads
 // them in queue order, it keeps them in that order while it can.
 func (q *schedQueue) addMember(c *Cycle, cl *jobClass, p *parkedJob) {
+	cl.edits++
 	ql, ok := c.Snap.Pending.(cluster.QueueLog)
 	if !ok || !q.idx && !q.build {
 		cl.inOrder = false
@@ -1047,14 +1061,16 @@ func (q *schedQueue) finish(c *Cycle) {
 			keep = append(keep, js)
 		}
 	}
-	q.recheck = keep
+	q.recheck = dedupRecheck(keep, len(q.parked))
 }
 
 // follow keeps the index across cycles. The index is kept on a queue
 // that logs its changes and is the previous cycle's object, for a sorted
-// profile (whose walk reads every job before trying any), while the
-// window takes in every queued job (with Preempt plugins, the parked
-// jobs to merge back mid-cycle are listed when needed: see collect). The
+// profile (whose walk reads every job before trying any; with Preempt
+// plugins, the parked jobs to merge back mid-cycle are listed when
+// needed: see collect) and for a lazy walk without Preempt plugins
+// (lazy.go: walkLazy visits the same jobs in queue order, interleaved
+// with the attempts), while the window takes in every queued job. The
 // queue's log since the previous cycle tells which jobs joined the queue
 // (they are active) and which left it (they are unparked and dropped);
 // the Runtime's own parkings and unparkings keep the rest in step.
@@ -1074,7 +1090,7 @@ func (q *schedQueue) finish(c *Cycle) {
 // rechecked in the next cycle.
 func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
 	ql, ok := s.Pending.(cluster.QueueLog)
-	if !ok || !q.sorted || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
+	if !ok || !q.sorted && !q.lazy || s.Pending != q.queue || window > 0 && s.Pending.Len() > window {
 		q.dropIndex()
 		return
 	}
@@ -1273,6 +1289,13 @@ func (r *Runtime) walk(c *Cycle) {
 	}
 	defer q.end(c)
 	if c.inOrder {
+		if q.idx && q.fewVisits(s) {
+			r.walkLazy(c) // lazy.go
+			return
+		}
+		if q.build {
+			q.fillLazy(s)
+		}
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {
@@ -1283,10 +1306,12 @@ func (r *Runtime) walk(c *Cycle) {
 				continue
 			}
 			if !r.try(c, js) {
+				q.metTo(c, js)
 				return
 			}
 			q.tried(c, js)
 		}
+		q.metTo(c, nil)
 		return
 	}
 	qs := p.QueueSort
