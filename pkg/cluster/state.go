@@ -98,6 +98,18 @@ func (p Placement) Counts(groups int) []int {
 	return c
 }
 
+// Count returns the number of replicas of group g, as Counts(...)[g]
+// without allocating (hot paths count the workers of every running job).
+func (p Placement) Count(g int) int {
+	n := 0
+	for _, a := range p {
+		if a.Group == g {
+			n++
+		}
+	}
+	return n
+}
+
 // Nodes returns the distinct nodes, in first-use order.
 func (p Placement) Nodes() []int {
 	var out []int

@@ -257,7 +257,7 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 			} else if w.Priority == sh.low.Priority && u < sh.low.Utility {
 				sh.low.Utility = u
 			}
-			if r.Phase == cluster.Running && workers(r) > max(r.Job.Groups[0].Min, 1) {
+			if r.Phase == cluster.Running && r.Placement.Count(0) > max(r.Job.Groups[0].Min, 1) {
 				cs = append(cs, cand{r, elastic.WeightOf(r.Job, capacity)})
 			}
 		}
@@ -268,17 +268,6 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 		}
 		return sh
 	})
-}
-
-// workers counts js's worker replicas (group 0), as js.Counts()[0].
-func workers(js *cluster.JobState) int {
-	n := 0
-	for _, a := range js.Placement {
-		if a.Group == 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // Preempt implements framework.Preempt.
@@ -469,7 +458,7 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 		if q.Phase != cluster.Running || c.St.Busy(q) || isTE(q) {
 			continue
 		}
-		if want := q.Job.Groups[0].Max - workers(q); want > 0 {
+		if want := q.Job.Groups[0].Max - q.Placement.Count(0); want > 0 {
 			growers = append(growers, grower{q, elastic.WeightOf(q.Job, cycleWeights(c).capacity), want})
 		}
 	}

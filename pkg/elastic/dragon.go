@@ -362,7 +362,7 @@ func (d *DragonScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *f
 			if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone {
 				continue
 			}
-			maxDelete := workerCount(q) - q.Job.Groups[0].Min
+			maxDelete := q.Placement.Count(0) - q.Job.Groups[0].Min
 			if maxDelete <= 0 {
 				// Nothing to remove: the loop below would test
 				// ScheduleJob on l as it is (false) and stop.
@@ -413,22 +413,11 @@ func (d *DragonScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *f
 // minimum.
 func (d *DragonScaleDown) shrinkable(c *framework.Cycle) bool {
 	for _, q := range c.Snap.Running {
-		if q.Phase == cluster.Running && c.St.Op(q) == framework.OpNone && workerCount(q) > q.Job.Groups[0].Min {
+		if q.Phase == cluster.Running && c.St.Op(q) == framework.OpNone && q.Placement.Count(0) > q.Job.Groups[0].Min {
 			return true
 		}
 	}
 	return false
-}
-
-// workerCount counts q's workers (its first group's replicas).
-func workerCount(q *cluster.JobState) int {
-	n := 0
-	for _, a := range q.Placement {
-		if a.Group == 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // DragonScaleUp is DRAGON's phase 3, a Rebalance plugin: when nothing was

@@ -1,7 +1,6 @@
 package plugins_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
-	"github.com/drover-sched/drover/pkg/sim"
 )
 
 // hiddenOrder is a QueueSort without QueueOrdered: the Runtime collects
@@ -74,20 +72,7 @@ func replayProfile(t *testing.T, p framework.Profile, queue bool, nodes []cluste
 	if !queue {
 		rt.WithoutQueue()
 	}
-	var log []string
-	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
-		Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
-			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
-		}}
-	s, err := sim.New(cfg, nodes, jobs, rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(res.Metrics(), res.Records), log
+	return observe(t, rt, nodes, jobs, seed, nil)
 }
 
 // TestQueueOrderedChangesNoDecision: a QueueSort that says the queue is in

@@ -2,7 +2,6 @@ package plugins_test
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -18,7 +17,6 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
-	"github.com/drover-sched/drover/pkg/sim"
 )
 
 // noisyReserve, on each start, gives the job at the queue's tail a wait
@@ -237,19 +235,7 @@ func runProfileLog(t *testing.T, p framework.Profile, mode queueMode, nodes []cl
 	}
 	var log []string
 	pol := waitLogger{rt, &log, mode == walkAll, inOrder}
-	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
-		Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
-			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
-		}}
-	s, err := sim.New(cfg, nodes, jobs, pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(res.Metrics(), res.Records), log
+	return observe(t, pol, nodes, jobs, seed, &log)
 }
 
 // waitLogger logs the policy's Wait and SetLabel actions, which the

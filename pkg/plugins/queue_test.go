@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
@@ -55,12 +56,23 @@ func runQueued(t *testing.T, name string, queue bool, nodes []cluster.Node, jobs
 	if rt != nil && !queue {
 		rt.WithoutQueue()
 	}
-	var log []string
+	return observe(t, p, nodes, jobs, seed, nil)
+}
+
+// observe replays jobs on nodes under pol and returns everything
+// observable: the metrics and per-job records, and each action applied,
+// in order, with its time and detail; log, when not nil, is where the
+// actions are appended (a policy wrapper may log into it too).
+func observe(t *testing.T, pol policy.Policy, nodes []cluster.Node, jobs []*cluster.Job, seed uint64, log *[]string) (string, []string) {
+	t.Helper()
+	if log == nil {
+		log = new([]string)
+	}
 	cfg := sim.Config{Seed: seed, Tick: 30, SampleEvery: 30, Check: true, Horizon: 200000,
 		Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
-			log = append(log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
+			*log = append(*log, fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
 		}}
-	s, err := sim.New(cfg, nodes, jobs, p)
+	s, err := sim.New(cfg, nodes, jobs, pol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +80,7 @@ func runQueued(t *testing.T, name string, queue bool, nodes []cluster.Node, jobs
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprint(res.Metrics(), res.Records), log
+	return fmt.Sprint(res.Metrics(), res.Records), *log
 }
 
 // TestQueueChangesNoDecision is the scheduling queue's contract: a job set
