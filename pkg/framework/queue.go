@@ -137,7 +137,10 @@ type schedQueue struct {
 	orderPos bool
 	pos      map[*cluster.JobState]int
 	awake    []*jobClass
-	merged   bool
+	// again: the awake classes end left parked although they fit on
+	// the room after the cycle (see end and wakeAgain).
+	again  []*jobClass
+	merged bool
 	// cur is the class of the job being tried (nil: none, or unsafe to
 	// park: a job with several replicas on a sampled cluster).
 	cur    *jobClass
@@ -271,6 +274,8 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	q.skipped, q.awake, q.merged, q.collected, q.orderPos, q.cur = q.skipped[:0], q.awake[:0], false, false, false, nil
 	clear(q.pos)
 	q.follow(s, r.p.Window)
+	again := q.again
+	q.again = q.again[:0]
 	if len(q.parked) == 0 {
 		q.forget()
 		return
@@ -317,6 +322,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 			}
 		}
 	}
+	q.wakeAgain(c, again)
 	for _, pl := range r.plugins {
 		if rc, ok := pl.(Recaller); ok {
 			if js := rc.Recall(c); js != nil {
@@ -359,6 +365,48 @@ func (q *schedQueue) wakeClasses(c *Cycle, r *Runtime) {
 	for i := range s.Nodes {
 		q.water = append(q.water, l.Free(i))
 	}
+}
+
+// wakeAgain wakes the classes end left parked (again) that fit on the
+// room there is now, and unparks the members of those that do not, as
+// end did before: end would have unparked them all, and each would then
+// have been a candidate of this cycle. Woken, the class is what it would
+// be had room come back (wakeClasses): its first member in queue-sort
+// order is a candidate, and when it fails the members met and not tried
+// get its reason (end), as each member would have failed with the
+// class's status and been parked again. The classes that do not fit are
+// unparked rather than kept parked, so each member records its own
+// failure (reason, events) as before.
+func (q *schedQueue) wakeAgain(c *Cycle, again []*jobClass) {
+	reset := false
+	for _, cl := range again {
+		if cl.parked == 0 || cl.awakeCycle == q.cycle {
+			continue // woken by wakeClasses, or no member left
+		}
+		if !reset {
+			q.scratch.Reset(c.Snap, true)
+			reset = true
+		}
+		if q.fits(c, &q.scratch, cl) {
+			cl.awakeCycle = q.cycle
+			cl.members, cl.next, cl.ordered, cl.scans = cl.members[:0], 0, false, 0
+			q.awake = append(q.awake, cl)
+			continue
+		}
+		q.unparkClass(cl)
+	}
+	clear(again)
+}
+
+// unparkClass unparks every parked member of cl.
+func (q *schedQueue) unparkClass(cl *jobClass) {
+	for _, p := range cl.jobs {
+		if !p.gone {
+			q.unpark(p.js.Job, p)
+		}
+	}
+	clear(cl.jobs)
+	cl.jobs = cl.jobs[:0]
 }
 
 // fits reports whether class cl fits on l at one of its sizes (l is left
@@ -1269,14 +1317,14 @@ func (q *schedQueue) end(c *Cycle) {
 				}
 				continue
 			}
+			// The class still fits: rather than unparking its members
+			// (each then a candidate of the next cycle, tried and, after
+			// the first failure, parked again one by one), the next
+			// cycle wakes it again (wakeAgain).
+			q.again = append(q.again, cl)
+			continue
 		}
-		for _, p := range cl.jobs {
-			if !p.gone {
-				q.unpark(p.js.Job, p)
-			}
-		}
-		clear(cl.jobs)
-		cl.jobs = cl.jobs[:0]
+		q.unparkClass(cl)
 	}
 }
 
