@@ -58,7 +58,23 @@ func (FCFS) InQueueOrder(c *framework.Cycle) bool { return c.Snap.Pending.InEnqu
 // node at the first replica that does not fit. The job is placed when all
 // its parameter servers and at least its minimum workers were, with as
 // many workers as were placed.
-type DragonPlace struct{}
+//
+// The zero value works; NewDragonPlace's keeps its failure statuses for
+// reuse (the head of a long queue fails cycle after cycle).
+type DragonPlace struct {
+	// failed, when set, holds the statuses of the failures met so far;
+	// nil makes a new status per failure.
+	failed *map[placedTooFew]*framework.Status
+}
+
+// NewDragonPlace returns a DragonPlace that builds each failure status
+// once. A status is not changed by its readers but for the plugin name
+// (always this plugin's) and its reason formatted on first read, so
+// handing the same one out again is the same as building it anew.
+func NewDragonPlace() DragonPlace {
+	m := map[placedTooFew]*framework.Status{}
+	return DragonPlace{failed: &m}
+}
 
 var _ framework.Place = DragonPlace{}
 
@@ -79,7 +95,7 @@ func (DragonPlace) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.E
 }
 
 // Place implements framework.Place.
-func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
+func (dp DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
 	j := js.Job
 	var rb [4]dragonReq
 	var ob [4]int
@@ -101,7 +117,7 @@ func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.Jo
 			need = j.Groups[0].Min
 		}
 		if ok[i] < need {
-			return nil, framework.StatusOf(framework.Unschedulable, &placedTooFew{placed: ok[i], asked: r.n, need: need, group: j.Groups[r.group].Name})
+			return nil, dp.failure(placedTooFew{placed: ok[i], asked: r.n, need: need, group: j.Groups[r.group].Name})
 		}
 	}
 	clear(ok)
@@ -110,6 +126,20 @@ func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.Jo
 		return nil, framework.NewStatus(framework.Unschedulable, "ScheduleJob's placement does not fit")
 	}
 	return p, nil
+}
+
+// failure returns Place's status for failure f: the one built before
+// for the same f when dp keeps them.
+func (dp DragonPlace) failure(f placedTooFew) *framework.Status {
+	if dp.failed == nil {
+		return framework.StatusOf(framework.Unschedulable, &f)
+	}
+	st, ok := (*dp.failed)[f]
+	if !ok {
+		st = framework.StatusOf(framework.Unschedulable, &f)
+		(*dp.failed)[f] = st
+	}
+	return st
 }
 
 // placedTooFew is Place's failure, formatted only when the reason is
@@ -555,7 +585,7 @@ func DragonProfile(starveAfter, scaleUpAfter float64) framework.Profile {
 		Name:      "dragon",
 		QueueSort: FCFS{},
 		Admit:     []framework.Admit{OnePerCycle{}, down},
-		Place:     DragonPlace{},
+		Place:     NewDragonPlace(),
 		Preempt:   []framework.Preempt{down},
 		Rebalance: []framework.Rebalance{&DragonScaleUp{ScaleUpAfter: scaleUpAfter}},
 	}
