@@ -131,13 +131,19 @@ func (dp DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster
 // failure returns Place's status for failure f: the one built before
 // for the same f when dp keeps them.
 func (dp DragonPlace) failure(f placedTooFew) *framework.Status {
-	if dp.failed == nil {
-		return framework.StatusOf(framework.Unschedulable, &f)
+	var st *framework.Status
+	ok := false
+	if dp.failed != nil {
+		st, ok = (*dp.failed)[f]
 	}
-	st, ok := (*dp.failed)[f]
 	if !ok {
-		st = framework.StatusOf(framework.Unschedulable, &f)
-		(*dp.failed)[f] = st
+		// A copy, so that f (taken by value) does not move to the heap
+		// on every call, found or not.
+		e := f
+		st = framework.StatusOf(framework.Unschedulable, &e)
+		if dp.failed != nil {
+			(*dp.failed)[f] = st
+		}
 	}
 	return st
 }
@@ -463,6 +469,10 @@ type DragonScaleUp struct {
 
 	started    bool
 	lastAction float64
+
+	// plans and added are Rebalance's buffers, one entry per running job.
+	plans []cluster.Placement
+	added []int
 }
 
 var (
@@ -497,8 +507,12 @@ func (u *DragonScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	s := c.Snap
 	l := c.St.Now()
 	running := runningOrder(s)
-	plans := make([]cluster.Placement, len(running))
-	added := make([]int, len(running))
+	// The plans go to Resize, the slices holding them are reused.
+	u.plans = slices.Grow(u.plans[:0], len(running))[:len(running)]
+	u.added = slices.Grow(u.added[:0], len(running))[:len(running)]
+	plans, added := u.plans, u.added
+	clear(plans)
+	clear(added)
 	l.Fork()
 	i := 0
 	for ni, n := range s.Nodes {
