@@ -193,8 +193,14 @@ func scheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq, ok []int
 	node:
 		for ri, r := range reqs {
 			d := j.Groups[r.group].Demand
+			// usable depends on the node and the group only: tested
+			// once, before the first replica, as the loop below did.
+			if r.n > 0 && !usable(i, r.group) {
+				one = false
+				break node
+			}
 			for c := 0; c < r.n; c++ {
-				if !usable(i, r.group) || !d.Fits(free) {
+				if !d.Fits(free) {
 					one = false
 					break node
 				}
@@ -237,8 +243,11 @@ func scheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq, ok []int
 		for ; ri < len(reqs); ri++ {
 			r := reqs[ri]
 			d := j.Groups[r.group].Demand
+			if c < r.n && !usable(i, r.group) {
+				break fill
+			}
 			for ; c < r.n; c++ {
-				if !usable(i, r.group) || !d.Fits(free) {
+				if !d.Fits(free) {
 					break fill
 				}
 				free = free.Sub(d)
