@@ -58,7 +58,23 @@ func (FCFS) InQueueOrder(c *framework.Cycle) bool { return c.Snap.Pending.InEnqu
 // node at the first replica that does not fit. The job is placed when all
 // its parameter servers and at least its minimum workers were, with as
 // many workers as were placed.
-type DragonPlace struct{}
+//
+// The zero value works; NewDragonPlace's keeps its failure statuses for
+// reuse (the head of a long queue fails cycle after cycle).
+type DragonPlace struct {
+	// failed, when set, holds the statuses of the failures met so far;
+	// nil makes a new status per failure.
+	failed *map[placedTooFew]*framework.Status
+}
+
+// NewDragonPlace returns a DragonPlace that builds each failure status
+// once. A status is not changed by its readers but for the plugin name
+// (always this plugin's) and its reason formatted on first read, so
+// handing the same one out again is the same as building it anew.
+func NewDragonPlace() DragonPlace {
+	m := map[placedTooFew]*framework.Status{}
+	return DragonPlace{failed: &m}
+}
 
 var _ framework.Place = DragonPlace{}
 
@@ -79,7 +95,7 @@ func (DragonPlace) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.E
 }
 
 // Place implements framework.Place.
-func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
+func (dp DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
 	j := js.Job
 	var rb [4]dragonReq
 	var ob [4]int
@@ -101,7 +117,7 @@ func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.Jo
 			need = j.Groups[0].Min
 		}
 		if ok[i] < need {
-			return nil, framework.StatusOf(framework.Unschedulable, &placedTooFew{placed: ok[i], asked: r.n, need: need, group: j.Groups[r.group].Name})
+			return nil, dp.failure(placedTooFew{placed: ok[i], asked: r.n, need: need, group: j.Groups[r.group].Name})
 		}
 	}
 	clear(ok)
@@ -110,6 +126,26 @@ func (DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.Jo
 		return nil, framework.NewStatus(framework.Unschedulable, "ScheduleJob's placement does not fit")
 	}
 	return p, nil
+}
+
+// failure returns Place's status for failure f: the one built before
+// for the same f when dp keeps them.
+func (dp DragonPlace) failure(f placedTooFew) *framework.Status {
+	var st *framework.Status
+	ok := false
+	if dp.failed != nil {
+		st, ok = (*dp.failed)[f]
+	}
+	if !ok {
+		// A copy, so that f (taken by value) does not move to the heap
+		// on every call, found or not.
+		e := f
+		st = framework.StatusOf(framework.Unschedulable, &e)
+		if dp.failed != nil {
+			(*dp.failed)[f] = st
+		}
+	}
+	return st
 }
 
 // placedTooFew is Place's failure, formatted only when the reason is
@@ -157,8 +193,14 @@ func scheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq, ok []int
 	node:
 		for ri, r := range reqs {
 			d := j.Groups[r.group].Demand
+			// usable depends on the node and the group only: tested
+			// once, before the first replica, as the loop below did.
+			if r.n > 0 && !usable(i, r.group) {
+				one = false
+				break node
+			}
 			for c := 0; c < r.n; c++ {
-				if !usable(i, r.group) || !d.Fits(free) {
+				if !d.Fits(free) {
 					one = false
 					break node
 				}
@@ -201,8 +243,11 @@ func scheduleJob(l *placement.Ledger, j *cluster.Job, reqs []dragonReq, ok []int
 		for ; ri < len(reqs); ri++ {
 			r := reqs[ri]
 			d := j.Groups[r.group].Demand
+			if c < r.n && !usable(i, r.group) {
+				break fill
+			}
 			for ; c < r.n; c++ {
-				if !usable(i, r.group) || !d.Fits(free) {
+				if !d.Fits(free) {
 					break fill
 				}
 				free = free.Sub(d)
@@ -433,6 +478,10 @@ type DragonScaleUp struct {
 
 	started    bool
 	lastAction float64
+
+	// plans and added are Rebalance's buffers, one entry per running job.
+	plans []cluster.Placement
+	added []int
 }
 
 var (
@@ -467,8 +516,12 @@ func (u *DragonScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	s := c.Snap
 	l := c.St.Now()
 	running := runningOrder(s)
-	plans := make([]cluster.Placement, len(running))
-	added := make([]int, len(running))
+	// The plans go to Resize, the slices holding them are reused.
+	u.plans = slices.Grow(u.plans[:0], len(running))[:len(running)]
+	u.added = slices.Grow(u.added[:0], len(running))[:len(running)]
+	plans, added := u.plans, u.added
+	clear(plans)
+	clear(added)
 	l.Fork()
 	i := 0
 	for ni, n := range s.Nodes {
@@ -555,7 +608,7 @@ func DragonProfile(starveAfter, scaleUpAfter float64) framework.Profile {
 		Name:      "dragon",
 		QueueSort: FCFS{},
 		Admit:     []framework.Admit{OnePerCycle{}, down},
-		Place:     DragonPlace{},
+		Place:     NewDragonPlace(),
 		Preempt:   []framework.Preempt{down},
 		Rebalance: []framework.Rebalance{&DragonScaleUp{ScaleUpAfter: scaleUpAfter}},
 	}

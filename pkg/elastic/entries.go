@@ -110,7 +110,12 @@ func Plugins() []framework.PluginEntry {
 		{Name: FCFSName, Description: "queueSort: earliest enqueued first (DRAGON's waiting queue)",
 			New: none(FCFSName, FCFS{})},
 		{Name: DragonPlaceName, Description: "place: DRAGON's ScheduleJob: parameter servers then workers on the first node that holds them all, else fill nodes from the one holding the most replicas; at least the minimum workers",
-			New: none(DragonPlaceName, DragonPlace{})},
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(DragonPlaceName); err != nil {
+					return nil, err
+				}
+				return NewDragonPlace(), nil
+			}},
 		{Name: DragonScaleDownName, Description: "preempt, admit: once the head of the queue waited starve_s (default 30), shrink running jobs in start order towards their minimum until its minimum workers fit; if that fails no job starts; time-driven",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				v, err := seconds(a, DragonScaleDownName, "starve_s", DefaultStarveAfter)

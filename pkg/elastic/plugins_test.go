@@ -661,3 +661,48 @@ func TestOrderDecides(t *testing.T) {
 		t.Error("the orders never differed")
 	}
 }
+
+// TestDragonPlaceKeptStatuses checks that a DragonPlace keeping its
+// failure statuses gives, failure after failure, the reasons a DragonPlace
+// building each one anew gives: a kept status is handed out only for the
+// same failure.
+func TestDragonPlaceKeptStatuses(t *testing.T) {
+	job := func(n, lo int) *cluster.JobState { return cluster.NewJobState(psJob("j", 0, 1, 0, 3, 2, n, lo, n)) }
+	bigPS := job(2, 1)
+	bigPS.Job.Groups[1].Demand = resource.New(4, 2, 0)
+	type attempt struct {
+		free []float64
+		js   *cluster.JobState
+	}
+	attempts := []attempt{
+		{[]float64{4, 3, 0}, job(3, 3)}, // 2 of 3 workers, need 3
+		{[]float64{3, 3, 3}, bigPS},     // no PS
+		{[]float64{4, 3, 0}, job(4, 3)}, // 2 of 4 workers, need 3
+		{[]float64{3, 3, 0}, job(3, 3)}, // 1 of 3 workers, need 3
+		{[]float64{4, 3, 0}, job(3, 3)}, // the first again
+		{[]float64{3, 8, 8}, job(2, 1)}, // placed
+		{[]float64{3, 3, 3}, bigPS},
+	}
+	reasons := func(dp DragonPlace) []string {
+		var out []string
+		for _, a := range attempts {
+			w := newWorld(3, 8, 30)
+			for i, f := range a.free {
+				w.alloc(i, 8-f)
+			}
+			l := placement.NewLedger(w.obj(), true)
+			_, st := dp.Place(nil, l, a.js, a.js.Job.RequestedCounts())
+			out = append(out, st.Code().String()+": "+st.Reason())
+		}
+		return out
+	}
+	want := reasons(DragonPlace{})
+	if d := cmp.Diff(want, reasons(NewDragonPlace())); d != "" {
+		t.Errorf("kept statuses (-anew +kept):\n%s", d)
+	}
+	kept := NewDragonPlace()
+	reasons(kept)
+	if d := cmp.Diff(want, reasons(kept)); d != "" {
+		t.Errorf("kept statuses, second round (-anew +kept):\n%s", d)
+	}
+}
