@@ -59,14 +59,7 @@ func TestHighJobMatchesScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 15))
 	job := func(id string) *cluster.Job {
 		j := psJob(id, 0, 100, r.IntN(3), float64(1+r.IntN(3)), 2, 1, 1, 2)
-		switch r.IntN(4) {
-		case 1:
-			j.Utility = constUtility(float64(r.IntN(3)))
-		case 2:
-			j.Utility = constUtility(math.NaN())
-		case 3:
-			j.Utility = constUtility(-1)
-		}
+		randomUtility(r, j, 4)
 		return j
 	}
 	found := 0
@@ -107,14 +100,7 @@ func TestPendingRanksFollowQueue(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	job := func(id string) *cluster.Job {
 		j := psJob(id, 0, 100, r.IntN(3), 1, 2, 1, 1, 2)
-		switch r.IntN(5) {
-		case 1:
-			j.Utility = constUtility(float64(r.IntN(3)))
-		case 2:
-			j.Utility = constUtility(math.NaN())
-		case 3:
-			j.Utility = constUtility(-1)
-		}
+		randomUtility(r, j, 5)
 		return j
 	}
 	ranks := &pendingRanks{}
@@ -169,5 +155,18 @@ func TestPendingRanksFollowQueue(t *testing.T) {
 	}
 	if both[0] < 100 || both[1] < 100 {
 		t.Errorf("answers false/true %v: not both exercised", both)
+	}
+}
+
+// randomUtility gives j, by a draw of r.IntN(n), a constant utility of
+// 0 to 2, a NaN one, a negative one, or (draw 0, or 4 and more) none.
+func randomUtility(r *rand.Rand, j *cluster.Job, n int) {
+	switch r.IntN(n) {
+	case 1:
+		j.Utility = constUtility(float64(r.IntN(3)))
+	case 2:
+		j.Utility = constUtility(math.NaN())
+	case 3:
+		j.Utility = constUtility(-1)
 	}
 }

@@ -52,6 +52,28 @@ var (
 	_ framework.Requeuer = always{}
 )
 
+// showWaits has the executor show each Wait of acts as its job's reason.
+func showWaits(w *world, acts []policy.Action) {
+	for js := range w.s.Pending.All() {
+		for _, a := range acts {
+			if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
+				js.Reason = wa.Reason
+			}
+		}
+	}
+}
+
+// step runs one cycle of rt on w as an executor would: the Waits shown,
+// the starts applied; it returns the cycle's actions, summarised.
+func step(rt *framework.Runtime, w *world, jobs map[string]*cluster.Job) []string {
+	w.s.Cycle++
+	raw := rt.Schedule(w.s)
+	showWaits(w, raw)
+	acts := summary(raw)
+	apply(w, acts, jobs)
+	return acts
+}
+
 // apply starts the jobs of a cycle's Start actions in the world (their
 // GPUs allocated on the nodes), as an executor would.
 func apply(w *world, acts []string, jobs map[string]*cluster.Job) {
@@ -243,12 +265,8 @@ func TestWaitOnlyWhenReasonChanges(t *testing.T) {
 	}
 	// The executor applies the Waits; then b's reason is changed behind
 	// the scheduler's back.
+	showWaits(w, first)
 	for js := range w.s.Pending.All() {
-		for _, a := range first {
-			if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
-				js.Reason = wa.Reason
-			}
-		}
 		if js.Job.ID == "b" {
 			js.Reason = "something else"
 		}
@@ -513,19 +531,7 @@ func TestQueueClassesWithClassPlace(t *testing.T) {
 					if k == 2 {
 						w.s.Nodes[1].Allocated = resource.Vector{} // room on n1: 8 GPUs
 					}
-					w.s.Cycle++
-					raw := rt.Schedule(w.s)
-					// The executor shows each Wait's reason.
-					for js := range w.s.Pending.All() {
-						for _, a := range raw {
-							if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
-								js.Reason = wa.Reason
-							}
-						}
-					}
-					acts := summary(raw)
-					apply(w, acts, jobs)
-					out = append(out, acts)
+					out = append(out, step(rt, w, jobs))
 				}
 				return out
 			}
@@ -597,18 +603,7 @@ func TestQueueMergedMembersNotCandidatesTwice(t *testing.T) {
 				// wakes; a0 needs more and evicts r from n0.
 				w.s.Nodes[1].Allocated = resource.New(4, 4, 4)
 			}
-			w.s.Cycle++
-			raw := rt.Schedule(w.s)
-			for js := range w.s.Pending.All() {
-				for _, a := range raw {
-					if wa, ok := a.(policy.Wait); ok && wa.Job == js.Job.ID {
-						js.Reason = wa.Reason
-					}
-				}
-			}
-			acts := summary(raw)
-			apply(w, acts, jobs)
-			out = append(out, acts)
+			out = append(out, step(rt, w, jobs))
 		}
 		return out
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
-	"github.com/drover-sched/drover/pkg/plugins"
 )
 
 // A new job's start costs one status write: Pending is not written first
@@ -47,22 +45,10 @@ func TestStartWritesStatusOnce(t *testing.T) {
 				mu.Unlock()
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			}}).Build()
-	reg, err := plugins.Policies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := reg.New("fifo")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// No queue positions: their writes are bounded separately (queue.go)
 	// and would count against the waiting job here.
 	off := 0
-	cfg := Config{QueuePositions: &off}
-	cfg.Defaults()
-	e := New(cfg, cl, nil, nil, pol, logr.Discard())
-	e.Now = func() time.Time { return t0.Add(time.Minute) }
-	e.Origin = t0
+	e := testExecutor(t, cl, "fifo", Config{QueuePositions: &off}, nil)
 	for cycle := range 2 {
 		if _, err := e.Cycle(context.Background()); err != nil {
 			t.Fatalf("cycle %d: %v", cycle+1, err)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +29,6 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/validate"
 )
@@ -138,20 +136,9 @@ func newHarness(t *testing.T, pol string, refuse func(*corev1.Pod) error, objs .
 				}
 				return c.Create(ctx, obj, opts...)
 			}}).Build()
-	reg, err := plugins.Policies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := reg.New(pol)
-	if err != nil {
-		t.Fatal(err)
-	}
 	off := 0
-	cfg := Config{QueuePositions: &off}
-	cfg.Defaults()
-	h.e = New(cfg, h.cl, nil, h.rec, p, logr.Discard())
+	h.e = testExecutor(t, h.cl, pol, Config{QueuePositions: &off}, h.rec)
 	h.e.Now = func() time.Time { return h.now }
-	h.e.Origin = t0
 	return h
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"k8s.io/client-go/tools/record"
 )
 
 // Run's cycles do not wait for their starts' pod creations and Bindings
@@ -186,18 +187,23 @@ func TestPipelinedEndWrite(t *testing.T) {
 // fifoExecutor is an executor with the default config and the fifo
 // preset on client cl, its clock a minute after t0.
 func fifoExecutor(t *testing.T, cl client.Client) *Executor {
+	return testExecutor(t, cl, "fifo", Config{}, nil)
+}
+
+// testExecutor is an executor of the preset spec on cl with cfg
+// (defaulted), its clock a minute past t0; rec may be nil.
+func testExecutor(t *testing.T, cl client.Client, spec string, cfg Config, rec record.EventRecorder) *Executor {
 	t.Helper()
 	reg, err := plugins.Policies()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := reg.New("fifo")
+	pol, err := reg.New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{}
 	cfg.Defaults()
-	e := New(cfg, cl, nil, nil, pol, logr.Discard())
+	e := New(cfg, cl, nil, rec, pol, logr.Discard())
 	e.Now = func() time.Time { return t0.Add(time.Minute) }
 	e.Origin = t0
 	return e

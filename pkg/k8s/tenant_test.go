@@ -20,7 +20,6 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
-	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -109,21 +108,10 @@ func cycleWith(t *testing.T, spec string, cfg Config, cycles int, objs ...client
 	t.Helper()
 	cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.TrainingJob{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: bindFake}).Build()
-	reg, err := plugins.Policies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := reg.New(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	off := 0
 	cfg.QueuePositions = &off
-	cfg.Defaults()
 	rec := record.NewFakeRecorder(100)
-	e := New(cfg, cl, nil, rec, pol, logr.Discard())
-	e.Now = func() time.Time { return t0.Add(time.Minute) }
-	e.Origin = t0
+	e := testExecutor(t, cl, spec, cfg, rec)
 	for range cycles {
 		if _, err := e.Cycle(context.Background()); err != nil {
 			t.Fatalf("cycle: %v", err)
