@@ -334,7 +334,7 @@ func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
 		return
 	}
-	ps := &v1alpha1.ProgressStatus{Fraction: clamp01(best.Progress), Metric: best.Metric, ReportedAt: metav1.Time{Time: best.Time}}
+	ps := &v1alpha1.ProgressStatus{Fraction: clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
 	if s.Progress != nil {
 		ps.Checkpoint, ps.CheckpointFraction = s.Progress.Checkpoint, s.Progress.CheckpointFraction
 	}
@@ -344,7 +344,7 @@ func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 	}
 	s.Progress = ps
 	if best.Metric != nil {
-		s.Evals = append(s.Evals, v1alpha1.EvalSample{Time: metav1.Time{Time: best.Time}, Value: *best.Metric})
+		s.Evals = append(s.Evals, v1alpha1.EvalSample{Time: v1alpha1.NewReportTime(best.Time), Value: *best.Metric})
 		if len(s.Evals) > maxEvals {
 			s.Evals = append([]v1alpha1.EvalSample(nil), s.Evals[len(s.Evals)-maxEvals:]...)
 		}

@@ -30,7 +30,7 @@ func TestFutureReportsIgnored(t *testing.T) {
 	skewed := report.Report{Progress: 0.4, Time: now.Add(30 * time.Second)}
 	progress := func(r report.Report) *v1alpha1.ProgressStatus {
 		return &v1alpha1.ProgressStatus{Fraction: r.Progress, Checkpoint: r.Checkpoint, CheckpointFraction: r.CheckpointProgress,
-			ReportedAt: metav1.NewTime(r.Time)}
+			ReportedAt: v1alpha1.NewReportTime(r.Time)}
 	}
 	cases := []struct {
 		name     string
@@ -45,10 +45,10 @@ func TestFutureReportsIgnored(t *testing.T) {
 		{name: "a report from 2099 seen by the informer is ignored",
 			observed: []report.Report{forged}, pods: []report.Report{real}, want: progress(real)},
 		{name: "a report within the skew is read",
-			pods: []report.Report{real, skewed}, want: &v1alpha1.ProgressStatus{Fraction: 0.4, ReportedAt: metav1.NewTime(skewed.Time)}},
+			pods: []report.Report{real, skewed}, want: &v1alpha1.ProgressStatus{Fraction: 0.4, ReportedAt: v1alpha1.NewReportTime(skewed.Time)}},
 		{name: "a status pinned in 2099 is dropped with its checkpoint; the real report is read",
 			status: progress(forged), pods: []report.Report{{Progress: 0.5, Time: now.Add(-time.Second)}},
-			want: &v1alpha1.ProgressStatus{Fraction: 0.5, ReportedAt: metav1.NewTime(now.Add(-time.Second))}},
+			want: &v1alpha1.ProgressStatus{Fraction: 0.5, ReportedAt: v1alpha1.NewReportTime(now.Add(-time.Second))}},
 		{name: "a status pinned in 2099 with no report left is dropped",
 			status: progress(forged), pods: []report.Report{forged}, want: nil},
 		{name: "a pod with the job's label that the job does not control is not read, from the cycle or the informer",

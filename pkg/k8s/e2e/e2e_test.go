@@ -63,6 +63,15 @@ func TestGangPlacementByBinding(t *testing.T) {
 	if len(done.Status.Evals) < 2 {
 		t.Errorf("%d eval samples in status, want the reported metric history", len(done.Status.Evals))
 	}
+	// The trainer reports several times a second: the history read back
+	// from the API server keeps each report's own time (whole seconds, as
+	// metav1.Time stores, would give several samples one time, and SpeCon
+	// the value a second late).
+	for i := 1; i < len(done.Status.Evals); i++ {
+		if a, b := done.Status.Evals[i-1].Time, done.Status.Evals[i].Time; !b.After(a.Time) {
+			t.Errorf("eval %d at %s, not after eval %d at %s", i, b.Format(time.RFC3339Nano), i-1, a.Format(time.RFC3339Nano))
+		}
+	}
 }
 
 // The API server refuses invalid TrainingJobs with a message naming the

@@ -291,7 +291,7 @@ type GroupStatus struct {
 // EvalSample is one reported value of the job's metric.
 type EvalSample struct {
 	// Time is when the trainer reported it.
-	Time metav1.Time `json:"time"`
+	Time ReportTime `json:"time"`
 	// Value of the metric.
 	Value float64 `json:"value"`
 }
@@ -311,7 +311,7 @@ type ProgressStatus struct {
 	// +optional
 	CheckpointFraction float64 `json:"checkpointFraction,omitempty"`
 	// ReportedAt is when the trainer reported.
-	ReportedAt metav1.Time `json:"reportedAt"`
+	ReportedAt ReportTime `json:"reportedAt"`
 }
 
 // TrainingJobStatus is what the scheduler observed and decided. The
