@@ -89,18 +89,29 @@ func TestSlotLabelBounds(t *testing.T) {
 // the job the first one Alg. 3 moves.
 func TestStateLabelBounds(t *testing.T) {
 	fast := []float64{0.9, 0.7, 0.5}
+	slowing := []float64{0.5, 0.3, 0.295} // growth 0.005 < alpha, below 0.2: PC -> WC
 	t.Run("round", func(t *testing.T) {
-		for _, tc := range []struct{ label, want string }{
-			{"9223372036854775807", "10"},
-			{"1099511627776", "10"},
-			{"9", "10"},
-			{"1099511627775", ""}, // accepted: a later round than now, nothing to do
+		for _, tc := range []struct {
+			label string
+			evals []float64
+			want  string
+			wrote bool
+		}{
+			// The round (10) changes the category: it is recorded.
+			{"9223372036854775807", slowing, "10", true},
+			{"1099511627776", slowing, "10", true},
+			{"9", slowing, "10", true},
+			{"1099511627775", slowing, "", false}, // accepted: a later round than now, nothing to do
+			// The round changes nothing: a valid label stays, a bad one
+			// is removed.
+			{"9", fast, "", false},
+			{"9223372036854775807", fast, "", true},
 		} {
 			t.Run(tc.label, func(t *testing.T) {
-				jobs := []fakeJob{{id: "p", worker: 1, labels: map[string]string{LabelCategory: "PC", LabelRound: tc.label}, evals: fast}}
-				got := labelsOf(schedule(t, "specon", snapshot(300, 2, jobs)), "p")[LabelRound]
-				if got != tc.want {
-					t.Errorf("round label written %q, want %q", got, tc.want)
+				jobs := []fakeJob{{id: "p", worker: 1, labels: map[string]string{LabelCategory: "PC", LabelRound: tc.label}, evals: tc.evals}}
+				got, wrote := labelsOf(schedule(t, "specon", snapshot(300, 2, jobs)), "p")[LabelRound]
+				if got != tc.want || wrote != tc.wrote {
+					t.Errorf("round label written %q (%v), want %q (%v)", got, wrote, tc.want, tc.wrote)
 				}
 			})
 		}
@@ -149,10 +160,13 @@ func TestStateLabelBounds(t *testing.T) {
 // its label values from cycle to cycle, but it decides what to write from
 // the job's labels as the executor shows them: a write the executor did
 // not apply (refused, or lost) is sent again on the next cycle, one it
-// applied is not, and a label someone else changed is written back.
+// applied is not, and a label someone else changed is written back when
+// the cycle compares them (after a write, or when their number changed).
 func TestLabelsSentUntilApplied(t *testing.T) {
 	fast := []float64{0.9, 0.7, 0.5}
 	s := snapshot(300, 2, []fakeJob{{id: "p", worker: 1, labels: map[string]string{}, evals: fast}})
+	// Only a round that changes the job's state is recorded: the first
+	// one, PC -> PC, is not.
 	js := s.Running[0]
 	r := policy.NewRegistry()
 	if err := r.Add(Entries()...); err != nil {
@@ -162,7 +176,7 @@ func TestLabelsSentUntilApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{LabelCategory: "PC", LabelRound: "10"}
+	want := map[string]string{LabelCategory: "PC"}
 	apply := func(as []policy.Action) {
 		for _, l := range actionsOf[policy.SetLabel](as) {
 			js.Labels[l.Key] = l.Value
@@ -184,6 +198,13 @@ func TestLabelsSentUntilApplied(t *testing.T) {
 		{"edited: written back", 330, true, map[string]string{LabelCategory: "CC", LabelMove: "M"},
 			map[string]string{LabelCategory: "WC", LabelMove: ""}},
 		{"restored", 330, true, nil, map[string]string{}},
+		// After a cycle that wrote nothing, the labels are compared again
+		// only when their number changed: only the profile's plugins write
+		// them (Kubernetes keeps them in status, which tenants cannot
+		// write), so an edit of a value alone is not seen...
+		{"quiet: not compared", 330, true, map[string]string{LabelCategory: "PC"}, map[string]string{}},
+		// ...and one that comes with a label added or lost is.
+		{"another label added: compared", 330, true, map[string]string{LabelSlot: "3"}, map[string]string{LabelCategory: "WC"}},
 	}
 	for _, st := range steps {
 		s.Now = st.now

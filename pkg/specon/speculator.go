@@ -59,10 +59,6 @@ type Speculator struct {
 	active []int
 	cands  []Movable
 	candJS []*cluster.JobState
-	// round and roundLab cache the label value of the round last
-	// formatted: every job categorised in a round gets the same one.
-	round    int64
-	roundLab string
 }
 
 // running is a running job and its state, for one cycle.
@@ -163,14 +159,35 @@ type jobMem struct {
 	memFields
 	id    string // the job's ID
 	seen  uint64 // the Speculator's gen when last seen running
+	round int64  // last round categorised, -1 before
 	lab   [6]string
 	labOf memFields
 	labOK bool
+	// check: compare the job's labels with lab in this cycle's write pass,
+	// as labels were written for it in the previous cycle (or it is new to
+	// this Speculator) and a write the executor refused or lost must be
+	// sent again. Otherwise its labels are as last compared, unless their
+	// number changed: only the profile's plugins write them (in Kubernetes
+	// they live in status, which tenants cannot write), so the pass skips
+	// the job's six map lookups.
+	check bool
+	// nlab is the number of labels the job carried when last compared: a
+	// different number (another plugin's first label, a lost one) makes
+	// the write pass compare again.
+	nlab int
 }
 
 type memFields struct {
-	cat         Category
-	round       int64   // last round categorised, -1 before
+	cat Category
+	// decided is the last round whose categorisation changed the job's
+	// state (its category) or asked for reallocation (Alg. 1 line 13), -1
+	// before. It is what the round label persists: a rebuilt Speculator
+	// skips rounds up to it, so it never applies such a round twice, and
+	// applying again a round that changed nothing changes nothing
+	// (Categorize is a function of the category and the two growths, and
+	// it left the category as it was). Persisting every round instead
+	// would write a label on every running job at every round.
+	decided     int64
 	convergedAt float64 // when it entered CC, -1 when not in CC
 	migrated    bool    // Alg. 2 has decided for it (stay or move)
 	markedAt    float64 // when Alg. 2 marked it migrated, -1 before (or unknown)
@@ -180,13 +197,13 @@ type memFields struct {
 // memFromLabels rebuilds a job's state from its labels; missing, malformed
 // or out-of-range labels fall back to a fresh job's state.
 func memFromLabels(js *cluster.JobState) *jobMem {
-	m := &jobMem{id: js.Job.ID, memFields: memFields{cat: PC, round: -1, convergedAt: -1, markedAt: -1}}
+	m := &jobMem{id: js.Job.ID, round: -1, check: true, memFields: memFields{cat: PC, decided: -1, convergedAt: -1, markedAt: -1}}
 	l := js.Labels
 	if c, err := ParseCategory(l[LabelCategory]); err == nil {
 		m.cat = c
 	}
 	if v, ok := labelInt(l, LabelRound); ok {
-		m.round = v
+		m.decided, m.round = v, v
 	}
 	if v, ok := labelFloat(l, LabelConvergedAt); ok {
 		m.convergedAt = v
@@ -223,11 +240,12 @@ func (p *Speculator) labels(m *jobMem) (changed uint8) {
 	if all || f.cat != o.cat {
 		set(0, f.cat.String())
 	}
-	if all || f.round != o.round {
-		if f.round != p.round || p.roundLab == "" {
-			p.round, p.roundLab = f.round, strconv.FormatInt(f.round, 10)
+	if all || f.decided != o.decided {
+		if f.decided < 0 {
+			set(1, "")
+		} else {
+			set(1, strconv.FormatInt(f.decided, 10))
 		}
-		set(1, p.roundLab)
 	}
 	if all || math.Float64bits(f.convergedAt) != math.Float64bits(o.convergedAt) {
 		set(2, timeLabel(f.convergedAt))
@@ -320,6 +338,10 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 			continue
 		}
 		st := Categorize(m.cat, g, prev, n == 2, p.P.Alpha)
+		if st.Next == m.cat && !st.Converged {
+			continue // nothing changes (convergedAt changes with the category only)
+		}
+		m.decided = round
 		if st.Next == CC && m.cat != CC {
 			m.convergedAt = tm
 		}
@@ -360,11 +382,17 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	for _, r := range order {
 		js, m := r.js, r.m
 		changed := p.labels(m)
+		if changed == 0 && !m.check && len(js.Labels) == m.nlab {
+			continue
+		}
+		wrote := false
 		for i, key := range labelKeys {
 			if changed&(1<<i) != 0 || js.Labels[key] != m.lab[i] {
 				c.St.Record(js, policy.SetLabel{Job: js.Job.ID, Key: key, Value: m.lab[i]})
+				wrote = true
 			}
 		}
+		m.check, m.nlab = wrote, len(js.Labels)
 	}
 	return nil
 }
