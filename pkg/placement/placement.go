@@ -29,6 +29,11 @@ type Ledger struct {
 	// reciprocal of the number of kinds it has, so that scoring a node
 	// multiplies instead of divides: scoring is the inner loop of a cycle.
 	inv []nodeInv
+	// invOf is the capacity each inv entry was computed from, so that
+	// Reset recomputes an entry only when its node's capacity changed
+	// (rarely; Reset runs every cycle, and a division per kind per node
+	// was a third of its cost).
+	invOf []resource.Vector
 	// roled marks nodes with a Role, so the hot loop need not load each
 	// NodeState (a cache miss per node) to learn that most have none.
 	roled []bool
@@ -165,8 +170,11 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	l.undo, l.marks, l.next = l.undo[:0], l.marks[:0], 0
 	if cap(l.inv) < len(s.Nodes) {
 		l.inv = make([]nodeInv, len(s.Nodes), cap(l.free))
+		// inv[i] is always what invOf[i] gives, zero for zero, up to
+		// cap.
+		l.invOf = make([]resource.Vector, len(s.Nodes), cap(l.free))
 	}
-	l.inv = l.inv[:len(s.Nodes)]
+	l.inv, l.invOf = l.inv[:len(s.Nodes)], l.invOf[:len(s.Nodes)]
 	l.roled = slices.Grow(l.roled[:0], len(s.Nodes))[:len(s.Nodes)]
 	// Every node's free resources are set afresh below: forget the score
 	// cache.
@@ -186,27 +194,34 @@ func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	}
 	for i, n := range s.Nodes {
 		l.roled[i] = n.Role != ""
-		var v nodeInv
-		k := 0
-		for r, c := range n.Capacity {
-			if c > 0 {
-				v.cap[r] = 1 / float64(c)
-				k++
+		if n.Capacity != l.invOf[i] {
+			var v nodeInv
+			k := 0
+			for r, c := range n.Capacity {
+				if c > 0 {
+					v.cap[r] = 1 / float64(c)
+					k++
+				}
 			}
+			if k > 0 {
+				v.kinds = 1 / float64(k)
+			}
+			l.inv[i], l.invOf[i] = v, n.Capacity
 		}
-		if k > 0 {
-			v.kinds = 1 / float64(k)
-		}
-		l.inv[i] = v
-	}
-	for i, n := range s.Nodes {
-		if !n.Ready || n.Gone {
-			l.free[i] = resource.Vector{}
-			continue
-		}
-		l.free[i] = n.Free()
-		if takePlaceholders {
-			l.free[i] = l.free[i].Add(n.Placeholder)
+		// Free, plus the placeholders' room when they are taken: n.Free()
+		// and Add, element by element in place.
+		f := &l.free[i]
+		switch {
+		case !n.Ready || n.Gone:
+			*f = resource.Vector{}
+		case takePlaceholders:
+			for k := range f {
+				f[k] = n.Capacity[k] - n.Allocated[k] + n.Placeholder[k]
+			}
+		default:
+			for k := range f {
+				f[k] = n.Capacity[k] - n.Allocated[k]
+			}
 		}
 	}
 }

@@ -323,3 +323,59 @@ func TestScanSparseMatchesDense(t *testing.T) {
 		}
 	}
 }
+
+// TestResetReusedLedger: a Ledger reset cycle after cycle, on clusters
+// whose nodes change capacity, readiness, placeholders and number, holds
+// what a fresh Ledger holds for the same snapshot (Reset keeps each
+// node's inverse capacity from the previous cycle while the capacity is
+// the same, and writes free resources in place).
+func TestResetReusedLedger(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	caps := []resource.Vector{resource.New(48, 384, 8), resource.New(16, 64, 0), resource.New(0, 0, 4), {}}
+	var reused Ledger
+	for step := range 200 {
+		s := &cluster.Snapshot{Pending: cluster.NewQueue()}
+		for i := range 1 + rng.IntN(6) {
+			n := &cluster.NodeState{Node: cluster.Node{Name: fmt.Sprint(i), Capacity: caps[rng.IntN(len(caps))]}, Index: i, Ready: rng.IntN(5) > 0, Gone: rng.IntN(9) == 0}
+			n.Allocated = resource.New(float64(rng.IntN(8)), 0, int64(rng.IntN(3)))
+			n.Placeholder = resource.New(0, float64(rng.IntN(4)), int64(rng.IntN(2)))
+			s.Nodes = append(s.Nodes, n)
+		}
+		take := rng.IntN(2) == 0
+		var fresh Ledger
+		fresh.Reset(s, take)
+		reused.Reset(s, take)
+		if d := cmp.Diff(fresh.free, reused.free); d != "" {
+			t.Fatalf("step %d: free (-fresh +reused):\n%s", step, d)
+		}
+		var want []nodeInv
+		for _, n := range s.Nodes {
+			var v nodeInv
+			k := 0.0
+			for r, c := range n.Capacity {
+				if c > 0 {
+					v.cap[r], k = 1/float64(c), k+1
+				}
+			}
+			if k > 0 {
+				v.kinds = 1 / k
+			}
+			want = append(want, v)
+		}
+		if d := cmp.Diff(want, reused.inv, cmp.AllowUnexported(nodeInv{})); d != "" {
+			t.Fatalf("step %d: inverse capacities (-want +reused):\n%s", step, d)
+		}
+		for i, n := range s.Nodes {
+			want := resource.Vector{}
+			if n.Ready && !n.Gone {
+				want = n.Free()
+				if take {
+					want = want.Add(n.Placeholder)
+				}
+			}
+			if reused.Free(i) != want {
+				t.Fatalf("step %d node %d: free %v, want %v", step, i, reused.Free(i), want)
+			}
+		}
+	}
+}

@@ -157,9 +157,10 @@ func (sp *Speculator) Reserve(c *framework.Cycle, js *cluster.JobState, p cluste
 // strings for it.
 type jobMem struct {
 	memFields
-	id    string // the job's ID
-	seen  uint64 // the Speculator's gen when last seen running
-	round int64  // last round categorised, -1 before
+	id    string       // the job's ID
+	job   *cluster.Job // the Job its state held when last looked up
+	seen  uint64       // the Speculator's gen when last seen running
+	round int64        // last round categorised, -1 before
 	lab   [6]string
 	labOf memFields
 	labOK bool
@@ -171,6 +172,9 @@ type jobMem struct {
 	// they live in status, which tenants cannot write), so the pass skips
 	// the job's six map lookups.
 	check bool
+	// dirty is set wherever memFields is written after the state was
+	// built (Alg. 1, 2 and 3), so that labels compares fields only then.
+	dirty bool
 	// nlab is the number of labels the job carried when last compared: a
 	// different number (another plugin's first label, a lost one) makes
 	// the write pass compare again.
@@ -230,6 +234,10 @@ var labelKeys = [6]string{LabelCategory, LabelRound, LabelConvergedAt, LabelMigr
 // the last call (times are compared bit for bit, so that the cache never
 // keeps a value the field would not format to).
 func (p *Speculator) labels(m *jobMem) (changed uint8) {
+	if m.labOK && !m.dirty {
+		return 0
+	}
+	m.dirty = false
 	f, o, all := &m.memFields, &m.labOf, !m.labOK
 	set := func(i int, v string) {
 		if v != m.lab[i] {
@@ -285,27 +293,33 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 	// The same running jobs as in the previous cycle have the same states,
 	// found without a lookup: p.mem changes only in this loop and the one
 	// after it, which leave p.mem[p.mems[i].id] == p.mems[i] for every i
-	// (the ID is compared in case a job state's Job was replaced).
+	// (the Job is compared in case a job state's Job was replaced).
 	same := slices.Equal(s.Running, p.prev) && len(p.mems) == len(s.Running)
+	// sameJobs: also every job state holds the Job it held then, so the
+	// previous cycle's order by (Submit, ID) holds as it was (a Job is
+	// immutable).
+	sameJobs := same
 	mems, seen := p.mems[:0], 0
 	for i, js := range s.Running {
-		id := js.Job.ID
 		var m *jobMem
-		if same && p.mems[i].id == id {
+		if same && p.mems[i].job == js.Job {
 			m = p.mems[i]
 		} else {
+			sameJobs = false
+			id := js.Job.ID
 			var ok bool
 			if m, ok = p.mem[id]; !ok {
 				m = memFromLabels(js)
 				p.mem[id] = m
 			}
+			m.job = js.Job
 		}
 		if m.seen != p.gen {
 			m.seen = p.gen
 			// m.lab holds the labels at the start of the cycle. (It
 			// does already unless the job is new: every Rebalance ends
 			// with labels on every running job.)
-			if !m.labOK || m.labOf != m.memFields {
+			if !m.labOK {
 				p.labels(m)
 			}
 			seen++
@@ -320,7 +334,7 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 			}
 		}
 	}
-	order := p.sorted(s.Running, mems)
+	order := p.sorted(s.Running, mems, sameJobs)
 
 	round := int64(math.Floor(s.Now/p.P.Interval + 1e-9))
 	tm := float64(round) * p.P.Interval
@@ -341,7 +355,7 @@ func (p *Speculator) Rebalance(c *framework.Cycle) *framework.Status {
 		if st.Next == m.cat && !st.Converged {
 			continue // nothing changes (convergedAt changes with the category only)
 		}
-		m.decided = round
+		m.decided, m.dirty = round, true
 		if st.Next == CC && m.cat != CC {
 			m.convergedAt = tm
 		}
@@ -411,15 +425,17 @@ func byStart(a, b running) int {
 // total order and the result does not depend on the order of rs: when rs
 // holds the same jobs as in the previous cycle (the same pointers, which
 // p.prev keeps alive so that no other job can take an address), the
-// previous permutation is tried first and kept if it is still sorted.
-func (p *Speculator) sorted(rs []*cluster.JobState, mems []*jobMem) []running {
+// previous permutation is tried first and kept if it is still sorted;
+// sameJobs says that each of them holds the Job it held then, so that it
+// is without a comparison.
+func (p *Speculator) sorted(rs []*cluster.JobState, mems []*jobMem, sameJobs bool) []running {
 	order := p.order[:0]
 	if slices.Equal(rs, p.prev) {
 		for _, i := range p.perm {
 			order = append(order, running{rs[i], mems[i]})
 		}
 		ok := true
-		for k := 1; k < len(order) && ok; k++ {
+		for k := 1; k < len(order) && ok && !sameJobs; k++ {
 			ok = byStart(order[k-1], order[k]) < 0
 		}
 		if ok {
@@ -542,6 +558,7 @@ func (p *Speculator) speculate(c *framework.Cycle, v *view, js *cluster.JobState
 	host := slices.IndexFunc(ws, func(w Worker) bool { return w.Node == v.where[js.Job.ID] })
 	m.migrated = true // lines 9, 15, 20: decided once, whatever the outcome
 	m.markedAt = c.Snap.Now
+	m.dirty = true
 	if host < 0 || js.Migrations > 0 || m.move != "" {
 		return
 	}
@@ -625,5 +642,6 @@ func (p *Speculator) rebalance(c *framework.Cycle, order []running, now float64)
 			m.markedAt = now
 		}
 		m.move, m.migrated = MoveRebalance, true
+		m.dirty = true
 	}
 }
