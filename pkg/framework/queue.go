@@ -45,7 +45,8 @@ import (
 // next one is; when one fails, the rest would too. A long queue of
 // similar jobs thus costs a few attempts per cycle, not one per job.
 type schedQueue struct {
-	parked map[*cluster.Job]*parkedJob
+	changeFn func(*cluster.JobState, bool) // q.change, made once
+	parked   map[*cluster.Job]*parkedJob
 	// water is, per node, the least room (per resource) any parked job
 	// saw when it failed; meaningful while parked is not empty.
 	water []resource.Vector
@@ -1142,7 +1143,10 @@ func (q *schedQueue) follow(s *cluster.Snapshot, window int) {
 		q.dropIndex()
 		return
 	}
-	if q.idx && ql.Since(q.mark, q.change) {
+	if q.changeFn == nil {
+		q.changeFn = q.change // one method value, not one per cycle
+	}
+	if q.idx && ql.Since(q.mark, q.changeFn) {
 		q.mark = ql.Mark()
 		return
 	}

@@ -56,6 +56,7 @@ type Profile struct {
 type Runtime struct {
 	p          Profile
 	timeDriven bool
+	cyc        Cycle // the current cycle's (see Schedule)
 	// fast is set when the profile's placement is one built-in strategy
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
@@ -246,7 +247,11 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 		}
 	}
 	r.st.reset(&r.now, &r.soon, p.Future)
-	c := &Cycle{Snap: s, St: &r.st, rt: r}
+	// The Cycle is the Runtime's, reset: it is valid only during the call
+	// (plugins keep nothing of it), and a long replay runs a cycle per
+	// tick. Its slices are new each cycle, as Started hands one out.
+	c := &r.cyc
+	*c = Cycle{Snap: s, St: &r.st, rt: r}
 	if r.data != nil {
 		clear(r.data)
 		c.data = r.data
