@@ -805,10 +805,32 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 				}
 			}
 		} else {
+			// The scan also learns whether the live members are all equal
+			// in the sort and in queue order (a priority sort on a queue
+			// of one priority): then they are in sort order already, as
+			// with one key above, and the next members are taken in turn
+			// without a scan.
+			allEq, inc, last := true, true, -1
 			for i := cl.next; i < len(cl.members); i++ {
-				if m := cl.members[i]; live(m) && (best < 0 || order(m, cl.members[best]) < 0) {
+				m := cl.members[i]
+				if !live(m) {
+					continue
+				}
+				inc = inc && m.pos > last
+				last = m.pos
+				if best < 0 {
+					best = i
+					continue
+				}
+				b := cl.members[best]
+				o := qs.Compare(c, m.js, b.js)
+				allEq = allEq && o == 0
+				if o < 0 || o == 0 && m.pos < b.pos {
 					best = i
 				}
+			}
+			if best >= 0 && allEq && inc {
+				cl.ordered = true
 			}
 		}
 		if best < 0 {
@@ -1301,7 +1323,7 @@ func (q *schedQueue) end(c *Cycle) {
 		if cl.failCycle == q.cycle {
 			// The members met but not tried would have failed as the
 			// class did: they get its reason.
-			reason := cl.failSt.Reason()
+			reason := c.St.intern(cl.failSt.Reason())
 			for _, m := range cl.members {
 				if p := m.p; !p.gone && !p.inCands {
 					p.reason = reason

@@ -43,9 +43,12 @@ type Statement struct {
 	// running job, say) grows acts once instead of doubling it from 1.
 	// acts stays nil in a cycle without actions, as before.
 	lastActs int
-	ops      map[*cluster.JobState]Op
-	undo     []opUndo
-	marks    []stMark
+	// reasons interns the reasons of the Waits recorded, across cycles
+	// (see intern).
+	reasons map[string]string
+	ops     map[*cluster.JobState]Op
+	undo    []opUndo
+	marks   []stMark
 	// labeled lists the jobs SetLabel was recorded for (the scheduling
 	// queue brings a parked job back when its labels change).
 	labeled []*cluster.JobState
@@ -98,7 +101,29 @@ func (st *Statement) wait(js *cluster.JobState, reason string) {
 		st.waits = map[*cluster.JobState]int{}
 	}
 	st.waits[js] = len(st.acts)
-	st.Record(js, policy.Wait{Job: js.Job.ID, Reason: reason})
+	st.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.intern(reason)})
+}
+
+// maxReasons bounds the interned reasons: a reason may name a job, and a
+// long replay would otherwise keep one per job.
+const maxReasons = 1024
+
+// intern returns the string equal to reason that this Statement handed out
+// before, else reason, remembered. The executor shows a job the reason of
+// the Wait it applied, that very string, so that comparing it with an
+// interned reason (a class's, given to every member of the class that is
+// not tried: schedQueue.end) finds equal pointers and skips comparing the
+// bytes: on a long queue that comparison, per member per cycle, was most
+// of the cost of closing the walk.
+func (st *Statement) intern(reason string) string {
+	if r, ok := st.reasons[reason]; ok {
+		return r
+	}
+	if st.reasons == nil || len(st.reasons) >= maxReasons {
+		st.reasons = make(map[string]string)
+	}
+	st.reasons[reason] = reason
+	return reason
 }
 
 // lastWait returns the reason of the last Wait recorded for js in this
