@@ -104,8 +104,9 @@ type virtual struct {
 }
 
 var (
-	_ framework.Provision  = (*Predictive)(nil)
-	_ framework.TimeDriven = (*Predictive)(nil)
+	_ framework.Provision   = (*Predictive)(nil)
+	_ framework.TimeDriven  = (*Predictive)(nil)
+	_ framework.ClocklessOn = (*Predictive)(nil)
 )
 
 // Name implements framework.Plugin.
@@ -118,6 +119,12 @@ func (*Predictive) Requeue(*framework.Cycle, *cluster.JobState) framework.Events
 // TimeDriven implements framework.TimeDriven: the forecast runs on a
 // clock, so a profile that lists the plugin is scheduled on every tick.
 func (*Predictive) TimeDriven() bool { return true }
+
+// ClocklessOn implements framework.ClocklessOn: on a fixed cluster (no
+// catalogue, none seen before) Provision does nothing, whatever the time.
+func (p *Predictive) ClocklessOn(s *cluster.Snapshot) bool {
+	return p.cat == nil && len(s.Catalog) == 0
+}
 
 // Provision implements framework.Provision. On a cluster with an instance
 // catalogue, once per Tick, it observes the demand, chooses the wanted

@@ -235,12 +235,31 @@ type Preemptor struct {
 	// to fail (see hopeless): the decisions are the same either way
 	// (tests compare the two); only the work differs.
 	Exhaustive bool
+
+	// searchAt is the cycle of the last victim search, and multi records
+	// whether a TE job asking for more than one group reached one in it
+	// (see ClocklessOn).
+	searchAt uint64
+	multi    bool
 }
 
 var (
-	_ framework.Preempt  = (*Preemptor)(nil)
-	_ framework.SoonUser = (*Preemptor)(nil)
+	_ framework.Preempt     = (*Preemptor)(nil)
+	_ framework.SoonUser    = (*Preemptor)(nil)
+	_ framework.ClocklessOn = (*Preemptor)(nil)
 )
+
+// ClocklessOn implements framework.ClocklessOn. The victim search draws
+// from the cycle's random source, but for a TE job of one group a new
+// draw cannot change whether it finds victims: it gives back victims
+// until the job fits or none is left, and placement of one group is
+// monotone in the room, so it fails, whatever the order, exactly when the
+// job does not fit with every victim it could pick given back. On the
+// cluster of a cycle that recorded nothing (every search failed) the
+// searches fail again, unless a TE job of several groups searched in that
+// cycle (its placement need not be monotone: another order of victims
+// could find a set that fits).
+func (p *Preemptor) ClocklessOn(*cluster.Snapshot) bool { return !p.multi }
 
 // NewPreemptor returns a Preemptor with the given rule, validating lambda
 // and P.
@@ -419,6 +438,12 @@ func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*c
 // te fits. It returns the victims and te's placement on soon with them
 // gone, or nil; soon is unchanged either way.
 func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
+	if c.Snap.Cycle != p.searchAt {
+		p.searchAt, p.multi = c.Snap.Cycle, false
+	}
+	if !oneGroup(counts) {
+		p.multi = true
+	}
 	be := runningBE(c)
 	if p.hopeless(c, be, soon, te, counts) {
 		return nil, nil

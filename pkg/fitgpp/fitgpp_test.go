@@ -616,3 +616,35 @@ func TestShortcutChangesNoDecision(t *testing.T) {
 		}
 	}
 }
+
+// The victim search says it needs no clock (framework.ClocklessOn) after
+// a cycle in which only TE jobs of one group searched: their searches
+// fail whatever the random draws. A TE job of two groups searching makes
+// it need cycles again, until a cycle whose searches were all of one
+// group.
+func TestClocklessOnMultiGroup(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	// The only running job was preempted once already (P = 1): no victim.
+	running := []rj{{id: "a", class: be, node: 0, gpus: 8, preemptions: 1}}
+	two := job("two", te, 4, 0)
+	two.Groups = append(two.Groups, cluster.ReplicaGroup{Name: "ps", Replicas: 1, Min: 1, Max: 1, Demand: resource.New(4, 32, 4)})
+	pre := &Preemptor{Rule: FitGpp, Lambda: 1, P: 1}
+	r := mustRuntime(t, pre)
+	for i, st := range []struct {
+		pending []*cluster.Job
+		want    bool
+	}{
+		{[]*cluster.Job{job("one", te, 8, 0)}, true},
+		{[]*cluster.Job{job("one", te, 8, 0), two}, false},
+		{[]*cluster.Job{job("one", te, 8, 0)}, true},
+	} {
+		s := snapshot(1, running, st.pending...)
+		s.Cycle = uint64(10 + i)
+		if acts := r.Schedule(s); len(preempted(acts)) > 0 || len(started(acts)) > 0 {
+			t.Fatalf("cycle %d: %v", i, acts)
+		}
+		if got := pre.ClocklessOn(s); got != st.want {
+			t.Errorf("cycle %d (%d pending): ClocklessOn %v, want %v", i, len(st.pending), got, st.want)
+		}
+	}
+}

@@ -64,7 +64,12 @@ func (c *Cycle) Failed() []*cluster.JobState { return c.failed }
 
 // Resort asks the Runtime to sort the jobs not yet tried again before the
 // next one, because an order that depends on allocations (DRF) changed.
-func (c *Cycle) Resort() { c.resort = true }
+func (c *Cycle) Resort() {
+	if rt := c.rt; rt != nil && rt.keepsOrder && !rt.resorts {
+		panic("framework: Cycle.Resort in a profile whose Reserve plugins all keep the order (OrderKeeper)")
+	}
+	c.resort = true
+}
 
 // Place finds nodes for counts of job js on ledger l with the profile's
 // Filter and Score plugins and gang mode, and takes them from l, all or

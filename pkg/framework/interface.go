@@ -422,6 +422,20 @@ type Reserve interface {
 	Reserve(c *Cycle, js *cluster.JobState, p cluster.Placement)
 }
 
+// OrderKeeper is a Reserve plugin that never calls Cycle.Resort (SpeCon's
+// view and labels, round-robin's cursor). When every Reserve plugin of a
+// profile is one, the queue-sort order never changes within a cycle, and
+// the scheduling queue need not mark, at each start, the parked jobs the
+// start passed (which on a sorted profile with Preempt plugins sorted
+// every parked job by queue position, per start): the merge after a
+// Preempt plugin gives room back compares them with the job tried last,
+// which in an unchanged order comes after every job started before it.
+// Calling Resort from such a profile panics.
+type OrderKeeper interface {
+	Reserve
+	KeepsOrder() bool
+}
+
 // Rebalance runs once per cycle after every pending job was tried: it
 // changes running jobs (scale-up into idle capacity, migration, moving to
 // a planned slot) through the Statement, which already holds this cycle's
@@ -568,4 +582,23 @@ type RunningHinter interface {
 // clock or on a new random draw alone, by TimeDriven's contract).
 type Clockless interface {
 	Clockless() bool
+}
+
+// ClocklessOn is Clockless decided cycle by cycle, for a TimeDriven plugin
+// whose need for cycles without events depends on the cluster (SpeCon's
+// monitor needs the clock only while a running job reports a metric, the
+// predictive autoscaler only on a cluster with an instance catalogue):
+// given the cluster s of a cycle that recorded nothing (no action but
+// waits), ClocklessOn reports whether the plugin records nothing again,
+// whatever Now, Cycle and the random source say, and keeps no state a
+// later cycle reads that the cycle would change. A profile whose
+// TimeDriven plugins are each Clockless or ClocklessOn gets the idle-cycle
+// answer of Clockless on the cycles where every ClocklessOn plugin agrees.
+//
+// A plugin that is not TimeDriven but whose answer a new draw from
+// Cycle.Rand alone could change implements it too, to say on which
+// clusters that cannot happen (FitGpp's random victim search); the
+// Runtime asks every plugin that implements it.
+type ClocklessOn interface {
+	ClocklessOn(s *cluster.Snapshot) bool
 }

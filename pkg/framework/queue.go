@@ -1668,10 +1668,14 @@ func (q *schedQueue) pendingChanged(s *cluster.Snapshot, establish bool) bool {
 }
 
 // stillness answers at once a cycle of a time-driven profile whose
-// TimeDriven plugins are all Clockless, when the previous cycle recorded
-// nothing but waits and the cluster has not changed since (see
-// Clockless): the same snapshot apart from Now, Cycle and Seed.
+// TimeDriven plugins are each Clockless or ClocklessOn, when the previous
+// cycle recorded nothing but waits, the cluster has not changed since (see
+// Clockless): the same snapshot apart from Now, Cycle and Seed, and every
+// ClocklessOn plugin says so of it.
 type stillness struct {
+	// on lists the plugins that implement ClocklessOn, asked on every
+	// cycle that finds the cluster unchanged.
+	on []ClocklessOn
 	// valid: the previous cycle recorded nothing but waits, and what
 	// follows is the cluster it saw.
 	valid   bool
@@ -1700,14 +1704,34 @@ func newStillness(r *Runtime) *stillness {
 	if !r.timeDriven {
 		return nil
 	}
+	w := &stillness{}
 	for _, pl := range r.Plugins() {
-		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() {
+		on, isOn := pl.(ClocklessOn)
+		if isOn {
+			w.on = append(w.on, on)
+		}
+		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() && !isOn {
 			if cl, ok := pl.(Clockless); !ok || !cl.Clockless() {
 				return nil
 			}
 		}
 	}
-	return &stillness{}
+	return w
+}
+
+// idle reports whether the cycle on s can be answered at once with no
+// action: s is the cluster the previous, idle cycle saw, and every
+// ClocklessOn plugin agrees.
+func (w *stillness) idle(s *cluster.Snapshot) bool {
+	if !w.still(s) {
+		return false
+	}
+	for _, on := range w.on {
+		if !on.ClocklessOn(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // still reports whether s is the cluster the previous, idle cycle saw.

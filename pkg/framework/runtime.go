@@ -57,6 +57,9 @@ type Runtime struct {
 	p          Profile
 	timeDriven bool
 	cyc        Cycle // the current cycle's (see Schedule)
+	// resorts: a Reserve plugin may call Cycle.Resort (it is not an
+	// OrderKeeper); keepsOrder: one says it never does.
+	resorts, keepsOrder bool
 	// fast is set when the profile's placement is one built-in strategy
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
@@ -146,6 +149,13 @@ func New(p Profile) (*Runtime, error) {
 		}
 	}
 	r.plugins = r.Plugins()
+	for _, rp := range p.Reserve {
+		if k, ok := rp.(OrderKeeper); ok && k.KeepsOrder() {
+			r.keepsOrder = true
+		} else {
+			r.resorts = true
+		}
+	}
 	r.still = newStillness(r)
 	r.q = newSchedQueue()
 	for _, pl := range r.plugins {
@@ -234,7 +244,7 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	if s.Pending.Len() == 0 && len(p.Rebalance) == 0 && len(p.Provision) == 0 {
 		return nil
 	}
-	if r.still != nil && r.still.still(s) {
+	if r.still != nil && r.still.idle(s) {
 		return nil
 	}
 	r.now.Reset(s, true)
@@ -473,7 +483,7 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 		c.St.Record(js, policy.Start{Job: js.Job.ID, Placement: pl})
 	}
 	c.started = append(c.started, js)
-	if r.q != nil && len(r.p.Reserve) > 0 {
+	if r.q != nil && r.resorts {
 		r.q.started(c, r.p.QueueSort, js)
 	}
 	for _, rp := range r.p.Reserve {

@@ -42,7 +42,7 @@ var (
 	_ framework.Filter        = (*RoundRobin)(nil)
 	_ framework.UniformFilter = (*RoundRobin)(nil)
 	_ framework.Score         = (*RoundRobin)(nil)
-	_ framework.Reserve       = (*RoundRobin)(nil)
+	_ framework.OrderKeeper   = (*RoundRobin)(nil)
 )
 
 // rrWorkers is the worker list W of the job last scored in this cycle, as
@@ -99,6 +99,10 @@ func (r *RoundRobin) Score(c *framework.Cycle, js *cluster.JobState, _ int, node
 	}
 	return -float64((p - r.next%w.n + w.n) % w.n)
 }
+
+// KeepsOrder implements framework.OrderKeeper: Reserve moves the cursor
+// and labels the job.
+func (*RoundRobin) KeepsOrder() bool { return true }
 
 // Reserve implements framework.Reserve: the job takes the current slot.
 func (r *RoundRobin) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {
