@@ -60,6 +60,7 @@ type Runtime struct {
 	// resorts: a Reserve plugin may call Cycle.Resort (it is not an
 	// OrderKeeper); keepsOrder: one says it never does.
 	resorts, keepsOrder bool
+	idleCycles          int // cycles answered at once (see IdleCycles)
 	// fast is set when the profile's placement is one built-in strategy
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
@@ -186,6 +187,10 @@ func (r *Runtime) Profile() Profile { return r.p }
 // Name implements policy.Policy.
 func (r *Runtime) Name() string { return r.p.Name }
 
+// IdleCycles is the number of cycles the Runtime answered at once, with
+// no action, as idle (see Clockless and ClocklessOn); benchmarks report it.
+func (r *Runtime) IdleCycles() int { return r.idleCycles }
+
 // TimeDriven implements policy.TimeDriven.
 func (r *Runtime) TimeDriven() bool { return r.timeDriven }
 
@@ -245,6 +250,7 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 		return nil
 	}
 	if r.still != nil && r.still.idle(s) {
+		r.idleCycles++
 		return nil
 	}
 	r.now.Reset(s, true)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
@@ -76,8 +77,9 @@ func BenchmarkLongQueue(b *testing.B) {
 			// outside the timed loop: its cycles, and the SetLabel
 			// actions it sends (persisted state, which the executor
 			// validates and applies).
-			cycles, labels := countReplay(b, reg, name, nodes, jobs)
+			cycles, idle, labels := countReplay(b, reg, name, nodes, jobs)
 			b.ReportMetric(float64(cycles), "cycles/op")
+			b.ReportMetric(float64(idle), "idle-cycles/op")
 			b.ReportMetric(float64(labels), "labels/op")
 		})
 	}
@@ -107,9 +109,10 @@ func (c *counting) Schedule(s *cluster.Snapshot) []policy.Action {
 	return acts
 }
 
-// countReplay replays as replay does and returns the cycles and SetLabel
-// actions of the replay.
-func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, labels int) {
+// countReplay replays as replay does and returns the cycles, those the
+// profile answered at once as idle, and the SetLabel actions of the
+// replay.
+func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, idle, labels int) {
 	b.Helper()
 	p, err := reg.New(name)
 	if err != nil {
@@ -123,7 +126,10 @@ func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluste
 	if _, err := s.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return c.cycles, c.labels
+	if rt, ok := p.(*framework.Runtime); ok {
+		idle = rt.IdleCycles()
+	}
+	return c.cycles, idle, c.labels
 }
 
 // replay runs jobs on nodes under the preset name, once, at the Philly
