@@ -333,6 +333,7 @@ func (q *Queue) ReadOnly() PendingQueue { return readOnlyQueue{q} }
 type readOnlyQueue struct{ q *Queue }
 
 func (r readOnlyQueue) All() iter.Seq[*JobState]      { return r.q.All() }
+func (r readOnlyQueue) Each(f func(*JobState) bool)   { r.q.Each(f) }
 func (r readOnlyQueue) Len() int                      { return r.q.Len() }
 func (r readOnlyQueue) Head() *JobState               { return r.q.Head() }
 func (r readOnlyQueue) Contains(s *JobState) bool     { return r.q.Contains(s) }
@@ -470,14 +471,28 @@ func (q *Queue) compact() {
 
 // All yields the queued jobs, head first.
 func (q *Queue) All() iter.Seq[*JobState] {
-	return func(yield func(*JobState) bool) {
-		for i := q.head; i < len(q.items); i++ {
-			if s := q.items[i]; s != nil && !yield(s) {
-				return
-			}
+	return q.Each
+}
+
+// Each implements Eacher: All without building a closure.
+func (q *Queue) Each(yield func(*JobState) bool) {
+	for i := q.head; i < len(q.items); i++ {
+		if s := q.items[i]; s != nil && !yield(s) {
+			return
 		}
 	}
 }
+
+// Eacher is a PendingQueue that can call a function on each job in queue
+// order without allocating (All's iterator is a new closure per call, and
+// a range over it moves the loop's variables to the heap when the queue
+// is an interface value): a time-driven profile walks the queue once per
+// tick.
+type Eacher interface {
+	Each(yield func(*JobState) bool)
+}
+
+var _ Eacher = (*Queue)(nil)
 
 // InEnqueuedOrder implements PendingQueue. A push that keeps the order
 // (or a removal from a queue in order) is O(1); otherwise the next call

@@ -1354,6 +1354,35 @@ func (q *schedQueue) end(c *Cycle) {
 	}
 }
 
+// inOrderWalk is the state of walk's pass over a queue in its order, one
+// job per step (a method, so that the pass allocates nothing).
+type inOrderWalk struct {
+	r       *Runtime
+	c       *Cycle
+	n       int
+	stopped bool // by the window or a job that blocks the rest
+}
+
+// step is one job of the pass; it returns false to end it.
+func (w *inOrderWalk) step(js *cluster.JobState) bool {
+	r, c, q := w.r, w.c, w.r.q
+	if win := r.p.Window; win > 0 && w.n >= win {
+		w.stopped = true
+		return false
+	}
+	w.n++
+	if q.skip(c, js, w.n) {
+		return true
+	}
+	if !r.try(c, js) {
+		q.metTo(c, js)
+		w.stopped = true
+		return false
+	}
+	q.tried(c, js)
+	return true
+}
+
 // walk is Runtime.queue with the scheduling queue: parked jobs are
 // skipped, awake classes are represented by their first member.
 func (r *Runtime) walk(c *Cycle) {
@@ -1370,22 +1399,20 @@ func (r *Runtime) walk(c *Cycle) {
 		if q.build {
 			q.fillLazy(s)
 		}
-		n := 0
-		for js := range s.Pending.All() {
-			if p.Window > 0 && n >= p.Window {
-				return
-			}
-			n++
-			if q.skip(c, js, n) {
-				continue
-			}
-			if !r.try(c, js) {
-				q.metTo(c, js)
-				return
-			}
-			q.tried(c, js)
+		w := &r.inOrder
+		*w = inOrderWalk{r: r, c: c}
+		if r.inOrderStep == nil {
+			r.inOrderStep = w.step // one method value, not a closure per cycle
 		}
-		q.metTo(c, nil)
+		if e, ok := s.Pending.(cluster.Eacher); ok {
+			e.Each(r.inOrderStep)
+		} else {
+			s.Pending.All()(r.inOrderStep)
+		}
+		if !w.stopped {
+			q.metTo(c, nil)
+		}
+		*w = inOrderWalk{}
 		return
 	}
 	qs := p.QueueSort

@@ -57,6 +57,9 @@ type Runtime struct {
 	p          Profile
 	timeDriven bool
 	cyc        Cycle // the current cycle's (see Schedule)
+	// inOrder and inOrderStep are walk's pass over a queue in its order.
+	inOrder     inOrderWalk
+	inOrderStep func(*cluster.JobState) bool
 	// resorts: a Reserve plugin may call Cycle.Resort (it is not an
 	// OrderKeeper); keepsOrder: one says it never does.
 	resorts, keepsOrder bool
@@ -264,10 +267,10 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	}
 	r.st.reset(&r.now, &r.soon, p.Future)
 	// The Cycle is the Runtime's, reset: it is valid only during the call
-	// (plugins keep nothing of it), and a long replay runs a cycle per
-	// tick. Its slices are new each cycle, as Started hands one out.
+	// (plugins keep nothing of it, not even the slices Started and Failed
+	// hand out), and a long replay runs a cycle per tick.
 	c := &r.cyc
-	*c = Cycle{Snap: s, St: &r.st, rt: r}
+	*c = Cycle{Snap: s, St: &r.st, rt: r, started: c.started[:0], failed: c.failed[:0]}
 	if r.data != nil {
 		clear(r.data)
 		c.data = r.data
