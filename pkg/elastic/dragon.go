@@ -64,7 +64,16 @@ func (FCFS) InQueueOrder(c *framework.Cycle) bool { return c.Snap.Pending.InEnqu
 type DragonPlace struct {
 	// failed, when set, holds the statuses of the failures met so far;
 	// nil makes a new status per failure.
-	failed *map[placedTooFew]*framework.Status
+	failed *failures
+}
+
+// failures are DragonPlace's statuses by failure, and the last one
+// handed out (the head of a long queue fails the same way cycle after
+// cycle: comparing with it costs less than hashing the failure).
+type failures struct {
+	m       map[placedTooFew]*framework.Status
+	lastKey placedTooFew
+	last    *framework.Status
 }
 
 // NewDragonPlace returns a DragonPlace that builds each failure status
@@ -72,8 +81,7 @@ type DragonPlace struct {
 // (always this plugin's) and its reason formatted on first read, so
 // handing the same one out again is the same as building it anew.
 func NewDragonPlace() DragonPlace {
-	m := map[placedTooFew]*framework.Status{}
-	return DragonPlace{failed: &m}
+	return DragonPlace{failed: &failures{m: map[placedTooFew]*framework.Status{}}}
 }
 
 var _ framework.Place = DragonPlace{}
@@ -133,17 +141,24 @@ func (dp DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster
 func (dp DragonPlace) failure(f placedTooFew) *framework.Status {
 	var st *framework.Status
 	ok := false
-	if dp.failed != nil {
-		st, ok = (*dp.failed)[f]
+	fs := dp.failed
+	if fs != nil {
+		if fs.last != nil && fs.lastKey == f {
+			return fs.last
+		}
+		st, ok = fs.m[f]
 	}
 	if !ok {
 		// A copy, so that f (taken by value) does not move to the heap
 		// on every call, found or not.
 		e := f
 		st = framework.StatusOf(framework.Unschedulable, &e)
-		if dp.failed != nil {
-			(*dp.failed)[f] = st
+		if fs != nil {
+			fs.m[f] = st
 		}
+	}
+	if fs != nil {
+		fs.lastKey, fs.last = f, st
 	}
 	return st
 }
