@@ -15,12 +15,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s/report"
 )
+
+// semantic is equality.Semantic, which compares metav1.Time by instant,
+// also comparing v1alpha1.ReportTime by instant: a time.Time has
+// unexported fields, which the reflective comparison refuses (it panics).
+var semantic = func() conversion.Equalities {
+	e := equality.Semantic.Copy()
+	if err := e.AddFunc(func(a, b v1alpha1.ReportTime) bool { return a.Equal(b.Time) }); err != nil {
+		panic(err)
+	}
+	return e
+}()
 
 // maxEvals bounds the metric history kept in a TrainingJob's status.
 const maxEvals = 64
@@ -175,7 +187,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		// CRD's default): a waiting job costs no write.
 		unset := *next
 		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
-		if equality.Semantic.DeepEqual(&unset, &tj.Status) {
+		if semantic.DeepEqual(&unset, &tj.Status) {
 			jv.fresh = true
 			return false, podErr
 		}
@@ -816,7 +828,7 @@ func (e *Executor) deferProgress(key string, next, cur *v1alpha1.TrainingJobStat
 	other := *next
 	other.Phase, other.Replicas = cur.Phase, cur.Replicas
 	other.Progress, other.Evals, other.ProgressCategory = cur.Progress, cur.Evals, cur.ProgressCategory
-	if !equality.Semantic.DeepEqual(&other, cur) {
+	if !semantic.DeepEqual(&other, cur) {
 		return false
 	}
 	now := e.Now()
@@ -824,7 +836,7 @@ func (e *Executor) deferProgress(key string, next, cur *v1alpha1.TrainingJobStat
 	defer e.mu.Unlock()
 	dp := e.progress[key]
 	if dp == nil {
-		if equality.Semantic.DeepEqual(next, cur) {
+		if semantic.DeepEqual(next, cur) {
 			return true // nothing to write
 		}
 		dp = &deferredProgress{since: now}

@@ -113,3 +113,26 @@ func annotationValue(t *testing.T, patch []byte) string {
 	}
 	return p.Metadata.Annotations[v1alpha1.AnnotationReport]
 }
+
+// Statuses holding report times compare by instant, as metav1.Time does
+// under equality.Semantic (which panics on a time.Time of its own).
+func TestSemanticReportTime(t *testing.T) {
+	at := time.Date(2026, 11, 23, 19, 55, 18, 668799116, time.UTC)
+	status := func(t time.Time) *v1alpha1.TrainingJobStatus {
+		return &v1alpha1.TrainingJobStatus{Evals: []v1alpha1.EvalSample{{Time: v1alpha1.NewReportTime(t), Value: 1}},
+			Progress: &v1alpha1.ProgressStatus{Fraction: 0.5, ReportedAt: v1alpha1.NewReportTime(t)}}
+	}
+	for _, tc := range []struct {
+		name string
+		a, b time.Time
+		want bool
+	}{
+		{"same instant", at, at, true},
+		{"same instant, another zone", at, at.In(time.FixedZone("x", 3600)), true},
+		{"a nanosecond apart", at, at.Add(time.Nanosecond), false},
+	} {
+		if got := semantic.DeepEqual(status(tc.a), status(tc.b)); got != tc.want {
+			t.Errorf("%s: equal %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
