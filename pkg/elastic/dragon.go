@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/resource"
 )
 
 // Plugin names.
@@ -74,6 +75,8 @@ type failures struct {
 	m       map[placedTooFew]*framework.Status
 	lastKey placedTooFew
 	last    *framework.Status
+	// memo counts the job's replicas (see countMemo).
+	memo countMemo
 }
 
 // NewDragonPlace returns a DragonPlace that builds each failure status
@@ -118,7 +121,11 @@ func (dp DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster
 	ok = ok[:len(reqs)]
 	// Count first, and build the placement only when the job is placed:
 	// the head of a long queue fails here cycle after cycle.
-	scheduleJob(l, j, reqs, ok, false)
+	if dp.failed != nil {
+		dp.failed.memo.count(l, j, reqs, ok)
+	} else {
+		scheduleJob(l, j, reqs, ok, false)
+	}
 	for i, r := range reqs {
 		need := r.n
 		if r.group == 0 {
@@ -172,6 +179,50 @@ type placedTooFew struct {
 
 func (e *placedTooFew) Error() string {
 	return fmt.Sprintf("ScheduleJob placed %d of %d %s replicas (need %d)", e.placed, e.asked, e.group, e.need)
+}
+
+// countMemo remembers scheduleJob's counts for one job and requests on
+// one room: the starving head of a long queue is counted cycle after
+// cycle on a cluster that did not change. The counts are a function of
+// the nodes (the same NodeState each, as the simulator keeps them; the
+// Kubernetes executor builds new ones every cycle, so there it never
+// answers), their readiness and the ledger's free room, which it
+// compares node by node.
+type countMemo struct {
+	job   *cluster.Job
+	reqs  []dragonReq
+	nodes []*cluster.NodeState
+	up    []bool
+	free  []resource.Vector
+	ok    []int
+}
+
+// count is scheduleJob(l, j, reqs, ok, false), answered from m when l
+// and the nodes are as they were.
+func (m *countMemo) count(l *placement.Ledger, j *cluster.Job, reqs []dragonReq, ok []int) {
+	s := l.Snapshot()
+	if m.job == j && slices.Equal(m.reqs, reqs) && len(m.nodes) == len(s.Nodes) {
+		same := true
+		for i, n := range s.Nodes {
+			if n != m.nodes[i] || (n.Ready && !n.Gone) != m.up[i] || l.Free(i) != m.free[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			copy(ok, m.ok)
+			return
+		}
+	}
+	scheduleJob(l, j, reqs, ok, false)
+	m.job, m.reqs = j, append(m.reqs[:0], reqs...)
+	m.nodes, m.up, m.free = m.nodes[:0], m.up[:0], m.free[:0]
+	for i, n := range s.Nodes {
+		m.nodes = append(m.nodes, n)
+		m.up = append(m.up, n.Ready && !n.Gone)
+		m.free = append(m.free, l.Free(i))
+	}
+	m.ok = append(m.ok[:0], ok...)
 }
 
 // dragonReq asks for n replicas of one group.
@@ -296,6 +347,8 @@ type DragonScaleDown struct {
 	// when a cycle first asks for it; st are reasons kept across cycles.
 	cur dragonCycle
 	st  dragonStatuses
+	// memo counts the starving head's minimum (see countMemo).
+	memo countMemo
 }
 
 var (
@@ -405,7 +458,7 @@ func (d *DragonScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *f
 	fits := func() bool {
 		if !known {
 			var ok [1]int
-			scheduleJob(l, hp, req, ok[:], false)
+			d.memo.count(l, hp, req, ok[:])
 			known, fit = true, ok[0] == req[0].n
 		}
 		return fit

@@ -706,3 +706,67 @@ func TestDragonPlaceKeptStatuses(t *testing.T) {
 		t.Errorf("kept statuses, second round (-anew +kept):\n%s", d)
 	}
 }
+
+// countMemo answers as scheduleJob does, cycle after cycle on one
+// cluster whose room, node readiness, job and requests change (and
+// repeat): it answers from memory only when all of them are as they
+// were.
+func TestCountMemo(t *testing.T) {
+	w := newWorld(3, 8, 30)
+	a, b := psJob("a", 0, 1, 0, 3, 2, 4, 1, 4), psJob("b", 0, 1, 0, 2, 2, 6, 1, 6)
+	reqsOf := func(j *cluster.Job, n int) []dragonReq {
+		return []dragonReq{{group: 1, n: 1}, {group: 0, n: n}}
+	}
+	type step struct {
+		name  string
+		alloc []float64 // cores allocated on each node
+		down  int       // a node not ready, or -1
+		job   *cluster.Job
+		n     int
+	}
+	steps := []step{
+		{"first", []float64{2, 5, 8}, -1, a, 4},
+		{"the same again", []float64{2, 5, 8}, -1, a, 4},
+		{"less room on one node", []float64{2, 6, 8}, -1, a, 4},
+		{"the room back", []float64{2, 5, 8}, -1, a, 4},
+		{"a node down", []float64{2, 5, 8}, 0, a, 4},
+		{"up again", []float64{2, 5, 8}, -1, a, 4},
+		{"another job", []float64{2, 5, 8}, -1, b, 4},
+		{"other requests", []float64{2, 5, 8}, -1, b, 6},
+		{"the same again", []float64{2, 5, 8}, -1, b, 6},
+		{"more room", []float64{0, 0, 0}, -1, b, 6},
+		{"fewer replicas asked", []float64{0, 0, 0}, -1, b, 2},
+	}
+	var m countMemo
+	for _, st := range steps {
+		for i, n := range w.s.Nodes {
+			n.Allocated = resource.New(st.alloc[i], 0, 0)
+			n.Ready = i != st.down
+		}
+		l := placement.NewLedger(w.obj(), true)
+		reqs := reqsOf(st.job, st.n)
+		want := make([]int, len(reqs))
+		scheduleJob(l, st.job, reqs, want, false)
+		got := make([]int, len(reqs))
+		m.count(l, st.job, reqs, got)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: counts (-scheduleJob +memo):\n%s", st.name, d)
+		}
+	}
+	// A node that is not ready keeps the room a what-if gave it: the same
+	// room, but scheduleJob does not use the node.
+	for _, down := range []bool{false, true} {
+		for i, n := range w.s.Nodes {
+			n.Allocated, n.Ready = resource.New(8, 30, 0), !(down && i == 0)
+		}
+		l := placement.NewLedger(w.obj(), true)
+		l.Give(0, resource.New(8, 30, 0))
+		reqs := reqsOf(b, 2)
+		want, got := make([]int, len(reqs)), make([]int, len(reqs))
+		scheduleJob(l, b, reqs, want, false)
+		m.count(l, b, reqs, got)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("node 0 down %v, room given: counts (-scheduleJob +memo):\n%s", down, d)
+		}
+	}
+}
