@@ -236,11 +236,12 @@ type Preemptor struct {
 	// (tests compare the two); only the work differs.
 	Exhaustive bool
 
-	// searchAt is the cycle of the last victim search, and multi records
-	// whether a TE job asking for more than one group reached one in it
-	// (see ClocklessOn).
+	// searchAt is the cycle of the last victim search, and chancy records
+	// whether a search in it could have gone otherwise with other random
+	// draws: one for a TE job of more than one group, or one whose what-if
+	// placements leave a trace (see ClocklessOn).
 	searchAt uint64
-	multi    bool
+	chancy   bool
 }
 
 var (
@@ -256,10 +257,13 @@ var (
 // monotone in the room, so it fails, whatever the order, exactly when the
 // job does not fit with every victim it could pick given back. On the
 // cluster of a cycle that recorded nothing (every search failed) the
-// searches fail again, unless a TE job of several groups searched in that
-// cycle (its placement need not be monotone: another order of victims
-// could find a set that fits).
-func (p *Preemptor) ClocklessOn(*cluster.Snapshot) bool { return !p.multi }
+// searches fail again, unless a search of that cycle was chancy: for a TE
+// job of several groups (its placement need not be monotone: another
+// order of victims could find a set that fits), or with what-if
+// placements that leave a trace (Cycle.PlacesQuietly false: a sampled
+// scan moves the ledger's cursor by an amount that depends on the victims
+// given back, and a later placement in the cycle starts from there).
+func (p *Preemptor) ClocklessOn(*cluster.Snapshot) bool { return !p.chancy }
 
 // NewPreemptor returns a Preemptor with the given rule, validating lambda
 // and P.
@@ -439,10 +443,10 @@ func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*c
 // gone, or nil; soon is unchanged either way.
 func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
 	if c.Snap.Cycle != p.searchAt {
-		p.searchAt, p.multi = c.Snap.Cycle, false
+		p.searchAt, p.chancy = c.Snap.Cycle, false
 	}
-	if !oneGroup(counts) {
-		p.multi = true
+	if !oneGroup(counts) || !c.PlacesQuietly() {
+		p.chancy = true
 	}
 	be := runningBE(c)
 	if p.hopeless(c, be, soon, te, counts) {

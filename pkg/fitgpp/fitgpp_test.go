@@ -647,4 +647,19 @@ func TestClocklessOnMultiGroup(t *testing.T) {
 			t.Errorf("cycle %d (%d pending): ClocklessOn %v, want %v", i, len(st.pending), got, st.want)
 		}
 	}
+	// On 101 nodes placement samples nodes, and a sampled scan moves a
+	// cursor that the what-ifs leave behind: a one-group search is chancy
+	// too.
+	var full []rj
+	for i := range 101 {
+		full = append(full, rj{id: fmt.Sprintf("be%03d", i), class: be, node: i, gpus: 8, preemptions: 1})
+	}
+	s := snapshot(101, full, job("one", te, 8, 0))
+	s.Cycle = 20
+	if acts := r.Schedule(s); len(preempted(acts)) > 0 || len(started(acts)) > 0 {
+		t.Fatalf("101 nodes: %v", acts)
+	}
+	if pre.ClocklessOn(s) {
+		t.Error("101 nodes (placement samples): ClocklessOn true, want false")
+	}
 }

@@ -215,8 +215,12 @@ type memFields struct {
 	// skips rounds up to it, so it never applies such a round twice, and
 	// applying again a round that changed nothing changes nothing
 	// (Categorize is a function of the category and the two growths, and
-	// it left the category as it was). Persisting every round instead
-	// would write a label on every running job at every round.
+	// it left the category as it was), as long as the samples up to the
+	// round's end are the same: on Kubernetes a report can reach the
+	// status after its time, so a Speculator rebuilt in the same round
+	// (a restart) may read a sample the first one did not. Persisting
+	// every round instead would write a label on every running job at
+	// every round.
 	decided     int64
 	convergedAt float64 // when it entered CC, -1 when not in CC
 	migrated    bool    // Alg. 2 has decided for it (stay or move)
