@@ -35,6 +35,7 @@ package framework
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
@@ -295,10 +296,7 @@ type GroupedKeys interface {
 // plugins' tests.
 func CheckGroupedKeys(gk GroupedKeys, s *cluster.Snapshot) error {
 	c := &Cycle{Snap: s, St: &Statement{}}
-	var jobs []*cluster.JobState
-	for js := range s.Pending.All() {
-		jobs = append(jobs, js)
-	}
+	jobs := slices.Collect(s.Pending.All())
 	for i, a := range jobs {
 		for j, b := range jobs {
 			if gk.Group(a) != gk.Group(b) {
@@ -317,10 +315,7 @@ func CheckGroupedKeys(gk GroupedKeys, s *cluster.Snapshot) error {
 // them otherwise than Compare, for KeyedSort plugins' tests.
 func CheckSortKeys(ks KeyedSort, s *cluster.Snapshot) error {
 	c := &Cycle{Snap: s, St: &Statement{}}
-	var jobs []*cluster.JobState
-	for js := range s.Pending.All() {
-		jobs = append(jobs, js)
-	}
+	jobs := slices.Collect(s.Pending.All())
 	for _, a := range jobs {
 		for _, b := range jobs {
 			if want, got := ks.Compare(c, a, b), CompareKeys(ks.Key(c, a), ks.Key(c, b)); want != got {

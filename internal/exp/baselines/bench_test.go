@@ -114,18 +114,9 @@ func (c *counting) Schedule(s *cluster.Snapshot) []policy.Action {
 // replay.
 func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, idle, labels int) {
 	b.Helper()
-	p, err := reg.New(name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := newPolicy(b, reg, name)
 	c := &counting{Policy: p}
-	s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Run(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	run(b, c, nodes, jobs)
 	if rt, ok := p.(*framework.Runtime); ok {
 		idle = rt.IdleCycles()
 	}
@@ -136,10 +127,21 @@ func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluste
 // experiment's 60 s tick.
 func replay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) *sim.Result {
 	b.Helper()
+	return run(b, newPolicy(b, reg, name), nodes, jobs)
+}
+
+func newPolicy(b *testing.B, reg *policy.Registry, name string) policy.Policy {
+	b.Helper()
 	p, err := reg.New(name)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return p
+}
+
+// run replays jobs on nodes under p at the Philly experiment's 60 s tick.
+func run(b *testing.B, p policy.Policy, nodes []cluster.Node, jobs []*cluster.Job) *sim.Result {
+	b.Helper()
 	s, err := sim.New(sim.Config{Tick: 60}, nodes, jobs, p)
 	if err != nil {
 		b.Fatal(err)
