@@ -65,7 +65,7 @@ func (c *Cycle) Failed() []*cluster.JobState { return c.failed }
 // Resort asks the Runtime to sort the jobs not yet tried again before the
 // next one, because an order that depends on allocations (DRF) changed.
 func (c *Cycle) Resort() {
-	if rt := c.rt; rt != nil && rt.keepsOrder && !rt.resorts {
+	if rt := c.rt; rt != nil && !rt.resorts && len(rt.p.Reserve) > 0 {
 		panic("framework: Cycle.Resort in a profile whose Reserve plugins all keep the order (OrderKeeper)")
 	}
 	c.resort = true

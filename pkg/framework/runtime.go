@@ -61,9 +61,9 @@ type Runtime struct {
 	inOrder     inOrderWalk
 	inOrderStep func(*cluster.JobState) bool
 	// resorts: a Reserve plugin may call Cycle.Resort (it is not an
-	// OrderKeeper); keepsOrder: one says it never does.
-	resorts, keepsOrder bool
-	idleCycles          int // cycles answered at once (see IdleCycles)
+	// OrderKeeper).
+	resorts    bool
+	idleCycles int // cycles answered at once (see IdleCycles)
 	// fast is set when the profile's placement is one built-in strategy
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
@@ -154,9 +154,7 @@ func New(p Profile) (*Runtime, error) {
 	}
 	r.plugins = r.Plugins()
 	for _, rp := range p.Reserve {
-		if k, ok := rp.(OrderKeeper); ok && k.KeepsOrder() {
-			r.keepsOrder = true
-		} else {
+		if k, ok := rp.(OrderKeeper); !ok || !k.KeepsOrder() {
 			r.resorts = true
 		}
 	}

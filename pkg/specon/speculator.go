@@ -105,7 +105,9 @@ func (p *Speculator) ClocklessOn(s *cluster.Snapshot) bool {
 	}
 	for i, js := range s.Running {
 		m := p.mems[i]
-		if len(js.Evals) > 0 || m.job != js.Job || m.cat == CC || m.migrated || m.check || m.dirty || !m.labOK {
+		// (The last Rebalance brought every one's label cache up to date:
+		// labOK set, dirty clear.)
+		if len(js.Evals) > 0 || m.job != js.Job || m.cat == CC || m.migrated || m.check {
 			return false
 		}
 	}
