@@ -242,7 +242,24 @@ type Preemptor struct {
 	// placements leave a trace (see ClocklessOn).
 	searchAt uint64
 	chancy   bool
+	// echoes holds, for the attempts (Cycle.Echo) of TE jobs whose victim
+	// search was known to fail (hopeless) in the cycle echoAt, the number
+	// of random draws the failure made (see Preempt).
+	echoes map[echoKey]int
+	echoAt uint64
+	// echoed counts the searches answered from echoes (tests read it).
+	echoed int
 }
+
+// echoKey is an attempt's Echo with the replica counts the search asked
+// for (at most echoGroups groups; a job of more is never echoed, nor is
+// one of several groups: see hopeless).
+type echoKey struct {
+	e      framework.Echo
+	counts [echoGroups]int
+}
+
+const echoGroups = 4
 
 var (
 	_ framework.Preempt     = (*Preemptor)(nil)
@@ -304,6 +321,15 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 		return framework.NewStatus(framework.Error, "needs the Soon ledger (profile Future)")
 	}
 	counts := js.Job.RequestedCounts()
+	ek, echo := p.echoKey(c, counts)
+	if n, ok := p.echoes[ek]; echo && ok {
+		// A job alike failed since the last commit: its Soon placement
+		// and its search fail again (the room has only shrunk and the
+		// same victims are open), drawing what the search drew.
+		p.draw(c, n)
+		p.echoed++
+		return framework.NewStatus(framework.Unschedulable, noVictims)
+	}
 	if pl, st := c.Place(soon, js, counts); st.IsSuccess() {
 		c.St.Nominate(js, pl)
 		return framework.NewStatus(framework.Wait, "waiting for preempted jobs' grace periods")
@@ -311,9 +337,15 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	if p.NoPreempt {
 		return framework.NewStatus(framework.Unschedulable, "no room and preemption is off")
 	}
-	victims, pl := p.choose(c, soon, js, counts)
+	victims, pl, drawn := p.choose(c, soon, js, counts)
 	if victims == nil {
-		return framework.NewStatus(framework.Unschedulable, "no set of running BE jobs makes room")
+		if echo && drawn >= 0 {
+			if p.echoAt != c.Snap.Cycle || p.echoes == nil {
+				p.echoes, p.echoAt = map[echoKey]int{}, c.Snap.Cycle
+			}
+			p.echoes[ek] = drawn
+		}
+		return framework.NewStatus(framework.Unschedulable, noVictims)
 	}
 	instant := true
 	for _, v := range victims {
@@ -336,6 +368,34 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	soon.TakePlacement(js.Job, pl)
 	c.St.Nominate(js, pl)
 	return framework.Statusf(framework.Wait, "preempted %d BE jobs; waiting for their grace periods", len(victims))
+}
+
+const noVictims = "no set of running BE jobs makes room"
+
+// echoKey returns the key under which a hopeless search for a TE job
+// asking counts is remembered, and whether it may be: the attempt has an
+// Echo, the search may be skipped at all (hopeless's conditions), and
+// counts fit the key.
+func (p *Preemptor) echoKey(c *framework.Cycle, counts []int) (echoKey, bool) {
+	e, ok := c.Echo()
+	if !ok || p.NoPreempt || p.Exhaustive || len(counts) > echoGroups || !oneGroup(counts) || !c.PlacesQuietly() {
+		return echoKey{}, false
+	}
+	k := echoKey{e: e}
+	copy(k.counts[:], counts)
+	return k, true
+}
+
+// draw makes the random draws of a search that gave back n victims one
+// by one, each picked at random among those left (see hopeless).
+func (p *Preemptor) draw(c *framework.Cycle, n int) {
+	if p.Rule == LRTP || n == 0 {
+		return
+	}
+	rng := c.Rand()
+	for k := n; k > 0; k-- {
+		rng.IntN(k)
+	}
 }
 
 func (p *Preemptor) evict(c *framework.Cycle, te *cluster.JobState, victims []*cluster.JobState, now bool) {
@@ -440,8 +500,10 @@ func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*c
 // choose picks victims for TE job te on the ledger soon (free plus
 // releasing) among the running BE jobs this cycle has not touched, until
 // te fits. It returns the victims and te's placement on soon with them
-// gone, or nil; soon is unchanged either way.
-func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) ([]*cluster.JobState, cluster.Placement) {
+// gone, or nil; soon is unchanged either way. When it knew the search
+// would fail (hopeless), drawn is the number of victims whose random
+// draws it made instead; otherwise -1.
+func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) (victims []*cluster.JobState, pl cluster.Placement, drawn int) {
 	if c.Snap.Cycle != p.searchAt {
 		p.searchAt, p.chancy = c.Snap.Cycle, false
 	}
@@ -449,8 +511,8 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 		p.chancy = true
 	}
 	be := runningBE(c)
-	if p.hopeless(c, be, soon, te, counts) {
-		return nil, nil
+	if n, ok := p.hopeless(c, be, soon, te, counts); ok {
+		return nil, nil, n
 	}
 	var avail []*cluster.JobState
 	if p.Rule != FitGpp {
@@ -458,7 +520,6 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 	}
 	soon.Fork()
 	defer soon.Revert()
-	var victims []*cluster.JobState
 	for {
 		var victim *cluster.JobState
 		switch p.Rule {
@@ -483,12 +544,12 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 			}
 		}
 		if victim == nil {
-			return nil, nil
+			return nil, nil, -1
 		}
 		victims = append(victims, victim)
 		soon.GiveJob(victim)
 		if pl, st := c.Place(soon, te, counts); st.IsSuccess() {
-			return victims, pl
+			return victims, pl, -1
 		}
 	}
 }
@@ -497,7 +558,8 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 // victims: te does not fit on soon even with every job choose could pick
 // (untouched this cycle, preempted fewer than P times) given back. The
 // search is then skipped, and the random draws it would have made are
-// made, so that later choices in the cycle draw the same numbers.
+// made, so that later choices in the cycle draw the same numbers; n is
+// how many victims it drew for.
 //
 // Why this is choose's answer. choose gives its victims back one by one
 // and returns nil only once none is left to pick, after placing te on
@@ -509,9 +571,9 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 // never finds a victim and every pick is a random one among those left,
 // IntN(n), IntN(n-1), ..., IntN(1) (lrtp draws nothing). The what-ifs
 // skipped must leave no trace, which Cycle.PlacesQuietly vouches for.
-func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int) bool {
+func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int) (int, bool) {
 	if p.Exhaustive || !c.PlacesQuietly() || !oneGroup(counts) {
-		return false
+		return 0, false
 	}
 	soon.Fork()
 	defer soon.Revert()
@@ -523,15 +585,10 @@ func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Le
 		}
 	}
 	if _, st := c.Place(soon, te, counts); st.IsSuccess() {
-		return false
+		return 0, false
 	}
-	if p.Rule != LRTP {
-		rng := c.Rand()
-		for k := n; k > 0; k-- {
-			rng.IntN(k)
-		}
-	}
-	return true
+	p.draw(c, n)
+	return n, true
 }
 
 // oneGroup reports whether counts asks for replicas of one group only.

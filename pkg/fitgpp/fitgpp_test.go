@@ -617,6 +617,74 @@ func TestShortcutChangesNoDecision(t *testing.T) {
 	}
 }
 
+// TestEchoDraws: TE jobs alike whose searches fail one after another in a
+// cycle are answered from the first one's failure (Cycle.Echo), and the
+// random draws each search would have made are still made: a later TE
+// job's random victim is the one the exhaustive search picks, over many
+// seeds. After a commit (a TE job preempted) an alike job searches again:
+// fewer victims are left, so it draws less. The test fails when an echo
+// skips the draws, draws for another number of victims, or outlives a
+// commit.
+func TestEchoDraws(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	running := []rj{{id: "a", class: be, node: 0, gpus: 4}, {id: "b", class: be, node: 0, gpus: 4},
+		{id: "c", class: be, node: 1, gpus: 6}, {id: "d", class: be, node: 1, gpus: 2},
+		{id: "e", class: be, node: 2, gpus: 4}, {id: "f", class: be, node: 2, gpus: 4}}
+	// h jobs need 16 GPUs in one replica, which no node holds; t jobs
+	// need a random victim (no BE job alone frees 8 GPUs on a node).
+	h := func(id string) *cluster.Job { return job(id, te, 16, 0) }
+	tj := func(id string) *cluster.Job { return job(id, te, 8, 0) }
+	for _, tc := range []struct {
+		name       string
+		pending    func() []*cluster.Job
+		wantEchoed int
+	}{
+		{"alike in a row", func() []*cluster.Job { return []*cluster.Job{h("h1"), h("h2"), h("h3"), tj("t1")} }, 2},
+		{"a commit between", func() []*cluster.Job { return []*cluster.Job{h("h1"), tj("t1"), h("h2"), tj("t2")} }, 0},
+		{"both", func() []*cluster.Job { return []*cluster.Job{h("h1"), h("h2"), tj("t1"), h("h3"), h("h4"), tj("t2")} }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			differs := false
+			for seed := uint64(0); seed < 40; seed++ {
+				var got [2][]string
+				var pres [2]*Preemptor
+				for k, exhaustive := range []bool{true, false} {
+					pre, err := NewPreemptor(FitGpp, 1, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pre.Exhaustive = exhaustive
+					s := snapshot(3, running, tc.pending()...)
+					s.Seed = seed
+					got[k], pres[k] = preempted(mustRuntime(t, pre).Schedule(s)), pre
+				}
+				if d := cmp.Diff(got[0], got[1]); d != "" {
+					t.Errorf("seed %d: victims differ with echoes (-exhaustive +echoed):\n%s", seed, d)
+				}
+				if pres[0].echoed != 0 || pres[1].echoed != tc.wantEchoed {
+					t.Fatalf("seed %d: echoed %d searches exhaustive, %d with echoes; want 0 and %d", seed, pres[0].echoed, pres[1].echoed, tc.wantEchoed)
+				}
+				// Without the h jobs the victims change for some seed:
+				// the test can tell their draws apart.
+				var alone []*cluster.Job
+				for _, j := range tc.pending() {
+					if j.Groups[0].Demand[resource.GPU] == 8 {
+						alone = append(alone, j)
+					}
+				}
+				s := snapshot(3, running, alone...)
+				s.Seed = seed
+				if v := preempted(mustNew(t, FitGpp, 1, 1).Schedule(s)); !slices.Equal(v, got[1]) {
+					differs = true
+				}
+			}
+			if !differs {
+				t.Error("the h jobs' draws never changed a victim: the test cannot tell a missing draw")
+			}
+		})
+	}
+}
+
 // The victim search says it needs no clock (framework.ClocklessOn) after
 // a cycle in which only TE jobs of one group searched: their searches
 // fail whatever the random draws. A TE job of two groups searching makes

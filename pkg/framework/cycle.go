@@ -34,7 +34,37 @@ type Cycle struct {
 	// inOrder: the pending queue is in the QueueSort's order this cycle
 	// (or there is none), so the Runtime walks it lazily (QueueOrdered).
 	inOrder bool
+	// echo identifies the attempt while Preempt plugins run (see Echo).
+	echo Echo
 }
+
+// Echo identifies the attempt of the job that Preempt plugins are asked
+// about, so that a plugin can answer a job as it answered an earlier one
+// that is alike, without its what-ifs. Two jobs asked about in one cycle
+// with the same non-zero Echo are in one class of the scheduling queue
+// (alike in the groups' demands, names and node constraints and in the
+// sizes tried; see schedQueue), and between the two no Preempt plugin
+// committed: no running job was acted on, no room was nominated, and the
+// ledgers only lost room (jobs started). A plugin whose failure for a job
+// is a function of these (its what-ifs placements, which are monotone in
+// the room) may therefore repeat it, including whatever else it did then
+// (random draws), and must key anything else it reads from the job (its
+// replica counts, say) beside the Echo.
+//
+// Why it pays. A long queue of TE jobs of a few shapes, each tried every
+// cycle (their victim search draws random numbers, so they are never set
+// aside), repeats the same failed search for every job of a shape: with
+// the Echo a shape costs one search per cycle and commit.
+type Echo struct {
+	cl    *jobClass
+	epoch uint64
+}
+
+// Echo returns the attempt's Echo while Preempt plugins run, and false
+// when the Runtime cannot tell (outside Preempt, without a scheduling
+// queue, when attempts are not a function of the class, or for a job
+// that is not classed: see schedQueue).
+func (c *Cycle) Echo() (Echo, bool) { return c.echo, c.echo.cl != nil }
 
 // Ledger returns the ledger the Runtime is placing on right now (Now, or
 // Soon for a Preempt plugin's what-if), for Score plugins.

@@ -594,7 +594,7 @@ func (q *schedQueue) setPos(js *cluster.JobState, pos int) {
 // failed is told that js was tried in this cycle and could not start, and
 // that its Wait with reason was recorded. It parks js unless a plugin
 // asks for it every cycle.
-func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, reason string) {
+func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, reason string) {
 	cl := q.cur
 	if q.unsafe {
 		return
@@ -602,7 +602,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Plugin, re
 	ev := Events(0)
 	var hinters uint64
 	for i, pl := range plugins {
-		e := pl.(Requeuer).Requeue(c, js)
+		e := pl.Requeue(c, js)
 		if e&RequeueAlways != 0 {
 			return
 		}

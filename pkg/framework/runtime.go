@@ -90,6 +90,9 @@ type Runtime struct {
 	// Requeuer; plugins are the profile's, asked for QueueingHints.
 	q       *schedQueue
 	plugins []Plugin
+	// requeuers is plugins as Requeuers (with q), asserted once rather
+	// than for every job that fails.
+	requeuers []Requeuer
 	// still answers unchanged idle cycles of Clockless profiles (queue.go).
 	still *stillness
 	// guard is set during ScheduleGuarded (guard.go): panics are
@@ -161,9 +164,12 @@ func New(p Profile) (*Runtime, error) {
 	r.still = newStillness(r)
 	r.q = newSchedQueue()
 	for _, pl := range r.plugins {
-		if _, ok := pl.(Requeuer); !ok {
-			r.q = nil
+		rq, ok := pl.(Requeuer)
+		if !ok {
+			r.q, r.requeuers = nil, nil
+			break
 		}
+		r.requeuers = append(r.requeuers, rq)
 	}
 	return r, nil
 }
@@ -469,7 +475,7 @@ func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 	} else if !r.preempt(c, js, st) {
 		c.failed = append(c.failed, js)
 		if r.q != nil {
-			r.q.failed(c, js, r.plugins, c.St.reason(js))
+			r.q.failed(c, js, r.requeuers, c.St.reason(js))
 		}
 	}
 	if c.committed {
@@ -502,6 +508,12 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 // whether the job was handled (started, or waiting for room that is
 // coming); otherwise a Wait with the reason has been recorded.
 func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
+	if q := r.q; q != nil && q.cur != nil {
+		// The attempt's class is known (see Cycle.Echo); no plugin has
+		// committed yet, and the first that does ends the loop.
+		c.echo = Echo{cl: q.cur, epoch: q.epoch}
+		defer func() { c.echo = Echo{} }()
+	}
 	reason := failed
 	for _, pp := range r.p.Preempt {
 		c.St.Fork()

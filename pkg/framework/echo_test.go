@@ -1,0 +1,93 @@
+package framework_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
+)
+
+// echoRecorder is a Preempt plugin that records, per job, the Echo it
+// was given (as a number: equal Echoes get equal numbers), and commits
+// (nominates nothing and returns Wait) for the job named commit. It asks
+// for every job every cycle, as a plugin that draws random numbers does.
+type echoRecorder struct {
+	commit string
+	seen   map[framework.Echo]int
+	got    map[string]int // 0: no Echo
+	// outside: Echo was reported outside Preempt (Rebalance).
+	outside bool
+}
+
+func (*echoRecorder) Name() string { return "echo-recorder" }
+func (*echoRecorder) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.RequeueAlways
+}
+
+func (r *echoRecorder) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	if e, ok := c.Echo(); ok {
+		if _, ok := r.seen[e]; !ok {
+			r.seen[e] = len(r.seen) + 1
+		}
+		r.got[js.Job.ID] = r.seen[e]
+	} else {
+		r.got[js.Job.ID] = 0
+	}
+	if js.Job.ID == r.commit {
+		return framework.NewStatus(framework.Wait, "committed")
+	}
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+
+func (r *echoRecorder) Rebalance(c *framework.Cycle) *framework.Status {
+	if _, ok := c.Echo(); ok {
+		r.outside = true
+	}
+	return nil
+}
+
+// TestEcho: jobs alike tried one after another in a cycle share an Echo;
+// a job of another shape, a commit between, a new cycle or a Runtime
+// without its scheduling queue each break it; and it is not reported
+// outside Preempt.
+func TestEcho(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		noQueue bool
+		// want is, per job, the number of its Echo (0: none).
+		want map[string]int
+	}{
+		// a1, a2 and a3 are alike; b has another demand; x commits.
+		{name: "with the queue", want: map[string]int{"a1": 1, "a2": 1, "b": 2, "x": 3, "a3": 4}},
+		{name: "without it", noQueue: true, want: map[string]int{"a1": 0, "a2": 0, "b": 0, "x": 0, "a3": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &echoRecorder{commit: "x", seen: map[framework.Echo]int{}, got: map[string]int{}}
+			rt, err := framework.New(framework.Profile{Name: "t", Preempt: []framework.Preempt{rec}, Rebalance: []framework.Rebalance{rec}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.noQueue {
+				rt.WithoutQueue()
+			}
+			w := newWorld().node("n0", 8).pending(job("a1", 16, 1), job("a2", 16, 1), job("b", 12, 1), job("x", 10, 1), job("a3", 16, 1))
+			w.s.Cycle = 1
+			rt.Schedule(w.s)
+			if d := cmp.Diff(tc.want, rec.got); d != "" {
+				t.Errorf("Echo numbers per job (-want +got):\n%s", d)
+			}
+			// The next cycle starts a new epoch: a1 gets a new Echo.
+			first := rec.got["a1"]
+			w.s.Cycle = 2
+			rt.Schedule(w.s)
+			if first != 0 && rec.got["a1"] == first {
+				t.Errorf("a1 kept its Echo %d in the next cycle", first)
+			}
+			if rec.outside {
+				t.Error("Echo reported outside Preempt")
+			}
+		})
+	}
+}
