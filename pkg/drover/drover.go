@@ -170,9 +170,12 @@ func (Shrink) Name() string { return ShrinkName }
 // running jobs change, the capacity does (the weights), or more room is
 // free (less to shrink). For a job that is not TE and outranks no running
 // BE job, whatever its phase or size, a shrink has nothing to take from
-// until a job it outranks starts (RunningHint), whatever the room.
+// until a job it outranks starts (RunningHint), whatever the room. For a
+// TE job while no BE job runs above its minimum (none to shrink, busy or
+// not), likewise until one does: with no candidate Preempt declines at
+// once, whatever the room.
 func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
-	if !isTE(js) && !outranksAny(c, js.Job) {
+	if isTE(js) && len(shrinkables(c).jobs) == 0 || !isTE(js) && !outranksAny(c, js.Job) {
 		return framework.EventNodes | framework.EventRunningHint
 	}
 	return framework.EventRunning | framework.EventNodes | framework.EventRoom
@@ -181,8 +184,12 @@ func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events
 // RunningHint implements framework.RunningHinter: only a BE job that j
 // outranks, started or changed, can give a shrink for j something to
 // take (a job j outranks already running when j was set aside made
-// Requeue ask for every change).
+// Requeue ask for every change); for a TE job j, only a BE job in phase
+// Running above its minimum.
 func (Shrink) RunningHint(_ *framework.Cycle, j *cluster.Job, r *cluster.JobState) bool {
+	if j.Class == cluster.ClassTE {
+		return !isTE(r) && r.Phase == cluster.Running && r.Placement.Count(0) > max(r.Job.Groups[0].Min, 1)
+	}
 	return !isTE(r) && rank(j).Outranks(rank(r.Job))
 }
 

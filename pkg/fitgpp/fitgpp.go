@@ -249,6 +249,13 @@ type Preemptor struct {
 	echoAt uint64
 	// echoed counts the searches answered from echoes (tests read it).
 	echoed int
+
+	// parkable is the TE job whose attempt Preempt last answered from a
+	// search known to fail (hopeless or its echo): Requeue lets it be set
+	// aside. skipN caches Skip's count of victims for epoch skipAt.
+	parkable      *cluster.Job
+	skipN, skipAt uint64
+	skipOK        bool
 }
 
 // echoKey is an attempt's Echo with the replica counts the search asked
@@ -265,6 +272,8 @@ var (
 	_ framework.Preempt     = (*Preemptor)(nil)
 	_ framework.SoonUser    = (*Preemptor)(nil)
 	_ framework.ClocklessOn = (*Preemptor)(nil)
+	_ framework.Watcher     = (*Preemptor)(nil)
+	_ framework.Skipper     = (*Preemptor)(nil)
 )
 
 // ClocklessOn implements framework.ClocklessOn. The victim search draws
@@ -297,14 +306,80 @@ func NewPreemptor(rule Victims, lambda float64, p int) (*Preemptor, error) {
 // Name implements framework.Plugin.
 func (p *Preemptor) Name() string { return p.Rule.String() }
 
-// Requeue implements framework.Requeuer: a TE job's chances change with
-// every running BE job, grace period and random draw, so it is tried every
-// cycle; other jobs it declines.
+// Requeue implements framework.Requeuer. A TE job whose victim search
+// was known to fail (hopeless: it does not fit with every victim it could
+// pick given back) may be set aside: its search fails again, with the
+// same draws, until the room it searched in grows (Changed watches it)
+// or the nodes change; meanwhile Skip makes its draws at its turns
+// (RequeueSkip). Its Soon placement failed too, on less room. Any other
+// TE job's chances change with every running BE job, grace period and
+// random draw, so it is tried every cycle; other jobs it declines.
 func (p *Preemptor) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
-	if js.Job.Class == cluster.ClassTE {
-		return framework.RequeueAlways
+	if js.Job.Class != cluster.ClassTE {
+		return 0
 	}
-	return 0
+	if p.parkable == js.Job {
+		return framework.EventNodes | framework.EventWatch | framework.RequeueSkip
+	}
+	return framework.RequeueAlways
+}
+
+// Woken implements framework.Watcher: whether a TE job of jobs[i]'s
+// shape (jobs[i] may be a BE job of a class with TE members), asking
+// jobs[i]'s replica counts, fits on the cycle's Soon ledger
+// with every running BE job the search could pick (in phase Running,
+// preempted fewer than P times) given back. That room, the search's
+// what-if when it gives back every victim, decides a search known to
+// fail: placement of one group is monotone in it, and the Soon placement
+// tried first has less. Within a cycle only commits grow it (and the
+// Runtime tries the jobs set aside again when one frees room now); starts
+// only take from it. So a job set aside whose shape does not fit on it at
+// the start of a cycle fails at its turn, as it did when set aside.
+func (p *Preemptor) Woken(c *framework.Cycle, jobs []*cluster.JobState, woken []bool) {
+	soon := c.St.Soon()
+	if soon == nil {
+		for i := range woken {
+			woken[i] = true
+		}
+		return
+	}
+	soon.Fork()
+	defer soon.Revert()
+	for _, r := range runningBE(c).running {
+		if r.Preemptions < p.P {
+			soon.GiveJob(r)
+		}
+	}
+	for i, js := range jobs {
+		if woken[i] {
+			continue // another Watcher's answer
+		}
+		soon.Fork()
+		_, st := c.Place(soon, js, js.Job.RequestedCounts())
+		soon.Revert()
+		woken[i] = st.IsSuccess()
+	}
+}
+
+// Skip implements framework.Skipper for a TE job set aside after a search
+// known to fail: the search it would make at its turn fails again and
+// draws for the victims open at that turn (the running BE jobs below the
+// cap the cycle has not acted on, which only commits change: the count is
+// kept per Cycle.Epoch).
+func (p *Preemptor) Skip(c *framework.Cycle, _ *cluster.JobState) {
+	if c.Snap.Cycle != p.searchAt {
+		p.searchAt, p.chancy = c.Snap.Cycle, false
+	}
+	if e := c.Epoch(); !p.skipOK || e != p.skipAt || e == 0 {
+		n := 0
+		for _, js := range runningBE(c).running {
+			if js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
+				n++
+			}
+		}
+		p.skipN, p.skipAt, p.skipOK = uint64(n), e, true
+	}
+	p.draw(c, int(p.skipN))
 }
 
 // UsesSoon implements framework.SoonUser.
@@ -320,6 +395,7 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	if soon == nil {
 		return framework.NewStatus(framework.Error, "needs the Soon ledger (profile Future)")
 	}
+	p.parkable = nil
 	counts := js.Job.RequestedCounts()
 	ek, echo := p.echoKey(c, counts)
 	if n, ok := p.echoes[ek]; echo && ok {
@@ -328,6 +404,7 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 		// same victims are open), drawing what the search drew.
 		p.draw(c, n)
 		p.echoed++
+		p.parkable = js.Job
 		return framework.NewStatus(framework.Unschedulable, noVictims)
 	}
 	if pl, st := c.Place(soon, js, counts); st.IsSuccess() {
@@ -339,11 +416,14 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	}
 	victims, pl, drawn := p.choose(c, soon, js, counts)
 	if victims == nil {
-		if echo && drawn >= 0 {
-			if p.echoAt != c.Snap.Cycle || p.echoes == nil {
-				p.echoes, p.echoAt = map[echoKey]int{}, c.Snap.Cycle
+		if drawn >= 0 {
+			p.parkable = js.Job
+			if echo {
+				if p.echoAt != c.Snap.Cycle || p.echoes == nil {
+					p.echoes, p.echoAt = map[echoKey]int{}, c.Snap.Cycle
+				}
+				p.echoes[ek] = drawn
 			}
-			p.echoes[ek] = drawn
 		}
 		return framework.NewStatus(framework.Unschedulable, noVictims)
 	}
@@ -389,13 +469,10 @@ func (p *Preemptor) echoKey(c *framework.Cycle, counts []int) (echoKey, bool) {
 // draw makes the random draws of a search that gave back n victims one
 // by one, each picked at random among those left (see hopeless).
 func (p *Preemptor) draw(c *framework.Cycle, n int) {
-	if p.Rule == LRTP || n == 0 {
+	if p.Rule == LRTP {
 		return
 	}
-	rng := c.Rand()
-	for k := n; k > 0; k-- {
-		rng.IntN(k)
-	}
+	c.DrawLater(n)
 }
 
 func (p *Preemptor) evict(c *framework.Cycle, te *cluster.JobState, victims []*cluster.JobState, now bool) {

@@ -36,7 +36,16 @@ type Cycle struct {
 	inOrder bool
 	// echo identifies the attempt while Preempt plugins run (see Echo).
 	echo Echo
+	// later holds draws to make before the next use of rng (DrawLater),
+	// as runs of equal n.
+	later []drawRun
+	// stop is the job at which the walk of the queue stopped early (it
+	// was Blocked, or the Closer closed after it): no job after it in
+	// the walk had a turn.
+	stop *cluster.JobState
 }
+
+type drawRun struct{ n, times int }
 
 // Echo identifies the attempt of the job that Preempt plugins are asked
 // about, so that a plugin can answer a job as it answered an earlier one
@@ -82,7 +91,47 @@ func (c *Cycle) Rand() *rand.Rand {
 	if c.rng == nil {
 		c.rng = rand.New(rand.NewPCG(c.Snap.Seed, c.Snap.Cycle))
 	}
+	if len(c.later) > 0 {
+		later := c.later
+		c.later = nil
+		for _, d := range later {
+			for range d.times {
+				for k := d.n; k > 0; k-- {
+					c.rng.IntN(k)
+				}
+			}
+		}
+		c.later = later[:0]
+	}
 	return c.rng
+}
+
+// DrawLater stands for the draws rng.IntN(n), rng.IntN(n-1), ...,
+// rng.IntN(1) from Rand (picking n things at random one by one, none
+// twice), made now: they are made before Rand next hands out the source,
+// so whoever draws next gets the numbers it would have got, and a cycle
+// in which nobody draws again never makes them. A plugin that draws only
+// to keep the stream where it would be (a search it knows fails) and a
+// Skipper use it.
+func (c *Cycle) DrawLater(n int) {
+	if n <= 0 {
+		return
+	}
+	if k := len(c.later); k > 0 && c.later[k-1].n == n {
+		c.later[k-1].times++
+		return
+	}
+	c.later = append(c.later, drawRun{n: n, times: 1})
+}
+
+// Epoch counts the cycles and, within a cycle, the commits of Preempt
+// plugins: between two commits the Statement's jobs are acted on by
+// nothing but starts (see Echo). It is 0 without a scheduling queue.
+func (c *Cycle) Epoch() uint64 {
+	if c.rt != nil && c.rt.q != nil {
+		return c.rt.q.epoch
+	}
+	return 0
 }
 
 // Started lists the pending jobs started in this cycle so far, in order.

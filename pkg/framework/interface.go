@@ -483,6 +483,15 @@ const (
 	// change its answer for the job set aside. Only a RunningHinter may
 	// ask for it (from another plugin it counts as EventRunning).
 	EventRunningHint
+	// EventWatch: a Watcher plugin of the profile says that something it
+	// watches itself changed (see Watcher). Only a Watcher may ask for it.
+	EventWatch
+	// RequeueSkip lets the job be set aside although the plugin acts for
+	// it at every attempt: each cycle, at the job's turn, the Runtime
+	// calls the plugin's Skip instead (see Skipper). Only a Skipper may
+	// ask for it; from another plugin, or where the Runtime cannot tell
+	// the job's turns, it counts as RequeueAlways.
+	RequeueSkip
 	// RequeueAlways keeps the job in every cycle: the plugin may decide
 	// differently for it at any time (a clock, a random draw), or must see
 	// every attempt (it reads Cycle.Failed).
@@ -522,6 +531,50 @@ const (
 type Requeuer interface {
 	Plugin
 	Requeue(c *Cycle, js *cluster.JobState) Events
+}
+
+// Watcher is a Requeuer that keeps its own account of what could change
+// its answer for the jobs it asked EventWatch for, when that is not one of
+// the Runtime's events (room on Now, nodes, running or pending jobs): a
+// victim search that fails on the room its victims would give back, say.
+// At the start of every cycle in which a parked job asks EventWatch, the
+// Runtime asks Woken, on the cycle's fresh ledgers before any job is
+// tried, about each class (see schedQueue) with such a member, naming one
+// member (jobs of a class are alike in the groups' demands, names and
+// node constraints and in the sizes and replica counts asked), and about
+// each such job without a class, all in one call. Woken sets woken[i]
+// (leaving it as it is otherwise) when its answer for a job of jobs[i]'s
+// shape set aside for it may differ from when it was set aside: a class
+// is then woken as for room (its first member in the walk's order is
+// tried, then the next while they start or get room nominated, until one
+// fails), and a job without a class is tried.
+type Watcher interface {
+	Requeuer
+	Woken(c *Cycle, jobs []*cluster.JobState, woken []bool)
+}
+
+// Skipper is a Requeuer whose work for a job that fails has an effect
+// beyond the job that later decisions of the cycle can see (random draws
+// from Cycle.Rand, which move the stream later draws come from): Requeue
+// may still set such a job aside with RequeueSkip, and the Runtime then
+// calls Skip, in every cycle while the job is set aside, in the place of
+// the attempt the job would have had at its turn in the walk, before
+// anything that the effect could reach: before the Preempt plugins of
+// each job tried after it, and before the Rebalance plugins. Skip must do
+// what the plugin would have done for the failing job, nothing else (see
+// Cycle.DrawLater for draws). Calls for jobs whose turns come between two
+// commits of Preempt plugins see the same Statement, so their order among
+// themselves is not kept: Skip's effect must not depend on it.
+//
+// The Runtime keeps such a job aside only on the simulator's queue
+// (cluster.QueueLog), without a window, without a Reserve plugin that may
+// resort and without the panic guard; elsewhere it tries it every cycle.
+// While set aside, the job keeps the Wait reason it failed with: Skip must
+// only be asked of a plugin whose failure reason, the one recorded, is the
+// same at every skipped attempt.
+type Skipper interface {
+	Requeuer
+	Skip(c *Cycle, js *cluster.JobState)
 }
 
 // Closer is implemented by an Admit plugin that can tell when it turns

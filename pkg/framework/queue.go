@@ -147,6 +147,18 @@ type schedQueue struct {
 	cur    *jobClass
 	unsafe bool
 	key    []byte
+	// skippers lists the parked jobs a Skipper asked RequeueSkip for
+	// (and some since unparked: gone tells), in no order; watchClassless
+	// counts the parked jobs without a class that asked EventWatch.
+	skippers       []*parkedJob
+	watchClassless int
+	// skipsDone: every skipper's turn in cycle skipsDone is accounted for.
+	skipsDone  uint64
+	memberKeys []keyedMember
+	// watch's lists, reused.
+	watchJobs  []*cluster.JobState
+	watchCls   []*jobClass
+	watchWoken []bool
 }
 
 // parkedJob is a parked job: the events it waits for, its wait reason,
@@ -162,8 +174,12 @@ type parkedJob struct {
 	labels      int
 	// pos is the job's queue Order when its class's jobs are in order.
 	pos int
-	// hinters: bit i is set when plugin i asked EventRunningHint.
-	hinters uint64
+	// hinters: bit i is set when plugin i asked EventRunningHint; skips:
+	// when plugin i asked RequeueSkip (a Skipper).
+	hinters, skips uint64
+	// flushed is the last cycle its turn was accounted for: it was tried,
+	// or its Skippers were told (flushSkips).
+	flushed uint64
 	// grouped: see groupedJob; nil until its class is grouped.
 	grouped *groupedJob
 	events  Events
@@ -209,6 +225,8 @@ type jobClass struct {
 	// in cycle failCycle.
 	failEpoch, failCycle uint64
 	failSt               *Status
+	// watch counts the parked members that asked EventWatch.
+	watch int
 	// awakeCycle: the class was woken in that cycle; members are the
 	// parked members met in its walk, in queue order, sorted (by
 	// QueueSort, ties in queue order) from next on when ordered.
@@ -245,6 +263,11 @@ type member struct {
 	js  *cluster.JobState
 	p   *parkedJob
 	pos int
+}
+
+type keyedMember struct {
+	key SortKey
+	m   member
 }
 
 type runningFP struct {
@@ -294,6 +317,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 	if q.need&EventPending != 0 && q.pendingChanged(s, false) {
 		happened |= EventPending
 	}
+
 	if happened&EventRoom != 0 && q.classless == len(q.parked) {
 		q.unparkAll()
 		return
@@ -315,6 +339,11 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 		if happened&EventRoom != 0 {
 			q.wakeClasses(c, r)
 		}
+	}
+	if q.need&EventWatch != 0 {
+		q.watch(c, r)
+	}
+	if happened != 0 {
 		// The union of the parked jobs' events, from their counts.
 		q.need = 0
 		for b, n := range q.evJobs {
@@ -366,6 +395,52 @@ func (q *schedQueue) wakeClasses(c *Cycle, r *Runtime) {
 	for i := range s.Nodes {
 		q.water = append(q.water, l.Free(i))
 	}
+}
+
+// watch asks the profile's Watchers about the classes with a member that
+// asked EventWatch, and about such jobs without a class (see Watcher):
+// the classes they name are woken, the jobs unparked.
+func (q *schedQueue) watch(c *Cycle, r *Runtime) {
+	jobs, cls := q.watchJobs[:0], q.watchCls[:0]
+	for _, cl := range q.classes {
+		if cl.watch > 0 && cl.awakeCycle != q.cycle {
+			jobs, cls = append(jobs, cl.js), append(cls, cl)
+		}
+	}
+	nc := len(jobs)
+	if q.watchClassless > 0 {
+		for _, p := range q.parked {
+			if p.class == nil && p.events&EventWatch != 0 {
+				jobs = append(jobs, p.js)
+			}
+		}
+	}
+	woken := slices.Grow(q.watchWoken[:0], len(jobs))[:len(jobs)]
+	clear(woken)
+	if len(jobs) > 0 {
+		for _, pl := range r.requeuers {
+			if w, ok := pl.(Watcher); ok {
+				w.Woken(c, jobs, woken)
+			}
+		}
+	}
+	for i, ok := range woken {
+		switch {
+		case !ok:
+		case i < nc:
+			cl := cls[i]
+			cl.awakeCycle = q.cycle
+			cl.members, cl.next, cl.ordered, cl.scans = cl.members[:0], 0, false, 0
+			q.awake = append(q.awake, cl)
+		default:
+			if p := q.parked[jobs[i].Job]; p != nil {
+				q.unpark(jobs[i].Job, p)
+			}
+		}
+	}
+	clear(jobs)
+	clear(cls)
+	q.watchJobs, q.watchCls, q.watchWoken = jobs[:0], cls[:0], woken[:0]
 }
 
 // wakeAgain wakes the classes end left parked (again) that fit on the
@@ -484,13 +559,101 @@ func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	}
 	if p.class != nil {
 		p.class.parked--
+		if p.events&EventWatch != 0 {
+			p.class.watch--
+		}
 	} else {
 		q.classless--
+		if p.events&EventWatch != 0 {
+			q.watchClassless--
+		}
 	}
 	if p.events&EventRoom != 0 {
 		q.roomJobs--
 	}
 	q.countEvents(p.events, -1)
+}
+
+// skipsTurns reports whether this cycle's walk can tell the turns of the
+// jobs it does not try (see Skipper): on the simulator's queue, which
+// keeps its jobs and their order numbers from cycle to cycle, in a
+// profile without a window (the jobs past it have no turn), whose order
+// does not change within a cycle (Resort), and without the panic guard.
+func (q *schedQueue) skipsTurns(c *Cycle) bool {
+	r := c.rt
+	_, logged := c.Snap.Pending.(cluster.QueueLog)
+	return logged && r.p.Window == 0 && !r.resorts && r.guard == nil
+}
+
+// trying is told that js is about to be tried: if it is parked for a
+// Skipper, its attempt takes the place of Skip in this cycle.
+func (q *schedQueue) trying(js *cluster.JobState) {
+	if p := q.parked[js.Job]; p != nil {
+		p.flushed = q.cycle
+	}
+}
+
+// flushSkips calls Skip for every job parked for a Skipper whose turn in
+// this cycle's walk came before x's (every one whose turn came, for x
+// nil), unless its turn was accounted for already: x is about to be
+// offered to the Preempt plugins, or the walk ended (at c.stop, or with
+// every job). A job's turn is its place in the walk's order, the
+// QueueSort's with ties in queue order; jobs started, rejected or tried
+// in this cycle had theirs. Skips made between two commits see one
+// Statement, so their order among themselves does not matter (Skipper).
+func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
+	if q.skipsDone == q.cycle {
+		return
+	}
+	pq := c.Snap.Pending
+	qs := c.rt.p.QueueSort
+	_, keyed := qs.(KeyedSort)
+	var xpos int
+	var xkey SortKey
+	if x != nil {
+		xpos, _ = pq.Order(x)
+		if keyed {
+			xkey, _ = c.SortKey(x)
+		}
+	}
+	keep, left := q.skippers[:0], false
+	for _, p := range q.skippers {
+		if p.gone {
+			continue
+		}
+		keep = append(keep, p)
+		if p.flushed == q.cycle || c.St.Op(p.js) != OpNone {
+			continue
+		}
+		if x != nil {
+			pos, ok := pq.Order(p.js)
+			if !ok {
+				continue
+			}
+			k := 0
+			if keyed {
+				pk, _ := c.SortKey(p.js)
+				k = CompareKeys(pk, xkey)
+			} else if qs != nil {
+				k = qs.Compare(c, p.js, x)
+			}
+			if cmp.Or(k, cmp.Compare(pos, xpos)) > 0 {
+				left = true
+				continue // after x
+			}
+		} else if !pq.Contains(p.js) {
+			continue
+		}
+		p.flushed = q.cycle
+		for m := p.skips; m != 0; m &= m - 1 {
+			c.rt.requeuers[bits.TrailingZeros64(m)].(Skipper).Skip(c, p.js)
+		}
+	}
+	clear(q.skippers[len(keep):])
+	q.skippers = keep
+	if !left {
+		q.skipsDone = q.cycle
+	}
 }
 
 // countEvents adds d to the count of parked jobs of each event in ev.
@@ -519,7 +682,7 @@ func (q *schedQueue) unparkAll() {
 
 // forget drops the water and the event tracking (nothing is parked).
 func (q *schedQueue) forget() {
-	q.need, q.roomJobs, q.classless = 0, 0, 0
+	q.need, q.roomJobs, q.classless, q.watchClassless = 0, 0, 0, 0
 	q.water = q.water[:0]
 	q.ready = q.ready[:0]
 	q.running, q.pending, q.moved = nil, nil, q.moved[:0]
@@ -585,6 +748,9 @@ func (q *schedQueue) skip(c *Cycle, js *cluster.JobState, pos int) bool {
 }
 
 func (q *schedQueue) setPos(js *cluster.JobState, pos int) {
+	if q.orderPos {
+		return // posOf reads the queue's Order
+	}
 	if q.pos == nil {
 		q.pos = map[*cluster.JobState]int{}
 	}
@@ -600,11 +766,22 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 		return
 	}
 	ev := Events(0)
-	var hinters uint64
+	var hinters, skips uint64
 	for i, pl := range plugins {
 		e := pl.Requeue(c, js)
 		if e&RequeueAlways != 0 {
 			return
+		}
+		if e&EventWatch != 0 {
+			if _, ok := pl.(Watcher); !ok {
+				return
+			}
+		}
+		if e&RequeueSkip != 0 {
+			if _, ok := pl.(Skipper); !ok || i >= 64 || !q.skipsTurns(c) {
+				return
+			}
+			skips |= 1 << i
 		}
 		if e&EventRunningHint != 0 {
 			if _, ok := pl.(RunningHinter); ok && i < 64 {
@@ -644,11 +821,17 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 	added := ev &^ q.need
 	trackRunning := ev&(EventRunning|EventRunningHint) != 0 && q.need&(EventRunning|EventRunningHint) == 0
 	q.need |= ev
-	p := &parkedJob{js: js, events: ev, hinters: hinters, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
-		labels: len(js.Labels), passed: true, cycle: q.cycle}
+	p := &parkedJob{js: js, events: ev, hinters: hinters, skips: skips, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
+		labels: len(js.Labels), passed: true, cycle: q.cycle, flushed: q.cycle}
 	q.parked[js.Job] = p
+	if skips != 0 {
+		q.skippers = append(q.skippers, p)
+	}
 	if cl != nil {
 		cl.parked++
+		if ev&EventWatch != 0 {
+			cl.watch++
+		}
 		if len(cl.jobs) > 2*cl.parked+16 {
 			cl.compact()
 		}
@@ -656,6 +839,9 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 		cl.noteKey(c, js)
 	} else {
 		q.classless++
+		if ev&EventWatch != 0 {
+			q.watchClassless++
+		}
 	}
 	if ev&EventRoom != 0 {
 		q.roomJobs++
@@ -751,8 +937,12 @@ func (q *schedQueue) tried(c *Cycle, js *cluster.JobState) *jobClass {
 		return nil // not parked, or parked again by failed
 	}
 	q.unpark(js.Job, p)
-	if cl := p.class; cl != nil && q.sorted && c.St.Op(js) == OpStart && cl.awakeCycle == q.cycle && cl.failEpoch != q.epoch {
-		return cl
+	if op := c.St.Op(js); (op == OpStart || op == OpNominate) && q.sorted {
+		// It started, or a Preempt plugin held room for it: the next
+		// member may too.
+		if cl := p.class; cl != nil && cl.awakeCycle == q.cycle && cl.failEpoch != q.epoch {
+			return cl
+		}
 	}
 	return nil
 }
@@ -770,7 +960,25 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 	}
 	order := func(a, b member) int { return cmp.Or(qs.Compare(c, a.js, b.js), cmp.Compare(a.pos, b.pos)) }
 	if !cl.ordered && cl.scans >= 2 {
-		slices.SortFunc(cl.members[cl.next:], order)
+		if _, keyed := qs.(KeyedSort); keyed {
+			// By each member's key, fetched once (keys order as Compare
+			// does), not a Compare per comparison.
+			km := q.memberKeys[:0]
+			for _, m := range cl.members[cl.next:] {
+				k, _ := c.SortKey(m.js)
+				km = append(km, keyedMember{key: k, m: m})
+			}
+			slices.SortFunc(km, func(a, b keyedMember) int {
+				return cmp.Or(CompareKeys(a.key, b.key), cmp.Compare(a.m.pos, b.m.pos))
+			})
+			for i, k := range km {
+				cl.members[cl.next+i] = k.m
+			}
+			clear(km)
+			q.memberKeys = km[:0]
+		} else {
+			slices.SortFunc(cl.members[cl.next:], order)
+		}
 		cl.ordered = true
 	}
 	if !cl.ordered {
@@ -1319,13 +1527,18 @@ func (q *schedQueue) idle(s *cluster.Snapshot) bool {
 // started): its members still parked are tried on the room left, and
 // unparked if they fit.
 func (q *schedQueue) end(c *Cycle) {
+	if len(q.skippers) > 0 {
+		q.flushSkips(c, c.stop)
+	}
 	for _, cl := range q.awake {
 		if cl.failCycle == q.cycle {
 			// The members met but not tried would have failed as the
-			// class did: they get its reason.
+			// class did: they get its reason. A member parked for a
+			// Skipper fails as it did when parked (the Skipper's
+			// reason, which stands for the placement's), and keeps it.
 			reason := c.St.intern(cl.failSt.Reason())
 			for _, m := range cl.members {
-				if p := m.p; !p.gone && !p.inCands {
+				if p := m.p; !p.gone && !p.inCands && p.skips == 0 {
 					p.reason = reason
 					c.St.wait(m.js, reason)
 				}
@@ -1388,6 +1601,10 @@ func (w *inOrderWalk) step(js *cluster.JobState) bool {
 func (r *Runtime) walk(c *Cycle) {
 	p, s, q := &r.p, c.Snap, r.q
 	if q.idle(s) {
+		// Every job would fail as it did: each had its turn.
+		if len(q.skippers) > 0 {
+			q.flushSkips(c, nil)
+		}
 		return
 	}
 	defer q.end(c)
@@ -1432,6 +1649,10 @@ func (r *Runtime) walk(c *Cycle) {
 			clear(q.recheck)
 			q.recheck = q.recheck[:0]
 		}
+		// On the simulator's queue the positions compared are its Order
+		// numbers, which order the jobs as the count does (posOf), so
+		// skip need not note the count of each job it passes.
+		_, q.orderPos = s.Pending.(cluster.QueueLog)
 		n := 0
 		for js := range s.Pending.All() {
 			if p.Window > 0 && n >= p.Window {
@@ -1463,6 +1684,7 @@ func (r *Runtime) walk(c *Cycle) {
 			// Every job after this one would be Blocked, with nothing
 			// recorded: neither the next member of cl nor the jobs to
 			// merge back are needed.
+			c.stop = cands[i]
 			break
 		}
 		if c.merge {
@@ -1558,6 +1780,11 @@ func (q *schedQueue) class(js *cluster.JobState, sizes [][]int) *jobClass {
 		for _, n := range counts {
 			k = binary.AppendVarint(k, int64(n))
 		}
+	}
+	// And the counts the job asks for, which a Preempt plugin may try
+	// apart from the sizes (see Watcher).
+	for _, g := range js.Job.Groups {
+		k = binary.AppendVarint(k, int64(g.Replicas))
 	}
 	q.key = k
 	cl, ok := q.classes[string(k)]

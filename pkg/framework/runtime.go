@@ -274,7 +274,7 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	// (plugins keep nothing of it, not even the slices Started and Failed
 	// hand out), and a long replay runs a cycle per tick.
 	c := &r.cyc
-	*c = Cycle{Snap: s, St: &r.st, rt: r, started: c.started[:0], failed: c.failed[:0]}
+	*c = Cycle{Snap: s, St: &r.st, rt: r, started: c.started[:0], failed: c.failed[:0], later: c.later[:0]}
 	if r.data != nil {
 		clear(r.data)
 		c.data = r.data
@@ -455,12 +455,17 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 
 // tryJob is try without the guard.
 func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
+	q := r.q
+	if q != nil && len(q.skippers) > 0 {
+		q.trying(js)
+	}
 	for _, a := range r.p.Admit {
 		st := a.Admit(c, js).WithPlugin(a.Name())
 		switch st.Code() {
 		case Success:
 			continue
 		case Blocked:
+			c.stop = js
 			return false
 		case Unresolvable:
 			c.St.Record(js, policy.Reject{Job: js.Job.ID, Reason: st.Reason()})
@@ -472,10 +477,17 @@ func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 	pl, st := r.attempt(c, js)
 	if st.IsSuccess() {
 		r.started(c, js, pl)
-	} else if !r.preempt(c, js, st) {
-		c.failed = append(c.failed, js)
-		if r.q != nil {
-			r.q.failed(c, js, r.requeuers, c.St.reason(js))
+	} else {
+		if q != nil && len(q.skippers) > 0 {
+			// The jobs set aside whose turns came before js's make what
+			// their attempts would have, before any Preempt plugin acts.
+			q.flushSkips(c, js)
+		}
+		if !r.preempt(c, js, st) {
+			c.failed = append(c.failed, js)
+			if q != nil {
+				q.failed(c, js, r.requeuers, c.St.reason(js))
+			}
 		}
 	}
 	if c.committed {
