@@ -345,8 +345,9 @@ func (p *Preemptor) Woken(c *framework.Cycle, jobs []*cluster.JobState, woken []
 	}
 	soon.Fork()
 	defer soon.Revert()
-	for _, r := range runningBE(c).running {
-		if r.Preemptions < p.P {
+	// The victims in any order (runningBE's sorts them for the search).
+	for _, r := range c.Snap.Running {
+		if r.Job.Class == cluster.ClassBE && r.Phase == cluster.Running && r.Preemptions < p.P {
 			soon.GiveJob(r)
 		}
 	}
@@ -371,9 +372,11 @@ func (p *Preemptor) Skip(c *framework.Cycle, _ *cluster.JobState) {
 		p.searchAt, p.chancy = c.Snap.Cycle, false
 	}
 	if e := c.Epoch(); !p.skipOK || e != p.skipAt || e == 0 {
+		// The victims open, counted as hopeless does (runningBE's
+		// jobs, in any order).
 		n := 0
-		for _, js := range runningBE(c).running {
-			if js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
+		for _, js := range c.Snap.Running {
+			if js.Job.Class == cluster.ClassBE && js.Phase == cluster.Running && js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
 				n++
 			}
 		}

@@ -147,6 +147,9 @@ type schedQueue struct {
 	cur    *jobClass
 	unsafe bool
 	key    []byte
+	// list holds the parked jobs (and some since unparked: gone tells),
+	// for the walks over all of them that a map walks slowly.
+	list []*parkedJob
 	// skippers lists the parked jobs a Skipper asked RequeueSkip for
 	// (and some since unparked: gone tells), in no order; watchClassless
 	// counts the parked jobs without a class that asked EventWatch.
@@ -180,6 +183,10 @@ type parkedJob struct {
 	// flushed is the last cycle its turn was accounted for: it was tried,
 	// or its Skippers were told (flushSkips).
 	flushed uint64
+	// key is its sort key under a StableKeys sort, kept so that the
+	// members of an awake class are ordered without a lookup each (nil
+	// until first needed; see keyOf).
+	key *genKey
 	// grouped: see groupedJob; nil until its class is grouped.
 	grouped *groupedJob
 	events  Events
@@ -265,6 +272,32 @@ type member struct {
 	pos int
 }
 
+type genKey struct {
+	key SortKey
+	gen uint64
+}
+
+// keyOf returns p's job's sort key under the profile's KeyedSort, from p
+// while the Runtime's memo of StableKeys is the one it was noted under.
+func (q *schedQueue) keyOf(c *Cycle, p *parkedJob) SortKey {
+	r := c.rt
+	sk, ok := r.p.QueueSort.(StableKeys)
+	if !ok {
+		k, _ := c.SortKey(p.js)
+		return k
+	}
+	r.keyMemo(c, sk)
+	if p.key != nil && p.key.gen == r.keyGen {
+		return p.key.key
+	}
+	k, _ := c.SortKey(p.js)
+	if p.key == nil {
+		p.key = &genKey{}
+	}
+	p.key.key, p.key.gen = k, r.keyGen
+	return k
+}
+
 type keyedMember struct {
 	key SortKey
 	m   member
@@ -329,10 +362,13 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 		wake := happened &^ EventRoom
 		hint := happened&EventRunning != 0 && q.need&EventRunningHint != 0 && len(q.moved) > 0
 		if happened&EventRoom != 0 && (q.roomJobs > 0 || q.classless > 0) || wake&q.need != 0 || hint {
-			for j, p := range q.parked {
+			for _, p := range q.list {
+				if p.gone {
+					continue
+				}
 				if p.events&wake != 0 || happened&EventRoom != 0 && (p.class == nil || p.events&EventRoom != 0) ||
-					hint && p.hinters != 0 && q.hinted(c, r.plugins, j, p.hinters) {
-					q.unpark(j, p)
+					hint && p.hinters != 0 && q.hinted(c, r.plugins, p.js.Job, p.hinters) {
+					q.unpark(p.js.Job, p)
 				}
 			}
 		}
@@ -613,7 +649,11 @@ func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 	if x != nil {
 		xpos, _ = pq.Order(x)
 		if keyed {
-			xkey, _ = c.SortKey(x)
+			if px := q.parked[x.Job]; px != nil {
+				xkey = q.keyOf(c, px)
+			} else {
+				xkey, _ = c.SortKey(x)
+			}
 		}
 	}
 	keep, left := q.skippers[:0], false
@@ -632,8 +672,7 @@ func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 			}
 			k := 0
 			if keyed {
-				pk, _ := c.SortKey(p.js)
-				k = CompareKeys(pk, xkey)
+				k = CompareKeys(q.keyOf(c, p), xkey)
 			} else if qs != nil {
 				k = qs.Compare(c, p.js, x)
 			}
@@ -675,6 +714,9 @@ func (q *schedQueue) unparkAll() {
 		p.gone = true
 	}
 	clear(q.parked)
+	clear(q.list)
+	clear(q.skippers)
+	q.list, q.skippers = q.list[:0], q.skippers[:0]
 	clear(q.classes)
 	q.evJobs = [8]int{}
 	q.forget()
@@ -824,6 +866,17 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 	p := &parkedJob{js: js, events: ev, hinters: hinters, skips: skips, reason: reason, class: cl, enqueued: js.Enqueued, preemptions: js.Preemptions,
 		labels: len(js.Labels), passed: true, cycle: q.cycle, flushed: q.cycle}
 	q.parked[js.Job] = p
+	if len(q.list) > 2*len(q.parked)+64 {
+		keep := q.list[:0]
+		for _, p := range q.list {
+			if !p.gone {
+				keep = append(keep, p)
+			}
+		}
+		clear(q.list[len(keep):])
+		q.list = keep
+	}
+	q.list = append(q.list, p)
 	if skips != 0 {
 		q.skippers = append(q.skippers, p)
 	}
@@ -965,8 +1018,7 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 			// does), not a Compare per comparison.
 			km := q.memberKeys[:0]
 			for _, m := range cl.members[cl.next:] {
-				k, _ := c.SortKey(m.js)
-				km = append(km, keyedMember{key: k, m: m})
+				km = append(km, keyedMember{key: q.keyOf(c, m.p), m: m})
 			}
 			slices.SortFunc(km, func(a, b keyedMember) int {
 				return cmp.Or(CompareKeys(a.key, b.key), cmp.Compare(a.m.pos, b.m.pos))
@@ -1007,7 +1059,7 @@ func (q *schedQueue) rep(c *Cycle, qs QueueSort, cl *jobClass) *cluster.JobState
 				if !live(m) {
 					continue
 				}
-				k, _ := c.SortKey(m.js)
+				k := q.keyOf(c, m.p)
 				if best < 0 || cmp.Or(CompareKeys(k, bk), cmp.Compare(m.pos, cl.members[best].pos)) < 0 {
 					best, bk = i, k
 				}
@@ -1782,10 +1834,14 @@ func (q *schedQueue) class(js *cluster.JobState, sizes [][]int) *jobClass {
 		}
 	}
 	// And the counts the job asks for, which a Preempt plugin may try
-	// apart from the sizes (see Watcher).
+	// apart from the sizes (see Watcher), and its class (TE or BE), which
+	// plugins act on apart: a class of one kind of job is woken for what
+	// that kind waits on, and its members are alike in the sort more
+	// often.
 	for _, g := range js.Job.Groups {
 		k = binary.AppendVarint(k, int64(g.Replicas))
 	}
+	k = append(k, byte(js.Job.Class))
 	q.key = k
 	cl, ok := q.classes[string(k)]
 	if !ok {

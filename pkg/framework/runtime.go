@@ -84,6 +84,9 @@ type Runtime struct {
 	// valid while the stamp they were computed under, keyStamp, holds.
 	keys     map[*cluster.Job]SortKey
 	keyStamp any
+	// keyGen counts the memos made: a key noted under one generation is
+	// the memo's while it lasts (parkedJob.key).
+	keyGen uint64
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
 	// q is the scheduling queue (queue.go): nil unless every plugin is a
@@ -410,6 +413,7 @@ func (r *Runtime) keyMemo(c *Cycle, sk StableKeys) map[*cluster.Job]SortKey {
 	// dropped when it holds many more jobs than are pending.
 	if r.keys == nil || stamp != r.keyStamp || len(r.keys) > 2*c.Snap.Pending.Len()+1024 {
 		r.keys, r.keyStamp = make(map[*cluster.Job]SortKey, c.Snap.Pending.Len()), stamp
+		r.keyGen++
 	}
 	return r.keys
 }
