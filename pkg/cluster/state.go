@@ -556,6 +556,12 @@ type Snapshot struct {
 	// constraints accept (see Eligibility); the executor keeps it across
 	// cycles. Nil: placement computes the sets per cycle.
 	Eligibility *Eligibility
+	// Gen, when not 0, numbers the states of the cluster the executor's
+	// snapshots show: two snapshots of one run with the same Gen show the
+	// same nodes, running jobs, queue and placeholders, whatever their
+	// Now and Cycle (the simulator moves it on with every event and every
+	// cycle that applied more than Waits). 0: unknown (Kubernetes).
+	Gen uint64
 }
 
 // Placeholder is lowest-priority capacity held so that an autoscaler adds

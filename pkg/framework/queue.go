@@ -367,7 +367,7 @@ func (q *schedQueue) begin(c *Cycle, r *Runtime) {
 					continue
 				}
 				if p.events&wake != 0 || happened&EventRoom != 0 && (p.class == nil || p.events&EventRoom != 0) ||
-					hint && p.hinters != 0 && q.hinted(c, r.plugins, p.js.Job, p.hinters) {
+					hint && p.hinters != 0 && q.hinted(c, r.hinters, p.js.Job, p.hinters) {
 					q.unpark(p.js.Job, p)
 				}
 			}
@@ -576,10 +576,10 @@ func (q *schedQueue) roomAbove(l *placement.Ledger, n int) bool {
 // hinted reports whether a plugin of mask (bits over plugins) says that
 // a running job moved since the previous cycle may change its answer for
 // j.
-func (q *schedQueue) hinted(c *Cycle, plugins []Plugin, j *cluster.Job, mask uint64) bool {
+func (q *schedQueue) hinted(c *Cycle, plugins []RunningHinter, j *cluster.Job, mask uint64) bool {
 	for _, r := range q.moved {
 		for m := mask; m != 0; m &= m - 1 {
-			if plugins[bits.TrailingZeros64(m)].(RunningHinter).RunningHint(c, j, r) {
+			if plugins[bits.TrailingZeros64(m)].RunningHint(c, j, r) {
 				return true
 			}
 		}
@@ -644,10 +644,9 @@ func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 	pq := c.Snap.Pending
 	qs := c.rt.p.QueueSort
 	_, keyed := qs.(KeyedSort)
-	var xpos int
+	xpos := -1 // fetched when two keys tie
 	var xkey SortKey
 	if x != nil {
-		xpos, _ = pq.Order(x)
 		if keyed {
 			if px := q.parked[x.Job]; px != nil {
 				xkey = q.keyOf(c, px)
@@ -666,17 +665,25 @@ func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 			continue
 		}
 		if x != nil {
-			pos, ok := pq.Order(p.js)
-			if !ok {
-				continue
-			}
 			k := 0
 			if keyed {
 				k = CompareKeys(q.keyOf(c, p), xkey)
 			} else if qs != nil {
 				k = qs.Compare(c, p.js, x)
 			}
-			if cmp.Or(k, cmp.Compare(pos, xpos)) > 0 {
+			if k == 0 {
+				pos, ok := pq.Order(p.js)
+				if !ok {
+					continue
+				}
+				if xpos < 0 {
+					xpos, _ = pq.Order(x)
+				}
+				k = cmp.Compare(pos, xpos)
+			} else if !pq.Contains(p.js) {
+				continue
+			}
+			if k > 0 {
 				left = true
 				continue // after x
 			}
@@ -1991,6 +1998,8 @@ type stillness struct {
 	valid   bool
 	queue   cluster.PendingQueue
 	pending int
+	// gen is the cluster's Snapshot.Gen (0: unknown).
+	gen     uint64
 	nodes   []nodeFP
 	running []runFP
 	places  []cluster.Placeholder
@@ -2046,6 +2055,9 @@ func (w *stillness) idle(s *cluster.Snapshot) bool {
 
 // still reports whether s is the cluster the previous, idle cycle saw.
 func (w *stillness) still(s *cluster.Snapshot) bool {
+	if w.valid && s.Gen != 0 && s.Gen == w.gen && s.Pending == w.queue {
+		return true // the executor says it is the same cluster
+	}
 	if !w.valid || s.Pending != w.queue || s.Pending.Len() != w.pending || len(s.Nodes) != len(w.nodes) ||
 		len(s.Running) != len(w.running) || !slices.Equal(s.Placeholders, w.places) {
 		return false
@@ -2081,9 +2093,10 @@ func (w *stillness) record(s *cluster.Snapshot, acts []policy.Action) {
 		}
 	}
 	if w.valid && w.still(s) {
+		w.gen = s.Gen
 		return // the same cluster again
 	}
-	w.valid, w.queue, w.pending = true, s.Pending, s.Pending.Len()
+	w.valid, w.queue, w.pending, w.gen = true, s.Pending, s.Pending.Len(), s.Gen
 	w.nodes = w.nodes[:0]
 	for _, n := range s.Nodes {
 		w.nodes = append(w.nodes, nodeOf(n))

@@ -94,8 +94,10 @@ type Runtime struct {
 	q       *schedQueue
 	plugins []Plugin
 	// requeuers is plugins as Requeuers (with q), asserted once rather
-	// than for every job that fails.
+	// than for every job that fails; hinters, as RunningHinters (nil for
+	// the others), by the same index.
 	requeuers []Requeuer
+	hinters   []RunningHinter
 	// still answers unchanged idle cycles of Clockless profiles (queue.go).
 	still *stillness
 	// guard is set during ScheduleGuarded (guard.go): panics are
@@ -169,10 +171,12 @@ func New(p Profile) (*Runtime, error) {
 	for _, pl := range r.plugins {
 		rq, ok := pl.(Requeuer)
 		if !ok {
-			r.q, r.requeuers = nil, nil
+			r.q, r.requeuers, r.hinters = nil, nil, nil
 			break
 		}
 		r.requeuers = append(r.requeuers, rq)
+		rh, _ := pl.(RunningHinter)
+		r.hinters = append(r.hinters, rh)
 	}
 	return r, nil
 }

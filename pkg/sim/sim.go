@@ -147,6 +147,10 @@ type Sim struct {
 	dirty  bool
 	cycle  uint64
 	ended  int
+	// gen numbers the states of the cluster a snapshot shows: it moves on
+	// with every event and every cycle that applied more than Waits or
+	// may have moved placeholders or nodes (Snapshot.Gen).
+	gen uint64
 
 	maxNode      resource.Vector // component-wise largest node or catalogue type
 	placeholders []cluster.Placeholder
@@ -463,6 +467,7 @@ func (s *Sim) advance(t float64) {
 
 // step handles the earliest event (an arrival or a heap event) at time t.
 func (s *Sim) step(t float64) {
+	s.gen++
 	s.advance(t)
 	if len(s.events) > 0 && s.events[0].t == t {
 		e := heap.Pop(&s.events).(event)
@@ -569,7 +574,8 @@ func (s *Sim) cycleOnce() bool {
 	s.dirty = false
 	s.cycle++
 	snap := &cluster.Snapshot{Now: s.now, Cycle: s.cycle, Seed: s.cfg.Seed, Nodes: s.nodes,
-		Running: s.running, Pending: s.pending, Catalog: s.cfg.Catalog, Placeholders: s.placeholders, Eligibility: s.elig}
+		Running: s.running, Pending: s.pending, Catalog: s.cfg.Catalog, Placeholders: s.placeholders, Eligibility: s.elig,
+		Gen: s.gen}
 	actions := s.pol.Schedule(snap)
 	changed := false
 	defer func() {
@@ -582,6 +588,9 @@ func (s *Sim) cycleOnce() bool {
 		if ph, ok := a.(policy.SetPlaceholders); ok && slices.Equal(ph.Placeholders, s.placeholders) {
 			continue // the same set again changes nothing
 		}
+		if _, ok := a.(policy.Wait); !ok {
+			s.gen++ // (a refused action changes nothing either: counted anyway)
+		}
 		if err := s.apply(a); err != nil {
 			s.refusals = append(s.refusals, policy.Refusal{Time: s.now, Action: a, Reason: err.Error()})
 			continue
@@ -591,6 +600,9 @@ func (s *Sim) cycleOnce() bool {
 		default:
 			changed = true
 		}
+	}
+	if s.cfg.Autoscaler != nil || len(s.phUnits) > 0 {
+		s.gen++ // afterCycle may add or release nodes, or bind placeholders
 	}
 	if s.afterCycle() {
 		changed = true
