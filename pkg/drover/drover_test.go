@@ -310,3 +310,43 @@ func TestShrinkCandidates(t *testing.T) {
 		t.Fatalf("probed %d jobs, want at least 100", probed)
 	}
 }
+
+// TestShrinkWakesParkedTE: a TE job that found nothing to shrink and no
+// victim is set aside (drover-shrink asks only for a BE job above its
+// minimum; fitgpp watches the room its victims would give back). When
+// such a job starts in the room a finished job left, nothing else that
+// the queue watches has changed, and the TE job must be tried again: it
+// shrinks the new job and starts, as it does without the queue.
+func TestShrinkWakesParkedTE(t *testing.T) {
+	cycles := func(rt *framework.Runtime) [][]string {
+		w := newWorld(1).
+			run(be("a", 4, 4, 4), 0, 4, cluster.Running, nil).
+			run(be("b", 4, 4, 4), 0, 4, cluster.Running, nil).
+			pend(te("t", 2))
+		for _, js := range w.s.Running {
+			js.Preemptions = 1 // no FitGpp victim (P = 1)
+		}
+		w.s.Cycle = 1
+		var out [][]string
+		out = append(out, summary(rt.Schedule(w.s)))
+		// b ends and elastic e starts on its 4 GPUs: the room is as it
+		// was, but e can shrink to 1 worker.
+		node := w.s.Nodes[0]
+		b := w.s.Running[1]
+		node.Jobs = node.Jobs[:1]
+		node.Allocated = node.Allocated.Sub(b.Job.Groups[0].Demand.Scale(4))
+		w.s.Running = w.s.Running[:1]
+		w.run(be("e", 4, 1, 4), 0, 4, cluster.Running, nil)
+		w.s.Running[1].Preemptions = 1
+		w.s.Cycle = 2
+		out = append(out, summary(rt.Schedule(w.s)))
+		return out
+	}
+	want := cycles(profile(t, nil).WithoutQueue())
+	if d := gocmp.Diff(want, cycles(profile(t, nil))); d != "" {
+		t.Errorf("actions per cycle differ with the queue (-without +with):\n%s", d)
+	}
+	if len(want[1]) == 0 || want[1][0] != "resize e x2" {
+		t.Fatalf("without the queue the second cycle did %v, want e shrunk for t", want[1])
+	}
+}

@@ -731,3 +731,57 @@ func TestClocklessOnMultiGroup(t *testing.T) {
 		t.Error("101 nodes (placement samples): ClocklessOn true, want false")
 	}
 }
+
+// TestParkedTEClassWakes: TE jobs of one shape whose searches failed for
+// want of victims are set aside together. When victims appear in the
+// room of jobs that could not be victims (the room on the nodes is as it
+// was), the class is woken: its first member preempts, then the next
+// while they get room, until one fails; the members after it keep their
+// own Wait reason. Every cycle's actions are those of the Runtime without
+// the queue, Waits included.
+func TestParkedTEClassWakes(t *testing.T) {
+	be, te := cluster.ClassBE, cluster.ClassTE
+	cycles := func(rt *framework.Runtime) [][]string {
+		// Cycle 1: the node is full of BE jobs preempted once already
+		// (P = 1): no victim for the four TE jobs.
+		s := snapshot(1, []rj{{id: "a", class: be, node: 0, gpus: 2, preemptions: 1, grace: 60},
+			{id: "b", class: be, node: 0, gpus: 2, preemptions: 1, grace: 60},
+			{id: "c", class: be, node: 0, gpus: 2, preemptions: 1, grace: 60},
+			{id: "d", class: be, node: 0, gpus: 2, preemptions: 1, grace: 60}},
+			job("x1", te, 2, 0), job("x2", te, 2, 0), job("x3", te, 2, 0), job("x4", te, 2, 0))
+		var out [][]string
+		apply := func(acts []policy.Action) {
+			var line []string
+			for _, a := range acts {
+				line = append(line, fmt.Sprintf("%T %v", a, a))
+				if w, ok := a.(policy.Wait); ok {
+					for js := range s.Pending.All() {
+						if js.Job.ID == w.Job {
+							js.Reason = w.Reason // as the executor does
+						}
+					}
+				}
+			}
+			out = append(out, line)
+		}
+		s.Cycle = 1
+		apply(rt.Schedule(s))
+		s.Cycle = 2
+		apply(rt.Schedule(s)) // nothing changed
+		// Cycle 3: a and b finished and two jobs never preempted took
+		// their room: two victims, for x1 and x2.
+		s2 := snapshot(1, []rj{{id: "c", class: be, node: 0, gpus: 2, preemptions: 1, grace: 60},
+			{id: "d", class: be, node: 0, gpus: 2, preemptions: 1, grace: 60},
+			{id: "v1", class: be, node: 0, gpus: 2, grace: 60}, {id: "v2", class: be, node: 0, gpus: 2, grace: 60}})
+		s.Nodes, s.Running, s.Cycle = s2.Nodes, s2.Running, 3
+		apply(rt.Schedule(s))
+		return out
+	}
+	want := cycles(mustNew(t, FitGpp, 1, 1).WithoutQueue())
+	if d := cmp.Diff(want, cycles(mustNew(t, FitGpp, 1, 1))); d != "" {
+		t.Errorf("actions per cycle differ with the queue (-without +with):\n%s", d)
+	}
+	if got := strings.Count(strings.Join(want[2], "\n"), "policy.Preempt"); got != 2 {
+		t.Fatalf("without the queue cycle 3 preempted %d jobs, want 2 (for x1 and x2):\n%s", got, strings.Join(want[2], "\n"))
+	}
+}

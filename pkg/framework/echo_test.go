@@ -91,3 +91,52 @@ func TestEcho(t *testing.T) {
 		})
 	}
 }
+
+// drawer draws through Cycle.DrawLater or at once, then n numbers it
+// returns, as a Rebalance plugin.
+type drawer struct {
+	later bool
+	ns    []int
+	got   []int
+}
+
+func (*drawer) Name() string { return "drawer" }
+func (d *drawer) Rebalance(c *framework.Cycle) *framework.Status {
+	for _, n := range d.ns {
+		if d.later {
+			c.DrawLater(n)
+			continue
+		}
+		for k := n; k > 0; k-- {
+			c.Rand().IntN(k)
+		}
+	}
+	d.got = d.got[:0]
+	for range 4 {
+		d.got = append(d.got, c.Rand().IntN(1000))
+	}
+	return nil
+}
+
+// TestDrawLater: draws put off with Cycle.DrawLater are made before Rand
+// next hands out the source, so whoever draws next gets what it would
+// have got had they been made at once.
+func TestDrawLater(t *testing.T) {
+	for _, ns := range [][]int{nil, {1}, {5}, {5, 5, 3}, {7, 0, 2, 2, 2}} {
+		var got [2][]int
+		for k, later := range []bool{false, true} {
+			d := &drawer{later: later, ns: ns}
+			rt, err := framework.New(framework.Profile{Name: "t", Rebalance: []framework.Rebalance{d}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld().node("n0", 8)
+			w.s.Cycle = 3
+			rt.Schedule(w.s)
+			got[k] = d.got
+		}
+		if d := cmp.Diff(got[0], got[1]); d != "" {
+			t.Errorf("draws %v: numbers after them differ (-at once +later):\n%s", ns, d)
+		}
+	}
+}
