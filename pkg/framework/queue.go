@@ -155,6 +155,8 @@ type schedQueue struct {
 	// counts the parked jobs without a class that asked EventWatch.
 	skippers       []*parkedJob
 	watchClassless int
+	// watchers: the profile has a Watcher or a Skipper.
+	watchers bool
 	// skipsDone: every skipper's turn in cycle skipsDone is accounted for.
 	skipsDone  uint64
 	memberKeys []keyedMember
@@ -1840,15 +1842,17 @@ func (q *schedQueue) class(js *cluster.JobState, sizes [][]int) *jobClass {
 			k = binary.AppendVarint(k, int64(n))
 		}
 	}
-	// And the counts the job asks for, which a Preempt plugin may try
-	// apart from the sizes (see Watcher), and its class (TE or BE), which
-	// plugins act on apart: a class of one kind of job is woken for what
-	// that kind waits on, and its members are alike in the sort more
-	// often.
-	for _, g := range js.Job.Groups {
-		k = binary.AppendVarint(k, int64(g.Replicas))
+	// With a Watcher or Skipper in the profile, also the counts the job
+	// asks for, which a Preempt plugin may try apart from the sizes (see
+	// Watcher), and its class (TE or BE), which such plugins set aside
+	// apart: a class of one kind of job is woken for what that kind waits
+	// on, and its members are alike in the sort more often.
+	if q.watchers {
+		for _, g := range js.Job.Groups {
+			k = binary.AppendVarint(k, int64(g.Replicas))
+		}
+		k = append(k, byte(js.Job.Class))
 	}
-	k = append(k, byte(js.Job.Class))
 	q.key = k
 	cl, ok := q.classes[string(k)]
 	if !ok {

@@ -177,6 +177,9 @@ func New(p Profile) (*Runtime, error) {
 		r.requeuers = append(r.requeuers, rq)
 		rh, _ := pl.(RunningHinter)
 		r.hinters = append(r.hinters, rh)
+		_, w := pl.(Watcher)
+		_, sk := pl.(Skipper)
+		r.q.watchers = r.q.watchers || w || sk
 	}
 	return r, nil
 }
