@@ -59,6 +59,11 @@ type Speculator struct {
 	active []int
 	cands  []Movable
 	candJS []*cluster.JobState
+	// onGen and onRe are the Snapshot.Gen and gen of ClocklessOn's last
+	// answer on, which holds while both are the same (an idle cycle runs
+	// no Rebalance and changes no job's state).
+	onGen, onRe uint64
+	on          bool
 }
 
 // running is a running job and its state, for one cycle.
@@ -100,6 +105,14 @@ func (*Speculator) TimeDriven() bool { return true }
 // for nothing, has no candidate to move and writes no label, whatever the
 // time; the rounds it skips change no category.
 func (p *Speculator) ClocklessOn(s *cluster.Snapshot) bool {
+	if s.Gen != 0 && s.Gen == p.onGen && p.gen == p.onRe {
+		return p.on // the same cluster and the same states
+	}
+	p.onGen, p.onRe, p.on = s.Gen, p.gen, p.clocklessOn(s)
+	return p.on
+}
+
+func (p *Speculator) clocklessOn(s *cluster.Snapshot) bool {
 	if len(p.mems) != len(s.Running) || !slices.Equal(s.Running, p.prev) {
 		return false
 	}
