@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -664,5 +665,73 @@ func TestBadSpeedModelMakesNoProgress(t *testing.T) {
 	r := run(t, Config{}, nodes(1, 8), []*cluster.Job{a}, fifo())
 	if st := rec(r, "a"); st.Phase != cluster.Running || st.WorkLeft != 10 {
 		t.Fatalf("job with NaN speed: phase %s work left %v", st.Phase, st.WorkLeft)
+	}
+}
+
+// TestSnapshotGen: two snapshots of one run with the same Gen show the
+// same cluster (Snapshot.Gen's promise, on which the Runtime skips
+// comparing it): a time-driven policy that starts what fits, waits, and
+// labels a job now and then sees, at every repeated Gen, the nodes,
+// running jobs and queue it saw before; and the Gen moves on after a
+// cycle that labelled a job (a change a snapshot shows) or an event.
+func TestSnapshotGen(t *testing.T) {
+	type seen struct {
+		gen     uint64
+		state   string
+		labeled bool
+	}
+	var cycles []seen
+	fp := func(s *cluster.Snapshot) string {
+		out := fmt.Sprint(s.Pending.Len())
+		for _, n := range s.Nodes {
+			out += fmt.Sprint(n.Allocated, n.Releasing, n.Ready, len(n.Jobs))
+		}
+		for _, js := range s.Running {
+			out += fmt.Sprint(js.Job.ID, js.Phase, len(js.Placement), len(js.Labels))
+		}
+		return out
+	}
+	p := &script{fn: func(s *cluster.Snapshot) []policy.Action {
+		var acts []policy.Action
+		labeled := false
+		if len(s.Running) > 0 && s.Cycle%7 == 0 {
+			acts = append(acts, policy.SetLabel{Job: s.Running[0].Job.ID, Key: "drover.dev/t", Value: fmt.Sprint(s.Cycle)})
+			labeled = true
+		}
+		free := s.Nodes[0].Capacity.Sub(s.Nodes[0].Allocated)
+		for js := range s.Pending.All() {
+			if d := js.Job.RequestedDemand(); d.Fits(free) {
+				free = free.Sub(d)
+				acts = append(acts, policy.Start{Job: js.Job.ID, Placement: cluster.Placement{{Node: 0}}})
+			} else {
+				acts = append(acts, policy.Wait{Job: js.Job.ID, Reason: "no room"})
+			}
+		}
+		cycles = append(cycles, seen{gen: s.Gen, state: fp(s), labeled: labeled})
+		return acts
+	}}
+	var jobs []*cluster.Job
+	for i := range 12 {
+		jobs = append(jobs, gjob(fmt.Sprintf("j%d", i), float64(i*40), 500, 4))
+	}
+	run(t, Config{Tick: 10}, nodes(1, 8), jobs, p)
+	repeats := 0
+	for i := 1; i < len(cycles); i++ {
+		prev, cur := cycles[i-1], cycles[i]
+		if cur.gen == 0 {
+			t.Fatalf("cycle %d: Gen 0 from the simulator", i)
+		}
+		if prev.labeled && cur.gen == prev.gen {
+			t.Errorf("cycle %d: Gen %d kept after a cycle that labelled a job", i, cur.gen)
+		}
+		if cur.gen == prev.gen {
+			repeats++
+			if cur.state != prev.state {
+				t.Errorf("cycle %d: Gen %d again, but the cluster changed:\n%s\n%s", i, cur.gen, prev.state, cur.state)
+			}
+		}
+	}
+	if repeats == 0 {
+		t.Error("no two cycles in a row had one Gen: the test checks nothing")
 	}
 }
