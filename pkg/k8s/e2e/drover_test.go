@@ -248,9 +248,12 @@ func TestDroverProfileStory(t *testing.T) {
 	})
 	_, counts := w.downThenUp()
 	t.Logf("%s: elastic-gpt workers over time %v", since(), counts)
-	if msgs := tc.messages("elastic-gpt", "Resized"); !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "scale-up") }) {
-		t.Errorf("elastic-gpt: no scale-up Resized event: %q", msgs)
-	}
+	// The Event is recorded by client-go's broadcaster, asynchronously:
+	// the status may show the workers before the Event is stored.
+	tc.eventually("elastic-gpt scale-up event", 30*time.Second, func() (bool, string) {
+		msgs := tc.messages("elastic-gpt", "Resized")
+		return slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "scale-up") }), fmt.Sprintf("Resized events %q", msgs)
+	})
 
 	// SpeCon: a converged job migrates, once.
 	var moved string
