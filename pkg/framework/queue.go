@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"sort"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
@@ -158,8 +159,17 @@ type schedQueue struct {
 	// watchers: the profile has a Watcher or a Skipper.
 	watchers bool
 	// skipsDone: every skipper's turn in cycle skipsDone is accounted for.
-	skipsDone  uint64
-	memberKeys []keyedMember
+	skipsDone uint64
+	// With a StableKeys sort, skippers is kept in the walk's order (keys
+	// of generation skipGen, then queue Order) while skipSorted, so that
+	// a flush finds its end by bisection: every skipper before
+	// skippers[flushLo] had its turn accounted for in cycle flushAt.
+	// skipGone counts the gone entries.
+	skipSorted        bool
+	skipGen           uint64
+	flushAt           uint64
+	flushLo, skipGone int
+	memberKeys        []keyedMember
 	// watch's lists, reused.
 	watchJobs  []*cluster.JobState
 	watchCls   []*jobClass
@@ -592,6 +602,9 @@ func (q *schedQueue) hinted(c *Cycle, plugins []RunningHinter, j *cluster.Job, m
 func (q *schedQueue) unpark(j *cluster.Job, p *parkedJob) {
 	delete(q.parked, j)
 	p.gone = true
+	if p.skips != 0 {
+		q.skipGone++
+	}
 	if (q.idx || q.build) && q.queue.Contains(p.js) {
 		q.active[p.js] = struct{}{}
 	}
@@ -641,6 +654,10 @@ func (q *schedQueue) trying(js *cluster.JobState) {
 // Statement, so their order among themselves does not matter (Skipper).
 func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 	if q.skipsDone == q.cycle {
+		return
+	}
+	if q.skipOrder(c) {
+		q.flushOrdered(c, x)
 		return
 	}
 	pq := c.Snap.Pending
@@ -704,6 +721,101 @@ func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 	}
 }
 
+// skipOrder reports whether skippers is kept in the walk's order (a
+// StableKeys sort), putting it in order first when it is not: when keys
+// were made anew (the stamp changed), or a skipper was added while it was
+// not. The gone entries are dropped, so every entry's job is queued.
+func (q *schedQueue) skipOrder(c *Cycle) bool {
+	sk, ok := c.rt.p.QueueSort.(StableKeys)
+	if !ok {
+		return false
+	}
+	c.rt.keyMemo(c, sk)
+	if q.skipGone > 0 {
+		q.compactSkippers()
+	}
+	if !q.skipSorted || q.skipGen != c.rt.keyGen {
+		slices.SortFunc(q.skippers, func(a, b *parkedJob) int { return q.walkOrder(c, a.js, a, b.js, b) })
+		q.skipSorted, q.skipGen, q.flushLo = true, c.rt.keyGen, 0
+	}
+	return true
+}
+
+// walkOrder compares two queued jobs in the walk's order: key, then queue
+// Order (pa, pb: their parked records, for the keys kept there, or nil).
+func (q *schedQueue) walkOrder(c *Cycle, a *cluster.JobState, pa *parkedJob, b *cluster.JobState, pb *parkedJob) int {
+	key := func(js *cluster.JobState, p *parkedJob) SortKey {
+		if p != nil {
+			return q.keyOf(c, p)
+		}
+		k, _ := c.SortKey(js)
+		return k
+	}
+	if k := CompareKeys(key(a, pa), key(b, pb)); k != 0 {
+		return k
+	}
+	pq := c.Snap.Pending
+	ia, _ := pq.Order(a)
+	ib, _ := pq.Order(b)
+	return cmp.Compare(ia, ib)
+}
+
+// compactSkippers drops the gone entries, keeping the order.
+func (q *schedQueue) compactSkippers() {
+	keep := q.skippers[:0]
+	for _, p := range q.skippers {
+		if !p.gone {
+			keep = append(keep, p)
+		}
+	}
+	clear(q.skippers[len(keep):])
+	q.skippers, q.skipGone, q.flushLo = keep, 0, 0
+}
+
+// addSkipper adds p, just parked for a Skipper, to skippers: in its place
+// when they are in the walk's order.
+func (q *schedQueue) addSkipper(c *Cycle, p *parkedJob) {
+	if q.skipSorted && q.skipOrder(c) {
+		i := sort.Search(len(q.skippers), func(i int) bool {
+			return q.walkOrder(c, q.skippers[i].js, q.skippers[i], p.js, p) > 0
+		})
+		q.skippers = slices.Insert(q.skippers, i, p)
+		return
+	}
+	q.skippers = append(q.skippers, p)
+	q.skipSorted = false
+}
+
+// flushOrdered is flushSkips on skippers in the walk's order: the jobs
+// before x are a prefix, found by bisection, of which the part before
+// flushLo was accounted for already in this cycle.
+func (q *schedQueue) flushOrdered(c *Cycle, x *cluster.JobState) {
+	if q.flushAt != q.cycle {
+		q.flushAt, q.flushLo = q.cycle, 0
+	}
+	hi := len(q.skippers)
+	if x != nil {
+		px := q.parked[x.Job]
+		hi = sort.Search(len(q.skippers), func(i int) bool {
+			return q.walkOrder(c, q.skippers[i].js, q.skippers[i], x, px) > 0
+		})
+	}
+	for i := q.flushLo; i < hi; i++ {
+		p := q.skippers[i]
+		if p.flushed == q.cycle || c.St.Op(p.js) != OpNone {
+			continue
+		}
+		p.flushed = q.cycle
+		for m := p.skips; m != 0; m &= m - 1 {
+			c.rt.requeuers[bits.TrailingZeros64(m)].(Skipper).Skip(c, p.js)
+		}
+	}
+	q.flushLo = max(q.flushLo, hi)
+	if hi == len(q.skippers) {
+		q.skipsDone = q.cycle
+	}
+}
+
 // countEvents adds d to the count of parked jobs of each event in ev.
 func (q *schedQueue) countEvents(ev Events, d int) {
 	for b := 0; ev != 0; b, ev = b+1, ev>>1 {
@@ -725,7 +837,7 @@ func (q *schedQueue) unparkAll() {
 	clear(q.parked)
 	clear(q.list)
 	clear(q.skippers)
-	q.list, q.skippers = q.list[:0], q.skippers[:0]
+	q.list, q.skippers, q.skipGone, q.flushLo = q.list[:0], q.skippers[:0], 0, 0
 	clear(q.classes)
 	q.evJobs = [8]int{}
 	q.forget()
@@ -887,7 +999,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 	}
 	q.list = append(q.list, p)
 	if skips != 0 {
-		q.skippers = append(q.skippers, p)
+		q.addSkipper(c, p)
 	}
 	if cl != nil {
 		cl.parked++

@@ -151,6 +151,8 @@ type Sim struct {
 	// with every event and every cycle that applied more than Waits or
 	// may have moved placeholders or nodes (Snapshot.Gen).
 	gen uint64
+	// snap is the snapshot handed to the policy, refilled every cycle.
+	snap cluster.Snapshot
 
 	maxNode      resource.Vector // component-wise largest node or catalogue type
 	placeholders []cluster.Placeholder
@@ -573,9 +575,13 @@ func (s *Sim) armSample() {
 func (s *Sim) cycleOnce() bool {
 	s.dirty = false
 	s.cycle++
-	snap := &cluster.Snapshot{Now: s.now, Cycle: s.cycle, Seed: s.cfg.Seed, Nodes: s.nodes,
+	// One Snapshot value for the run, refilled each cycle: a policy keeps
+	// nothing of it past Schedule (policy.Policy), and a long replay runs
+	// a cycle per tick (207,000 on the long Philly slice under drover).
+	s.snap = cluster.Snapshot{Now: s.now, Cycle: s.cycle, Seed: s.cfg.Seed, Nodes: s.nodes,
 		Running: s.running, Pending: s.pending, Catalog: s.cfg.Catalog, Placeholders: s.placeholders, Eligibility: s.elig,
 		Gen: s.gen}
+	snap := &s.snap
 	actions := s.pol.Schedule(snap)
 	changed := false
 	defer func() {
