@@ -309,7 +309,7 @@ func (p *Preemptor) Name() string { return p.Rule.String() }
 // Requeue implements framework.Requeuer. A TE job whose victim search
 // was known to fail (hopeless: it does not fit with every victim it could
 // pick given back) may be set aside: its search fails again, with the
-// same draws, until the room it searched in grows (Changed watches it)
+// same draws, until the room it searched in grows (Woken watches it)
 // or the nodes change; meanwhile Skip makes its draws at its turns
 // (RequeueSkip). Its Soon placement failed too, on less room. Any other
 // TE job's chances change with every running BE job, grace period and

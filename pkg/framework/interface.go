@@ -518,7 +518,9 @@ const (
 //     plugin that reads Cycle.Failed, a plugin that draws from Cycle.Rand
 //     or keeps state for jobs it turned away, a Filter, Score or Place
 //     whose answer depends on time or on anything but the room on the
-//     nodes (the node-role rule and the built-in strategies do not);
+//     nodes (the node-role rule and the built-in strategies do not); a
+//     Skipper whose only such effect it can make at the job's turn
+//     (random draws) may answer RequeueSkip instead;
 //   - the Events, beyond EventRoom, after which the plugin's answer for js
 //     may change (a Preempt plugin that declines js now may choose it
 //     later once the running jobs change);

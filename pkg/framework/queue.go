@@ -152,7 +152,8 @@ type schedQueue struct {
 	// for the walks over all of them that a map walks slowly.
 	list []*parkedJob
 	// skippers lists the parked jobs a Skipper asked RequeueSkip for
-	// (and some since unparked: gone tells), in no order; watchClassless
+	// (and some since unparked: gone tells), in the walk's order with a
+	// StableKeys sort (see skipSorted), else in no order; watchClassless
 	// counts the parked jobs without a class that asked EventWatch.
 	skippers       []*parkedJob
 	watchClassless int
@@ -169,7 +170,8 @@ type schedQueue struct {
 	skipGen           uint64
 	flushAt           uint64
 	flushLo, skipGone int
-	memberKeys        []keyedMember
+	// memberKeys is rep's buffer for sorting an awake class by keys.
+	memberKeys []keyedMember
 	// watch's lists, reused.
 	watchJobs  []*cluster.JobState
 	watchCls   []*jobClass
