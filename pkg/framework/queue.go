@@ -764,14 +764,7 @@ func (q *schedQueue) walkOrder(c *Cycle, a *cluster.JobState, pa *parkedJob, b *
 
 // compactSkippers drops the gone entries, keeping the order.
 func (q *schedQueue) compactSkippers() {
-	keep := q.skippers[:0]
-	for _, p := range q.skippers {
-		if !p.gone {
-			keep = append(keep, p)
-		}
-	}
-	clear(q.skippers[len(keep):])
-	q.skippers, q.skipGone, q.flushLo = keep, 0, 0
+	q.skippers, q.skipGone, q.flushLo = dropGone(q.skippers), 0, 0
 }
 
 // addSkipper adds p, just parked for a Skipper, to skippers: in its place
@@ -990,14 +983,7 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 		labels: len(js.Labels), passed: true, cycle: q.cycle, flushed: q.cycle}
 	q.parked[js.Job] = p
 	if len(q.list) > 2*len(q.parked)+64 {
-		keep := q.list[:0]
-		for _, p := range q.list {
-			if !p.gone {
-				keep = append(keep, p)
-			}
-		}
-		clear(q.list[len(keep):])
-		q.list = keep
+		q.list = dropGone(q.list)
 	}
 	q.list = append(q.list, p)
 	if skips != 0 {
@@ -1040,14 +1026,19 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, plugins []Requeuer, 
 // compact drops the members no longer parked from cl.jobs.
 func (cl *jobClass) compact() {
 	cl.edits++
-	live := cl.jobs[:0]
-	for _, p := range cl.jobs {
+	cl.jobs = dropGone(cl.jobs)
+}
+
+// dropGone removes, in place and in order, the jobs no longer parked.
+func dropGone(ps []*parkedJob) []*parkedJob {
+	live := ps[:0]
+	for _, p := range ps {
 		if !p.gone {
 			live = append(live, p)
 		}
 	}
-	clear(cl.jobs[len(live):])
-	cl.jobs = live
+	clear(ps[len(live):])
+	return live
 }
 
 // addMember adds p to its class cl's jobs. With the index, which reads
