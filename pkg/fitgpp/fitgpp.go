@@ -347,7 +347,7 @@ func (p *Preemptor) Woken(c *framework.Cycle, jobs []*cluster.JobState, woken []
 	defer soon.Revert()
 	// The victims in any order (runningBE's sorts them for the search).
 	for _, r := range c.Snap.Running {
-		if r.Job.Class == cluster.ClassBE && r.Phase == cluster.Running && r.Preemptions < p.P {
+		if p.open(c, r) {
 			soon.GiveJob(r)
 		}
 	}
@@ -372,11 +372,10 @@ func (p *Preemptor) Skip(c *framework.Cycle, _ *cluster.JobState) {
 		p.searchAt, p.chancy = c.Snap.Cycle, false
 	}
 	if e := c.Epoch(); !p.skipOK || e != p.skipAt || e == 0 {
-		// The victims open, counted as hopeless does (runningBE's
-		// jobs, in any order).
+		// The victims open, counted as hopeless does (in any order).
 		n := 0
 		for _, js := range c.Snap.Running {
-			if js.Job.Class == cluster.ClassBE && js.Phase == cluster.Running && js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
+			if p.open(c, js) {
 				n++
 			}
 		}
@@ -507,12 +506,25 @@ type beState struct {
 
 var beKey = framework.NewKey[*beState]("fitgpp.running-be")
 
+// runningAsBE reports whether js is one of beState.running: a BE job in
+// phase Running.
+func runningAsBE(js *cluster.JobState) bool {
+	return js.Job.Class == cluster.ClassBE && js.Phase == cluster.Running
+}
+
+// open reports whether js is a victim a search could pick now: a running
+// BE job preempted fewer than P times that this cycle has not acted on
+// (the victims hopeless gives back, Woken watches and Skip counts).
+func (p *Preemptor) open(c *framework.Cycle, js *cluster.JobState) bool {
+	return runningAsBE(js) && js.Preemptions < p.P && c.St.Op(js) == framework.OpNone
+}
+
 func runningBE(c *framework.Cycle) *beState {
 	return framework.GetOrInit(c, beKey, func() *beState {
 		s := c.Snap
 		st := &beState{running: []*cluster.JobState{}}
 		for _, js := range s.Running {
-			if js.Job.Class == cluster.ClassBE && js.Phase == cluster.Running {
+			if runningAsBE(js) {
 				st.running = append(st.running, js)
 			}
 		}
@@ -659,7 +671,7 @@ func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Le
 	defer soon.Revert()
 	n := 0
 	for _, js := range be.running {
-		if js.Preemptions < p.P && c.St.Op(js) == framework.OpNone {
+		if p.open(c, js) {
 			soon.GiveJob(js)
 			n++
 		}

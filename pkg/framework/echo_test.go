@@ -140,3 +140,78 @@ func TestDrawLater(t *testing.T) {
 		}
 	}
 }
+
+// flipSort orders jobs by a key the test sets per job ID; its stamp says
+// when the keys changed.
+type flipSort struct {
+	key   map[string]float64
+	stamp int
+}
+
+func (*flipSort) Name() string                                                 { return "flip-sort" }
+func (*flipSort) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+func (f *flipSort) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+	return framework.CompareKeys(f.Key(c, a), f.Key(c, b))
+}
+func (f *flipSort) Key(_ *framework.Cycle, js *cluster.JobState) framework.SortKey {
+	return framework.SortKey{f.key[js.Job.ID]}
+}
+func (f *flipSort) KeyStamp(*framework.Cycle) any { return f.stamp }
+
+// skipRecorder is a Preempt plugin and Skipper: every job but probe is
+// set aside with RequeueSkip; it logs its Preempt calls and Skips.
+type skipRecorder struct{ log []string }
+
+func (*skipRecorder) Name() string { return "skip-recorder" }
+func (*skipRecorder) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.ID == "probe" {
+		return framework.RequeueAlways
+	}
+	return framework.RequeueSkip
+}
+func (r *skipRecorder) Preempt(_ *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+	r.log = append(r.log, "preempt "+js.Job.ID)
+	return framework.NewStatus(framework.Unschedulable, "")
+}
+func (r *skipRecorder) Skip(_ *framework.Cycle, js *cluster.JobState) {
+	r.log = append(r.log, "skip "+js.Job.ID)
+}
+
+// TestSkipTurns: a job set aside for a Skipper is skipped at its turn in
+// the walk's order: before the Preempt plugins of a later job, after
+// those of an earlier one, and at the end of the walk for the rest. The
+// order is the sort's in each cycle, also after its keys change (a
+// StableKeys stamp), when the jobs set aside must be put in order again.
+func TestSkipTurns(t *testing.T) {
+	sortBy := &flipSort{key: map[string]float64{"a": 1, "probe": 2, "b": 3}}
+	rec := &skipRecorder{}
+	rt, err := framework.New(framework.Profile{Name: "t", QueueSort: sortBy, Preempt: []framework.Preempt{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld().node("n0", 8).pending(job("b", 16, 1), job("probe", 16, 1), job("a", 16, 1))
+	cycle := func(n uint64) []string {
+		rec.log = nil
+		w.s.Cycle = n
+		rt.Schedule(w.s)
+		return rec.log
+	}
+	steps := []struct {
+		name string
+		flip bool
+		want []string
+	}{
+		{"every job tried", false, []string{"preempt a", "preempt probe", "preempt b"}},
+		{"a and b set aside: a before probe, b at the end", false, []string{"skip a", "preempt probe", "skip b"}},
+		{"keys flipped: b before probe, a at the end", true, []string{"skip b", "preempt probe", "skip a"}},
+	}
+	for i, st := range steps {
+		if st.flip {
+			sortBy.key["a"], sortBy.key["b"] = 3, 1
+			sortBy.stamp++
+		}
+		if d := cmp.Diff(st.want, cycle(uint64(i+1))); d != "" {
+			t.Errorf("%s (-want +got):\n%s", st.name, d)
+		}
+	}
+}

@@ -152,22 +152,22 @@ type schedQueue struct {
 	// for the walks over all of them that a map walks slowly.
 	list []*parkedJob
 	// skippers lists the parked jobs a Skipper asked RequeueSkip for
-	// (and some since unparked: gone tells), in the walk's order with a
-	// StableKeys sort (see skipSorted), else in no order; watchClassless
-	// counts the parked jobs without a class that asked EventWatch.
+	// (and some since unparked: gone tells), in the walk's order (see
+	// skipSorted); watchClassless counts the parked jobs without a class
+	// that asked EventWatch.
 	skippers       []*parkedJob
 	watchClassless int
 	// watchers: the profile has a Watcher or a Skipper.
 	watchers bool
 	// skipsDone: every skipper's turn in cycle skipsDone is accounted for.
 	skipsDone uint64
-	// With a StableKeys sort, skippers is kept in the walk's order (keys
-	// of generation skipGen, then queue Order) while skipSorted, so that
-	// a flush finds its end by bisection: every skipper before
+	// skippers is in the walk's order while skipSorted (sorted under the
+	// keys of generation skipGen, in cycle skipAt: see skipInOrder), so
+	// that a flush finds its end by bisection; every skipper before
 	// skippers[flushLo] had its turn accounted for in cycle flushAt.
 	// skipGone counts the gone entries.
 	skipSorted        bool
-	skipGen           uint64
+	skipGen, skipAt   uint64
 	flushAt           uint64
 	flushLo, skipGone int
 	// memberKeys is rep's buffer for sorting an awake class by keys.
@@ -459,8 +459,8 @@ func (q *schedQueue) watch(c *Cycle, r *Runtime) {
 	}
 	nc := len(jobs)
 	if q.watchClassless > 0 {
-		for _, p := range q.parked {
-			if p.class == nil && p.events&EventWatch != 0 {
+		for _, p := range q.list {
+			if !p.gone && p.class == nil && p.events&EventWatch != 0 {
 				jobs = append(jobs, p.js)
 			}
 		}
@@ -651,140 +651,17 @@ func (q *schedQueue) trying(js *cluster.JobState) {
 // nil), unless its turn was accounted for already: x is about to be
 // offered to the Preempt plugins, or the walk ended (at c.stop, or with
 // every job). A job's turn is its place in the walk's order, the
-// QueueSort's with ties in queue order; jobs started, rejected or tried
-// in this cycle had theirs. Skips made between two commits see one
-// Statement, so their order among themselves does not matter (Skipper).
+// QueueSort's with ties in queue order (walkOrder); jobs started, rejected
+// or tried in this cycle had theirs. skippers is kept in that order, so
+// the jobs before x are a prefix, found by bisection, of which the part
+// before flushLo was accounted for already in this cycle. Skips made
+// between two commits see one Statement, so their order among themselves
+// does not matter (Skipper).
 func (q *schedQueue) flushSkips(c *Cycle, x *cluster.JobState) {
 	if q.skipsDone == q.cycle {
 		return
 	}
-	if q.skipOrder(c) {
-		q.flushOrdered(c, x)
-		return
-	}
-	pq := c.Snap.Pending
-	qs := c.rt.p.QueueSort
-	_, keyed := qs.(KeyedSort)
-	xpos := -1 // fetched when two keys tie
-	var xkey SortKey
-	if x != nil {
-		if keyed {
-			if px := q.parked[x.Job]; px != nil {
-				xkey = q.keyOf(c, px)
-			} else {
-				xkey, _ = c.SortKey(x)
-			}
-		}
-	}
-	keep, left := q.skippers[:0], false
-	for _, p := range q.skippers {
-		if p.gone {
-			continue
-		}
-		keep = append(keep, p)
-		if p.flushed == q.cycle || c.St.Op(p.js) != OpNone {
-			continue
-		}
-		if x != nil {
-			k := 0
-			if keyed {
-				k = CompareKeys(q.keyOf(c, p), xkey)
-			} else if qs != nil {
-				k = qs.Compare(c, p.js, x)
-			}
-			if k == 0 {
-				pos, ok := pq.Order(p.js)
-				if !ok {
-					continue
-				}
-				if xpos < 0 {
-					xpos, _ = pq.Order(x)
-				}
-				k = cmp.Compare(pos, xpos)
-			} else if !pq.Contains(p.js) {
-				continue
-			}
-			if k > 0 {
-				left = true
-				continue // after x
-			}
-		} else if !pq.Contains(p.js) {
-			continue
-		}
-		p.flushed = q.cycle
-		for m := p.skips; m != 0; m &= m - 1 {
-			c.rt.requeuers[bits.TrailingZeros64(m)].(Skipper).Skip(c, p.js)
-		}
-	}
-	clear(q.skippers[len(keep):])
-	q.skippers = keep
-	if !left {
-		q.skipsDone = q.cycle
-	}
-}
-
-// skipOrder reports whether skippers is kept in the walk's order (a
-// StableKeys sort), putting it in order first when it is not: when keys
-// were made anew (the stamp changed), or a skipper was added while it was
-// not. The gone entries are dropped, so every entry's job is queued.
-func (q *schedQueue) skipOrder(c *Cycle) bool {
-	sk, ok := c.rt.p.QueueSort.(StableKeys)
-	if !ok {
-		return false
-	}
-	c.rt.keyMemo(c, sk)
-	if q.skipGone > 0 {
-		q.compactSkippers()
-	}
-	if !q.skipSorted || q.skipGen != c.rt.keyGen {
-		slices.SortFunc(q.skippers, func(a, b *parkedJob) int { return q.walkOrder(c, a.js, a, b.js, b) })
-		q.skipSorted, q.skipGen, q.flushLo = true, c.rt.keyGen, 0
-	}
-	return true
-}
-
-// walkOrder compares two queued jobs in the walk's order: key, then queue
-// Order (pa, pb: their parked records, for the keys kept there, or nil).
-func (q *schedQueue) walkOrder(c *Cycle, a *cluster.JobState, pa *parkedJob, b *cluster.JobState, pb *parkedJob) int {
-	key := func(js *cluster.JobState, p *parkedJob) SortKey {
-		if p != nil {
-			return q.keyOf(c, p)
-		}
-		k, _ := c.SortKey(js)
-		return k
-	}
-	if k := CompareKeys(key(a, pa), key(b, pb)); k != 0 {
-		return k
-	}
-	pq := c.Snap.Pending
-	ia, _ := pq.Order(a)
-	ib, _ := pq.Order(b)
-	return cmp.Compare(ia, ib)
-}
-
-// compactSkippers drops the gone entries, keeping the order.
-func (q *schedQueue) compactSkippers() {
-	q.skippers, q.skipGone, q.flushLo = dropGone(q.skippers), 0, 0
-}
-
-// addSkipper adds p, just parked for a Skipper, to skippers: in its place
-// when they are in the walk's order.
-func (q *schedQueue) addSkipper(c *Cycle, p *parkedJob) {
-	if q.skipSorted && q.skipOrder(c) {
-		i := sort.Search(len(q.skippers), func(i int) bool {
-			return q.walkOrder(c, q.skippers[i].js, q.skippers[i], p.js, p) > 0
-		})
-		q.skippers = slices.Insert(q.skippers, i, p)
-		return
-	}
-	q.skippers = append(q.skippers, p)
-	q.skipSorted = false
-}
-
-// flushOrdered is flushSkips on skippers in the walk's order: the jobs
-// before x are a prefix, found by bisection, of which the part before
-// flushLo was accounted for already in this cycle.
-func (q *schedQueue) flushOrdered(c *Cycle, x *cluster.JobState) {
+	q.skipOrder(c)
 	if q.flushAt != q.cycle {
 		q.flushAt, q.flushLo = q.cycle, 0
 	}
@@ -809,6 +686,90 @@ func (q *schedQueue) flushOrdered(c *Cycle, x *cluster.JobState) {
 	if hi == len(q.skippers) {
 		q.skipsDone = q.cycle
 	}
+}
+
+// skipOrder puts skippers in the walk's order when it is not: after a
+// skipper was added out of place, when keys were made anew (a StableKeys
+// sort's stamp changed), and, for a QueueSort whose order is only known
+// to hold within a cycle (no Resort: skipsTurns), in each new cycle. The
+// gone entries are dropped first, so every entry's job is queued (on the
+// simulator's queue, a job that leaves it is unparked).
+func (q *schedQueue) skipOrder(c *Cycle) {
+	if q.skipGone > 0 {
+		q.compactSkippers()
+	}
+	if !q.skipInOrder(c) {
+		slices.SortFunc(q.skippers, func(a, b *parkedJob) int { return q.walkOrder(c, a.js, a, b.js, b) })
+		q.skipSorted, q.skipGen, q.skipAt, q.flushLo = true, c.rt.keyGen, q.cycle, 0
+	}
+}
+
+// skipInOrder reports whether skippers is still in the walk's order: it
+// was sorted and, for a StableKeys sort, under the keys of this memo
+// (queue Order numbers keep the jobs' relative order from cycle to cycle),
+// with no QueueSort ever, and with another sort in this cycle.
+func (q *schedQueue) skipInOrder(c *Cycle) bool {
+	if !q.skipSorted {
+		return false
+	}
+	switch qs := c.rt.p.QueueSort.(type) {
+	case nil:
+		return true
+	case StableKeys:
+		c.rt.keyMemo(c, qs)
+		return q.skipGen == c.rt.keyGen
+	}
+	return q.skipAt == q.cycle
+}
+
+// walkOrder compares two queued jobs in the walk's order: the QueueSort's
+// (by key for a KeyedSort), then queue Order (pa, pb: their parked
+// records, for the keys kept there, or nil).
+func (q *schedQueue) walkOrder(c *Cycle, a *cluster.JobState, pa *parkedJob, b *cluster.JobState, pb *parkedJob) int {
+	key := func(js *cluster.JobState, p *parkedJob) SortKey {
+		if p != nil {
+			return q.keyOf(c, p)
+		}
+		k, _ := c.SortKey(js)
+		return k
+	}
+	k := 0
+	switch qs := c.rt.p.QueueSort.(type) {
+	case KeyedSort:
+		k = CompareKeys(key(a, pa), key(b, pb))
+	case nil:
+	default:
+		k = qs.Compare(c, a, b)
+	}
+	if k != 0 {
+		return k
+	}
+	pq := c.Snap.Pending
+	ia, _ := pq.Order(a)
+	ib, _ := pq.Order(b)
+	return cmp.Compare(ia, ib)
+}
+
+// compactSkippers drops the gone entries, keeping the order.
+func (q *schedQueue) compactSkippers() {
+	q.skippers, q.skipGone, q.flushLo = dropGone(q.skippers), 0, 0
+}
+
+// addSkipper adds p, just parked for a Skipper, to skippers: in its place
+// while they are in the walk's order.
+func (q *schedQueue) addSkipper(c *Cycle, p *parkedJob) {
+	if q.skipGone > 0 {
+		q.compactSkippers()
+	}
+	if q.skipInOrder(c) {
+		i := sort.Search(len(q.skippers), func(i int) bool {
+			return q.walkOrder(c, q.skippers[i].js, q.skippers[i], p.js, p) > 0
+		})
+		q.skippers = slices.Insert(q.skippers, i, p)
+		return
+	}
+	q.skippers = append(q.skippers, p)
+	q.skipSorted = false
 }
 
 // countEvents adds d to the count of parked jobs of each event in ev.

@@ -64,6 +64,7 @@ type Runtime struct {
 	// OrderKeeper).
 	resorts    bool
 	idleCycles int // cycles answered at once (see IdleCycles)
+	tries      int // jobs tried (see Tries)
 	// fast is set when the profile's placement is one built-in strategy
 	// and no Filter beyond node roles, so placement.Place's sampled scan
 	// is exact for it.
@@ -207,6 +208,11 @@ func (r *Runtime) Name() string { return r.p.Name }
 // IdleCycles is the number of cycles the Runtime answered at once, with
 // no action, as idle (see Clockless and ClocklessOn); benchmarks report it.
 func (r *Runtime) IdleCycles() int { return r.idleCycles }
+
+// Tries is the number of times the Runtime tried a pending job (admitted,
+// sized, placed, offered to Preempt plugins), counting every job the
+// scheduling queue did not set aside; benchmarks report it.
+func (r *Runtime) Tries() int { return r.tries }
 
 // TimeDriven implements policy.TimeDriven.
 func (r *Runtime) TimeDriven() bool { return r.timeDriven }
@@ -466,6 +472,7 @@ func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
 
 // tryJob is try without the guard.
 func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
+	r.tries++
 	q := r.q
 	if q != nil && len(q.skippers) > 0 {
 		q.trying(js)

@@ -74,12 +74,14 @@ func BenchmarkLongQueue(b *testing.B) {
 			b.ReportMetric(float64(len(jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
 			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			// What a replay asks of the policy, from one more replay
-			// outside the timed loop: its cycles, and the SetLabel
-			// actions it sends (persisted state, which the executor
-			// validates and applies).
-			cycles, idle, labels := countReplay(b, reg, name, nodes, jobs)
+			// outside the timed loop: its cycles (and those answered at
+			// once), the jobs it tried, and the SetLabel actions it
+			// sends (persisted state, which the executor validates and
+			// applies).
+			cycles, idle, tries, labels := countReplay(b, reg, name, nodes, jobs)
 			b.ReportMetric(float64(cycles), "cycles/op")
 			b.ReportMetric(float64(idle), "idle-cycles/op")
+			b.ReportMetric(float64(tries), "tries/op")
 			b.ReportMetric(float64(labels), "labels/op")
 		})
 	}
@@ -110,17 +112,17 @@ func (c *counting) Schedule(s *cluster.Snapshot) []policy.Action {
 }
 
 // countReplay replays as replay does and returns the cycles, those the
-// profile answered at once as idle, and the SetLabel actions of the
-// replay.
-func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, idle, labels int) {
+// profile answered at once as idle, the jobs it tried, and the SetLabel
+// actions of the replay.
+func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, idle, tries, labels int) {
 	b.Helper()
 	p := newPolicy(b, reg, name)
 	c := &counting{Policy: p}
 	run(b, c, nodes, jobs)
 	if rt, ok := p.(*framework.Runtime); ok {
-		idle = rt.IdleCycles()
+		idle, tries = rt.IdleCycles(), rt.Tries()
 	}
-	return c.cycles, idle, c.labels
+	return c.cycles, idle, tries, c.labels
 }
 
 // replay runs jobs on nodes under the preset name, once, at the Philly
