@@ -104,27 +104,16 @@ type virtual struct {
 }
 
 var (
-	_ framework.Provision   = (*Predictive)(nil)
-	_ framework.TimeDriven  = (*Predictive)(nil)
-	_ framework.ClocklessOn = (*Predictive)(nil)
+	_ framework.Provision  = (*Predictive)(nil)
+	_ framework.TimeDriven = (*Predictive)(nil)
 )
 
 // Name implements framework.Plugin.
 func (*Predictive) Name() string { return PredictiveName }
 
-// Requeue implements framework.Requeuer: the forecast reads the pending
-// queue itself, not the jobs tried.
-func (*Predictive) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
-
 // TimeDriven implements framework.TimeDriven: the forecast runs on a
 // clock, so a profile that lists the plugin is scheduled on every tick.
 func (*Predictive) TimeDriven() bool { return true }
-
-// ClocklessOn implements framework.ClocklessOn: on a fixed cluster (no
-// catalogue, none seen before) Provision does nothing, whatever the time.
-func (p *Predictive) ClocklessOn(s *cluster.Snapshot) bool {
-	return p.cat == nil && len(s.Catalog) == 0
-}
 
 // Provision implements framework.Provision. On a cluster with an instance
 // catalogue, once per Tick, it observes the demand, chooses the wanted

@@ -221,21 +221,3 @@ func TestParamsErrors(t *testing.T) {
 	}
 }
 
-// Predictive needs the clock only on a cluster with an instance
-// catalogue: on a fixed one (and until it has seen a catalogue) a cycle
-// without events is answered at once (framework.ClocklessOn).
-func TestPredictiveClocklessOn(t *testing.T) {
-	fixed := &cluster.Snapshot{}
-	elastic := &cluster.Snapshot{Catalog: []cluster.InstanceType{{Name: "gpu", Capacity: resource.New(8, 64, 4), PricePerHour: 3}}}
-	p := &Predictive{}
-	if !p.ClocklessOn(fixed) {
-		t.Error("fixed cluster: not clockless")
-	}
-	if p.ClocklessOn(elastic) {
-		t.Error("cluster with a catalogue: clockless")
-	}
-	p.cat, p.types = catalog(elastic.Catalog)
-	if p.ClocklessOn(fixed) {
-		t.Error("after a catalogue was seen: clockless")
-	}
-}

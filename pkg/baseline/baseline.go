@@ -35,10 +35,15 @@ const (
 // priorities keep queue order.
 type Priority struct{}
 
-var (
-	_ framework.QueueSort = Priority{}
-	_ framework.Requeuer  = Priority{}
-)
+var _ framework.QueueSort = Priority{}
+
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// order is the jobs' priorities, ties in queue order: it never changes
+// while they wait.
+func (Priority) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (Priority) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Name implements framework.Plugin.
 func (Priority) Name() string { return PriorityName }
@@ -48,18 +53,14 @@ func (Priority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(b.Job.Priority, a.Job.Priority)
 }
 
-// Requeue implements framework.Requeuer: the order is the job's priority,
-// ties in queue order.
-func (Priority) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
-
 // HeadOfLine is strict FIFO admission: once a job in this cycle could not
 // be started, it and every job behind it wait (head-of-line blocking, the
 // behaviour FitGpp and the other papers compare against).
 type HeadOfLine struct{}
 
 var (
-	_ framework.Admit    = HeadOfLine{}
-	_ framework.Requeuer = HeadOfLine{}
+	_ framework.Admit             = HeadOfLine{}
+	_ framework.EnqueueExtensions = HeadOfLine{}
 )
 
 // Name implements framework.Plugin.
@@ -73,12 +74,15 @@ func (HeadOfLine) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Stat
 	return nil
 }
 
-// Requeue implements framework.Requeuer: head-of-line blocking needs every
-// job that fails to be tried (it reads Cycle.Failed), so nothing is set
-// aside (a blocked queue costs one job per cycle anyway).
-func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState) framework.Events {
-	return framework.RequeueAlways
+// Events implements framework.EnqueueExtensions: head-of-line blocking
+// needs every job that fails to be tried (it reads Cycle.Failed), so
+// nothing is parked (a blocked queue costs one job per cycle anyway).
+func (HeadOfLine) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventAlways
 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // DRF orders pending jobs by the dominant share their tenant would have
 // with the job started, lowest first (Ghodsi et al.); ties go to the job
@@ -88,10 +92,9 @@ func (HeadOfLine) Requeue(*framework.Cycle, *cluster.JobState) framework.Events 
 type DRF struct{}
 
 var (
-	_ framework.GroupedKeys = DRF{}
-	_ framework.KeyedSort   = DRF{}
-	_ framework.Reserve     = DRF{}
-	_ framework.Requeuer    = DRF{}
+	_ framework.KeyedSort         = DRF{}
+	_ framework.Reserve           = DRF{}
+	_ framework.EnqueueExtensions = DRF{}
 )
 
 type drfState struct {
@@ -134,17 +137,6 @@ func (d DRF) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	return framework.SortKey{st.use[tenant(js)].Add(js.Job.RequestedDemand()).DominantShare(st.total), float64(pos)}
 }
 
-// Group implements framework.GroupedKeys: a tenant's jobs of one requested
-// demand have one share, so their keys order them by queue position.
-func (DRF) Group(js *cluster.JobState) any {
-	return drfGroup{tenant: tenant(js), demand: js.Job.RequestedDemand()}
-}
-
-type drfGroup struct {
-	tenant string
-	demand resource.Vector
-}
-
 // Reserve implements framework.Reserve.
 func (d DRF) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {
 	st := d.state(c)
@@ -153,10 +145,14 @@ func (d DRF) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placeme
 	c.Resort()
 }
 
-// Requeue implements framework.Requeuer: the order is a total one (share,
-// then queue position), changed only by starts, which Reserve follows with
-// Resort; a job that fails changes no share.
-func (DRF) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// shares move with the running jobs and the capacity.
+func (DRF) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventRunning | framework.EventNodes
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (DRF) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 func tenant(js *cluster.JobState) string {
 	if js.Job.Tenant != "" {

@@ -106,14 +106,20 @@ func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 // weight, heaviest first; ties keep queue order.
 type Order struct{}
 
-var _ framework.StableKeys = Order{}
+var _ framework.KeyedSort = Order{}
+
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// class and the weight are functions of the job's spec and the cluster's
+// ready capacity, which only a node change moves.
+func (Order) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventNodes
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (Order) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Name implements framework.Plugin.
 func (Order) Name() string { return OrderName }
-
-// Requeue implements framework.Requeuer: the order is the class and the
-// elastic weight, ties in queue order.
-func (Order) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Compare implements framework.QueueSort.
 func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
@@ -137,10 +143,6 @@ func (Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
 }
 
-// KeyStamp implements framework.StableKeys: the class and the weight are
-// functions of the job's spec and of the cluster's ready capacity.
-func (Order) KeyStamp(c *framework.Cycle) any { return cycleWeights(c).capacity }
-
 // minCounts is the smallest size elastic.Workers proposes (at least one
 // worker).
 func minCounts(j *cluster.Job) []int {
@@ -159,38 +161,30 @@ func minCounts(j *cluster.Job) []int {
 type Shrink struct{}
 
 var (
-	_ framework.Preempt       = Shrink{}
-	_ framework.RunningHinter = Shrink{}
+	_ framework.Preempt           = Shrink{}
+	_ framework.EnqueueExtensions = Shrink{}
 )
 
 // Name implements framework.Plugin.
 func (Shrink) Name() string { return ShrinkName }
 
-// Requeue implements framework.Requeuer: a shrink may succeed once the
-// running jobs change, the capacity does (the weights), or more room is
-// free (less to shrink). For a job that is not TE and outranks no running
-// BE job, whatever its phase or size, a shrink has nothing to take from
-// until a job it outranks starts (RunningHint), whatever the room. For a
-// TE job while no BE job runs above its minimum (none to shrink, busy or
-// not), likewise until one does: with no candidate Preempt declines at
-// once, whatever the room.
-func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
-	if isTE(js) && len(shrinkables(c).jobs) == 0 || !isTE(js) && !outranksAny(c, js.Job) {
-		return framework.EventNodes | framework.EventRunningHint
-	}
+// Events implements framework.EnqueueExtensions: a shrink may succeed
+// once the running jobs change, the capacity does (the weights), or more
+// room is free (less to shrink).
+func (Shrink) Events(*framework.Cycle, *cluster.JobState) framework.Events {
 	return framework.EventRunning | framework.EventNodes | framework.EventRoom
 }
 
-// RunningHint implements framework.RunningHinter: only a BE job that j
-// outranks, started or changed, can give a shrink for j something to
-// take (a job j outranks already running when j was set aside made
-// Requeue ask for every change); for a TE job j, only a BE job in phase
-// Running above its minimum.
-func (Shrink) RunningHint(_ *framework.Cycle, j *cluster.Job, r *cluster.JobState) bool {
-	if j.Class == cluster.ClassTE {
-		return !isTE(r) && r.Phase == cluster.Running && r.Placement.Count(0) > max(r.Job.Groups[0].Min, 1)
+// Requeue implements framework.EnqueueExtensions. For a job that is not
+// TE and outranks no running BE job, whatever its phase or size, a shrink
+// has nothing to take from, whatever the room; for a TE job while no BE
+// job runs above its minimum (none to shrink, busy or not), likewise:
+// with no candidate Preempt declines at once.
+func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState, _ framework.Events) bool {
+	if isTE(js) {
+		return len(shrinkables(c).jobs) > 0
 	}
-	return !isTE(r) && rank(j).Outranks(rank(r.Job))
+	return outranksAny(c, js.Job)
 }
 
 // rank is the part of a job's elastic weight that Outranks reads
@@ -366,22 +360,26 @@ type Converged struct {
 }
 
 var (
-	_ framework.Preempt  = (*Converged)(nil)
-	_ framework.SoonUser = (*Converged)(nil)
+	_ framework.Preempt           = (*Converged)(nil)
+	_ framework.SoonUser          = (*Converged)(nil)
+	_ framework.EnqueueExtensions = (*Converged)(nil)
 )
 
 // Name implements framework.Plugin.
 func (*Converged) Name() string { return ConvergedName }
 
-// Requeue implements framework.Requeuer: a TE job's victims are the
-// converged jobs, which SpeCon's labels name at any cycle, so it is tried
-// every cycle; other jobs it declines.
-func (*Converged) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+// Events implements framework.EnqueueExtensions: a TE job's victims are
+// the converged jobs, which SpeCon's labels name at any cycle, so it is
+// never parked; other jobs it declines.
+func (*Converged) Events(_ *framework.Cycle, js *cluster.JobState) framework.Events {
 	if isTE(js) {
-		return framework.RequeueAlways
+		return framework.EventAlways
 	}
 	return 0
 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (*Converged) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // UsesSoon implements framework.SoonUser.
 func (*Converged) UsesSoon() bool { return true }
@@ -439,10 +437,6 @@ var _ framework.Rebalance = ScaleUp{}
 
 // Name implements framework.Plugin.
 func (ScaleUp) Name() string { return ScaleUpName }
-
-// Requeue implements framework.Requeuer: scale-up acts on running jobs
-// after the queue, and reads the pending queue itself.
-func (ScaleUp) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Rebalance implements framework.Rebalance.
 func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
@@ -511,10 +505,6 @@ var _ framework.Admit = (*Payoff)(nil)
 
 // Name implements framework.Plugin.
 func (*Payoff) Name() string { return PayoffName }
-
-// Requeue implements framework.Requeuer: each job is decided once, the
-// first time it is admitted, before it can fail.
-func (*Payoff) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // shareTime is the job's demand as a share of the cluster, summed over
 // kinds, times its work.

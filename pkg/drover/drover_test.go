@@ -343,7 +343,7 @@ func TestShrinkWakesParkedTE(t *testing.T) {
 		return out
 	}
 	want := cycles(profile(t, nil).WithoutQueue())
-	if d := gocmp.Diff(want, cycles(profile(t, nil))); d != "" {
+	if d := gocmp.Diff(want, cycles(profile(t, nil).WithQueue(framework.QueueOptions{}))); d != "" {
 		t.Errorf("actions per cycle differ with the queue (-without +with):\n%s", d)
 	}
 	if len(want[1]) == 0 || want[1][0] != "resize e x2" {

@@ -30,26 +30,22 @@ const (
 // first (DRAGON's waiting queue); ties keep queue order.
 type FCFS struct{}
 
-var _ framework.QueueOrdered = FCFS{}
+var _ framework.QueueSort = FCFS{}
+
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// order is the enqueue time, which does not change while a job waits.
+func (FCFS) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (FCFS) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Name implements framework.Plugin.
 func (FCFS) Name() string { return FCFSName }
-
-// Requeue implements framework.Requeuer: the order is the enqueue time,
-// ties in queue order.
-func (FCFS) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Compare implements framework.QueueSort.
 func (FCFS) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
 	return cmp.Compare(a.Enqueued, b.Enqueued)
 }
-
-// InQueueOrder implements framework.QueueOrdered: the order is the
-// queue's whenever the queue holds its jobs in Enqueued order, which the
-// queue tracks as jobs are pushed (the simulator's queue is, but for a
-// preempted job back at its head). Enqueued does not change within a
-// cycle.
-func (FCFS) InQueueOrder(c *framework.Cycle) bool { return c.Snap.Pending.InEnqueuedOrder() }
 
 // DragonPlace is DRAGON's ScheduleJob as a Place plugin: the parameter
 // servers (every group but the first) and then the workers of the counts
@@ -92,18 +88,22 @@ var _ framework.Place = DragonPlace{}
 // Name implements framework.Plugin.
 func (DragonPlace) Name() string { return DragonPlaceName }
 
-// Requeue implements framework.Requeuer. For a job of one group
+// Events implements framework.EnqueueExtensions. For a job of one group
 // ScheduleJob places, node after node, as many replicas as the room holds,
-// so less room never places more; with parameter servers the fill is a
+// so less room never places more: the queue's own check (does the job
+// fit on the fresh ledger) decides. With parameter servers the fill is a
 // heuristic whose outcome could in principle grow as room shrinks (the
-// first node and the servers' nodes change), so such a job is tried every
-// cycle.
-func (DragonPlace) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+// first node and the servers' nodes change), so such a job is never
+// parked.
+func (DragonPlace) Events(_ *framework.Cycle, js *cluster.JobState) framework.Events {
 	if len(js.Job.Groups) == 1 {
 		return 0
 	}
-	return framework.RequeueAlways
+	return framework.EventAlways
 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (DragonPlace) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Place implements framework.Place.
 func (dp DragonPlace) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {
@@ -380,16 +380,21 @@ var dragonKey = framework.NewKey[*dragonCycle]("dragon-scale-down")
 // Name implements framework.Plugin.
 func (*DragonScaleDown) Name() string { return DragonScaleDownName }
 
-// Requeue implements framework.Requeuer. The head of the queue (earliest
-// enqueued) is tried every cycle: it becomes the starving job with time,
-// and the cycle's state (which DragonScaleUp reads) is made when it is
-// admitted. Another job can only become the head when a job leaves the
+// Events implements framework.EnqueueExtensions. The head of the queue
+// (earliest enqueued) is never parked: it becomes the starving job with
+// time, and the cycle's state (which DragonScaleUp reads) is made when it
+// is admitted. Another job can only become the head when a job leaves the
 // queue.
-func (d *DragonScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+func (d *DragonScaleDown) Events(c *framework.Cycle, js *cluster.JobState) framework.Events {
 	if d.state(c).head == js {
-		return framework.RequeueAlways
+		return framework.EventAlways
 	}
 	return framework.EventPending
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*DragonScaleDown) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool {
+	return true
 }
 
 // TimeDriven implements framework.TimeDriven: starvation is a matter of
@@ -559,11 +564,6 @@ var (
 
 // Name implements framework.Plugin.
 func (*DragonScaleUp) Name() string { return DragonScaleUpName }
-
-// Requeue implements framework.Requeuer: scale-up acts on running jobs,
-// after the queue, and its clock reads the starts and the starving head
-// (never set aside, see DragonScaleDown.Requeue).
-func (*DragonScaleUp) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // TimeDriven implements framework.TimeDriven: the clock decides.
 func (*DragonScaleUp) TimeDriven() bool { return true }

@@ -49,7 +49,7 @@ func TestDragonHead(t *testing.T) {
 			c := &framework.Cycle{Snap: w.s, St: &framework.Statement{}}
 			var heads []string
 			for js := range q.All() {
-				if d.Requeue(c, js) == framework.RequeueAlways {
+				if d.Events(c, js) == framework.EventAlways {
 					heads = append(heads, js.Job.ID)
 				}
 			}

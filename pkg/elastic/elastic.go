@@ -69,23 +69,9 @@ func (e *elasticCycle) highJob(c *framework.Cycle) *cluster.JobState {
 	}
 	var top *cluster.JobState
 	var tw Weight
-	if _, ok := c.QueueSort().(Weighted); ok {
-		// The queue is in weight order: the Runtime's keys (kept across
-		// cycles) order the jobs as Compare does, heaviest lowest.
-		var tk framework.SortKey
-		for js := range s.Pending.All() {
-			if k, _ := c.SortKey(js); top == nil || framework.CompareKeys(k, tk) < 0 {
-				top, tk = js, k
-			}
-		}
-		if top != nil {
-			tw = e.weight(top)
-		}
-	} else {
-		for js := range s.Pending.All() {
-			if w := e.weight(js); top == nil || w.Compare(tw) > 0 {
-				top, tw = js, w
-			}
+	for js := range s.Pending.All() {
+		if w := e.weight(js); top == nil || w.Compare(tw) > 0 {
+			top, tw = js, w
 		}
 	}
 	if top == nil {
@@ -236,14 +222,20 @@ func (e *elasticCycle) byWeight(jobs []*cluster.JobState) []*cluster.JobState {
 // article's insertion into the queue amounts to.
 type Weighted struct{}
 
-var _ framework.StableKeys = Weighted{}
+var _ framework.KeyedSort = Weighted{}
+
+// Events implements framework.EnqueueExtensions for a QueueSort: a
+// weight is a function of the job's spec and the cluster's ready
+// capacity, which only a node change moves.
+func (Weighted) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventNodes
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (Weighted) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Name implements framework.Plugin.
 func (Weighted) Name() string { return WeightedName }
-
-// Requeue implements framework.Requeuer: the order is the jobs' weights
-// (fixed for a cluster of a given capacity), ties in queue order.
-func (Weighted) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Compare implements framework.QueueSort.
 func (Weighted) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
@@ -256,10 +248,6 @@ func (Weighted) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey 
 	w := elasticState(c).weight(js).Key()
 	return framework.SortKey{w[0], w[1], w[2], w[3], w[4]}
 }
-
-// KeyStamp implements framework.StableKeys: a weight is a function of the
-// job's spec and of the cluster's ready capacity.
-func (Weighted) KeyStamp(c *framework.Cycle) any { return elasticState(c).capacity }
 
 // Order is the order in which Workers proposes a job's sizes, i.e. the
 // gang order: whether keeping the job on one node comes before keeping its
@@ -325,13 +313,21 @@ type Workers struct {
 	Order Order
 }
 
-var _ framework.Size = Workers{}
+var (
+	_ framework.Size              = Workers{}
+	_ framework.EnqueueExtensions = Workers{}
+)
+
+// Events implements framework.EnqueueExtensions: the sizes are the job's
+// spec, and whether one fits is the placement's (the queue checks that
+// itself).
+func (Workers) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (Workers) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Name implements framework.Plugin.
 func (Workers) Name() string { return WorkersName }
-
-// Requeue implements framework.Requeuer: the sizes are the job's spec.
-func (Workers) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Size implements framework.Size.
 func (w Workers) Size(c *framework.Cycle, js *cluster.JobState) [][]int {
@@ -381,26 +377,14 @@ type OnePerCycle struct{}
 
 var (
 	_ framework.Admit      = OnePerCycle{}
-	_ framework.Closer     = OnePerCycle{}
 	_ framework.TimeDriven = OnePerCycle{}
 )
 
 // Name implements framework.Plugin.
 func (OnePerCycle) Name() string { return OnePerCycleName }
 
-// Requeue implements framework.Requeuer: it reads the starts only.
-func (OnePerCycle) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
-
 // TimeDriven implements framework.TimeDriven.
 func (OnePerCycle) TimeDriven() bool { return true }
-
-// Clockless implements framework.Clockless: the next pass matters, not
-// the time.
-func (OnePerCycle) Clockless() bool { return true }
-
-// Closed implements framework.Closer: once a job started, Admit blocks
-// every job.
-func (OnePerCycle) Closed(c *framework.Cycle) bool { return len(c.Started()) > 0 }
 
 // Admit implements framework.Admit: Blocked once a job started this cycle.
 func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
@@ -437,29 +421,32 @@ func (d ScaleDown) state(c *framework.Cycle) *elasticCycle {
 }
 
 var (
-	_ framework.Admit    = ScaleDown{}
-	_ framework.Preempt  = ScaleDown{}
-	_ framework.Recaller = ScaleDown{}
+	_ framework.Admit             = ScaleDown{}
+	_ framework.Preempt           = ScaleDown{}
+	_ framework.EnqueueExtensions = ScaleDown{}
 )
 
 // Name implements framework.Plugin.
 func (ScaleDown) Name() string { return ScaleDownName }
 
-// Requeue implements framework.Requeuer. The high-priority job is tried
-// every cycle (its failure blocks the queue). Scale-down declines every
-// other job, whatever the cluster, until it becomes the high-priority
-// job: Recall names that job every cycle, so another job needs no event.
-func (d ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState) framework.Events {
+// Events implements framework.EnqueueExtensions. The high-priority job
+// is never parked (its failure blocks the queue). Scale-down declines
+// every other job until it becomes the high-priority job, which takes a
+// change of the pending jobs (a heavier one left) or of the running ones
+// (it now outranks them all).
+func (d ScaleDown) Events(c *framework.Cycle, js *cluster.JobState) framework.Events {
 	if d.state(c).highJob(c) == js {
-		return framework.RequeueAlways
+		return framework.EventAlways
 	}
-	return 0
+	return framework.EventPending | framework.EventRunning
 }
 
-// Recall implements framework.Recaller: the high-priority job, the only
-// one scale-down acts for (and whose failure blocks the queue).
-func (d ScaleDown) Recall(c *framework.Cycle) *cluster.JobState {
-	return d.state(c).highJob(c)
+// Requeue implements framework.EnqueueExtensions: scale-down acts for js
+// only when js is the cycle's high-priority job (the heaviest pending job,
+// the first in queue order among equals: the head of js's bucket when it
+// is one of them).
+func (d ScaleDown) Requeue(c *framework.Cycle, js *cluster.JobState, _ framework.Events) bool {
+	return d.state(c).highJob(c) == js
 }
 
 // Admit implements framework.Admit.
@@ -551,16 +538,8 @@ var (
 // Name implements framework.Plugin.
 func (ScaleUp) Name() string { return ScaleUpName }
 
-// Requeue implements framework.Requeuer: scale-up acts on running jobs
-// after the queue and reads only this cycle's starts.
-func (ScaleUp) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
-
 // TimeDriven implements framework.TimeDriven.
 func (ScaleUp) TimeDriven() bool { return true }
-
-// Clockless implements framework.Clockless: the next pass matters, not
-// the time.
-func (ScaleUp) Clockless() bool { return true }
 
 // Rebalance implements framework.Rebalance.
 func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {

@@ -22,12 +22,15 @@ type PodPriority struct{}
 
 var _ framework.QueueSort = PodPriority{}
 
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// order is priority, submission time and ID, fixed.
+func (PodPriority) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (PodPriority) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
 // Name implements framework.Plugin.
 func (PodPriority) Name() string { return PodPriorityName }
-
-// Requeue implements framework.Requeuer: the order is fixed by the jobs'
-// specs.
-func (PodPriority) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Compare implements framework.QueueSort.
 func (PodPriority) Compare(_ *framework.Cycle, a, b *cluster.JobState) int { return podCompare(a, b) }
@@ -53,28 +56,22 @@ func podCompare(a, b *cluster.JobState) int {
 type PodByPod struct{}
 
 var (
-	_ framework.ClassPlace = PodByPod{}
-	_ framework.Rebalance  = PodByPod{}
+	_ framework.Place             = PodByPod{}
+	_ framework.EnqueueExtensions = PodByPod{}
+	_ framework.Rebalance         = PodByPod{}
 )
 
 // Name implements framework.Plugin.
 func (PodByPod) Name() string { return PodByPodName }
 
-// Requeue implements framework.Requeuer: a job fails only when no pod of
-// it fits anywhere, which less room does not change, and then it placed
-// nothing (placement's cursor did not move).
-func (PodByPod) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+// Events implements framework.EnqueueExtensions: Place fails exactly
+// when, for every group with pods to bind, one pod of it fits on no node:
+// a function of the room and of the groups, monotone in the room, which
+// the queue checks itself.
+func (PodByPod) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
-// ClassPlace implements framework.ClassPlace: jobs alike in their groups
-// and counts are placed once per class while they fail. Place fails
-// exactly when, for every group with pods to bind, one pod of it fits on
-// no node (the first pod of each group is tried on the same room, since
-// none was bound before it): a function of the room and of the groups'
-// demands, names (roles) and node constraints, monotone in the room, with
-// the same status every time. A failed placement.Place of one pod leaves
-// the ledger as it was, its sampling cursor included (a scan moves the
-// cursor only when it found a node), and PodByPod keeps no state.
-func (PodByPod) ClassPlace() bool { return true }
+// Requeue implements framework.EnqueueExtensions.
+func (PodByPod) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Place implements framework.Place.
 func (PodByPod) Place(_ *framework.Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) (cluster.Placement, *framework.Status) {

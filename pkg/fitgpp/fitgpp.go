@@ -109,12 +109,16 @@ type TEFirst struct{}
 
 var _ framework.QueueSort = TEFirst{}
 
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// order is the class, ties in queue order: it never changes while the
+// jobs wait.
+func (TEFirst) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (TEFirst) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
 // Name implements framework.Plugin.
 func (TEFirst) Name() string { return TEFirstName }
-
-// Requeue implements framework.Requeuer: the order is the class, ties in
-// queue order.
-func (TEFirst) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
 // Compare implements framework.QueueSort.
 func (TEFirst) Compare(_ *framework.Cycle, a, b *cluster.JobState) int {
@@ -137,9 +141,6 @@ var _ framework.Admit = Class{}
 // Name implements framework.Plugin.
 func (Class) Name() string { return ClassName }
 
-// Requeue implements framework.Requeuer: the class is the job's spec.
-func (Class) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
-
 // Admit implements framework.Admit.
 func (Class) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
 	if c := js.Job.Class; c == cluster.ClassTE || c == cluster.ClassBE {
@@ -154,20 +155,26 @@ func (Class) Admit(_ *framework.Cycle, js *cluster.JobState) *framework.Status {
 // all tried before the first BE job.
 type BEHeadOfLine struct{}
 
-var _ framework.Admit = BEHeadOfLine{}
+var (
+	_ framework.Admit             = BEHeadOfLine{}
+	_ framework.EnqueueExtensions = BEHeadOfLine{}
+)
 
 // Name implements framework.Plugin.
 func (BEHeadOfLine) Name() string { return BEHeadOfLineName }
 
-// Requeue implements framework.Requeuer: a BE job that fails must be seen
-// (Cycle.Failed) to block the BE jobs behind it, so BE jobs are tried
-// every cycle; TE jobs it ignores.
-func (BEHeadOfLine) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+// Events implements framework.EnqueueExtensions: a BE job that fails
+// must be seen (Cycle.Failed) to block the BE jobs behind it, so BE jobs
+// are never parked; TE jobs it ignores.
+func (BEHeadOfLine) Events(_ *framework.Cycle, js *cluster.JobState) framework.Events {
 	if js.Job.Class == cluster.ClassBE {
-		return framework.RequeueAlways
+		return framework.EventAlways
 	}
 	return 0
 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (BEHeadOfLine) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Admit implements framework.Admit.
 func (BEHeadOfLine) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
@@ -218,7 +225,7 @@ func (v Victims) String() string {
 //     nominates the placement and returns Wait;
 //   - else it returns Unschedulable.
 //
-// Random choices come from Cycle.Rand. It needs the Soon ledger
+// Random choices come from Cycle.Rand, the TE job's own source. It needs the Soon ledger
 // (UsesSoon); without it, it returns Error.
 type Preemptor struct {
 	Rule Victims
@@ -235,61 +242,13 @@ type Preemptor struct {
 	// to fail (see hopeless): the decisions are the same either way
 	// (tests compare the two); only the work differs.
 	Exhaustive bool
-
-	// searchAt is the cycle of the last victim search, and chancy records
-	// whether a search in it could have gone otherwise with other random
-	// draws: one for a TE job of more than one group, or one whose what-if
-	// placements leave a trace (see ClocklessOn).
-	searchAt uint64
-	chancy   bool
-	// echoes holds, for the attempts (Cycle.Echo) of TE jobs whose victim
-	// search was known to fail (hopeless) in the cycle echoAt, the number
-	// of random draws the failure made (see Preempt).
-	echoes map[echoKey]int
-	echoAt uint64
-	// echoed counts the searches answered from echoes (tests read it).
-	echoed int
-
-	// parkable is the TE job whose attempt Preempt last answered from a
-	// search known to fail (hopeless or its echo): Requeue lets it be set
-	// aside. skipN caches Skip's count of victims for epoch skipAt.
-	parkable      *cluster.Job
-	skipN, skipAt uint64
-	skipOK        bool
 }
-
-// echoKey is an attempt's Echo with the replica counts the search asked
-// for (at most echoGroups groups; a job of more is never echoed, nor is
-// one of several groups: see hopeless).
-type echoKey struct {
-	e      framework.Echo
-	counts [echoGroups]int
-}
-
-const echoGroups = 4
 
 var (
-	_ framework.Preempt     = (*Preemptor)(nil)
-	_ framework.SoonUser    = (*Preemptor)(nil)
-	_ framework.ClocklessOn = (*Preemptor)(nil)
-	_ framework.Watcher     = (*Preemptor)(nil)
-	_ framework.Skipper     = (*Preemptor)(nil)
+	_ framework.Preempt           = (*Preemptor)(nil)
+	_ framework.SoonUser          = (*Preemptor)(nil)
+	_ framework.EnqueueExtensions = (*Preemptor)(nil)
 )
-
-// ClocklessOn implements framework.ClocklessOn. The victim search draws
-// from the cycle's random source, but for a TE job of one group a new
-// draw cannot change whether it finds victims: it gives back victims
-// until the job fits or none is left, and placement of one group is
-// monotone in the room, so it fails, whatever the order, exactly when the
-// job does not fit with every victim it could pick given back. On the
-// cluster of a cycle that recorded nothing (every search failed) the
-// searches fail again, unless a search of that cycle was chancy: for a TE
-// job of several groups (its placement need not be monotone: another
-// order of victims could find a set that fits), or with what-if
-// placements that leave a trace (Cycle.PlacesQuietly false: a sampled
-// scan moves the ledger's cursor by an amount that depends on the victims
-// given back, and a later placement in the cycle starts from there).
-func (p *Preemptor) ClocklessOn(*cluster.Snapshot) bool { return !p.chancy }
 
 // NewPreemptor returns a Preemptor with the given rule, validating lambda
 // and P.
@@ -306,82 +265,45 @@ func NewPreemptor(rule Victims, lambda float64, p int) (*Preemptor, error) {
 // Name implements framework.Plugin.
 func (p *Preemptor) Name() string { return p.Rule.String() }
 
-// Requeue implements framework.Requeuer. A TE job whose victim search
-// was known to fail (hopeless: it does not fit with every victim it could
-// pick given back) may be set aside: its search fails again, with the
-// same draws, until the room it searched in grows (Woken watches it)
-// or the nodes change; meanwhile Skip makes its draws at its turns
-// (RequeueSkip). Its Soon placement failed too, on less room. Any other
-// TE job's chances change with every running BE job, grace period and
-// random draw, so it is tried every cycle; other jobs it declines.
-func (p *Preemptor) Requeue(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+// Events implements framework.EnqueueExtensions. Only TE jobs preempt.
+// A TE job's search can succeed once it fits on the Soon ledger with
+// every victim it could pick given back: when that room grows (a job
+// ends or enters its grace period: EventRoom), a BE job starts or is
+// preempted (EventRunning), or the nodes change.
+//
+// A TE job of several groups is never parked: its search's random draws
+// (its own) decide whether it finds victims, so jobs alike may differ.
+func (p *Preemptor) Events(_ *framework.Cycle, js *cluster.JobState) framework.Events {
 	if js.Job.Class != cluster.ClassTE {
 		return 0
 	}
-	if p.parkable == js.Job {
-		return framework.EventNodes | framework.EventWatch | framework.RequeueSkip
+	if !oneGroup(js.Job.RequestedCounts()) {
+		return framework.EventAlways
 	}
-	return framework.RequeueAlways
+	return framework.EventRoom | framework.EventRunning | framework.EventNodes
 }
 
-// Woken implements framework.Watcher: whether a TE job of jobs[i]'s
-// shape (jobs[i] may be a BE job of a class with TE members), asking
-// jobs[i]'s replica counts, fits on the cycle's Soon ledger
-// with every running BE job the search could pick (in phase Running,
-// preempted fewer than P times) given back. That room, the search's
-// what-if when it gives back every victim, decides a search known to
-// fail: placement of one group is monotone in it, and the Soon placement
-// tried first has less. Within a cycle only commits grow it (and the
-// Runtime tries the jobs set aside again when one frees room now); starts
-// only take from it. So a job set aside whose shape does not fit on it at
-// the start of a cycle fails at its turn, as it did when set aside.
-func (p *Preemptor) Woken(c *framework.Cycle, jobs []*cluster.JobState, woken []bool) {
+// Requeue implements framework.EnqueueExtensions: whether a TE job of
+// js's shape fits on the cycle's Soon ledger with every running BE job
+// the search could pick given back. A search fails exactly when it does
+// not, for a job of one group (see hopeless); for several groups the
+// answer is yes, since another order of victims may fit.
+func (p *Preemptor) Requeue(c *framework.Cycle, js *cluster.JobState, _ framework.Events) bool {
 	soon := c.St.Soon()
-	if soon == nil {
-		for i := range woken {
-			woken[i] = true
-		}
-		return
+	counts := js.Job.RequestedCounts()
+	if soon == nil || p.Exhaustive || !oneGroup(counts) {
+		return true
 	}
-	soon.Fork()
-	defer soon.Revert()
-	// The victims in any order (runningBE's sorts them for the search).
-	for _, r := range c.Snap.Running {
-		if p.open(c, r) {
-			soon.GiveJob(r)
-		}
+	if _, ok := p.hopeless(c, runningBE(c), soon, js, counts); ok && !p.NoPreempt {
+		return false
 	}
-	for i, js := range jobs {
-		if woken[i] {
-			continue // another Watcher's answer
-		}
+	if p.NoPreempt {
 		soon.Fork()
-		_, st := c.Place(soon, js, js.Job.RequestedCounts())
-		soon.Revert()
-		woken[i] = st.IsSuccess()
+		defer soon.Revert()
+		_, st := c.Place(soon, js, counts)
+		return st.IsSuccess()
 	}
-}
-
-// Skip implements framework.Skipper for a TE job set aside after a search
-// known to fail: the search it would make at its turn fails again and
-// draws for the victims open at that turn (the running BE jobs below the
-// cap the cycle has not acted on, which only commits change: the count is
-// kept per Cycle.Epoch).
-func (p *Preemptor) Skip(c *framework.Cycle, _ *cluster.JobState) {
-	if c.Snap.Cycle != p.searchAt {
-		p.searchAt, p.chancy = c.Snap.Cycle, false
-	}
-	if e := c.Epoch(); !p.skipOK || e != p.skipAt || e == 0 {
-		// The victims open, counted as hopeless does (in any order).
-		n := 0
-		for _, js := range c.Snap.Running {
-			if p.open(c, js) {
-				n++
-			}
-		}
-		p.skipN, p.skipAt, p.skipOK = uint64(n), e, true
-	}
-	p.draw(c, int(p.skipN))
+	return true
 }
 
 // UsesSoon implements framework.SoonUser.
@@ -397,18 +319,7 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	if soon == nil {
 		return framework.NewStatus(framework.Error, "needs the Soon ledger (profile Future)")
 	}
-	p.parkable = nil
 	counts := js.Job.RequestedCounts()
-	ek, echo := p.echoKey(c, counts)
-	if n, ok := p.echoes[ek]; echo && ok {
-		// A job alike failed since the last commit: its Soon placement
-		// and its search fail again (the room has only shrunk and the
-		// same victims are open), drawing what the search drew.
-		p.draw(c, n)
-		p.echoed++
-		p.parkable = js.Job
-		return framework.NewStatus(framework.Unschedulable, noVictims)
-	}
 	if pl, st := c.Place(soon, js, counts); st.IsSuccess() {
 		c.St.Nominate(js, pl)
 		return framework.NewStatus(framework.Wait, "waiting for preempted jobs' grace periods")
@@ -416,17 +327,8 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 	if p.NoPreempt {
 		return framework.NewStatus(framework.Unschedulable, "no room and preemption is off")
 	}
-	victims, pl, drawn := p.choose(c, soon, js, counts)
+	victims, pl := p.choose(c, soon, js, counts)
 	if victims == nil {
-		if drawn >= 0 {
-			p.parkable = js.Job
-			if echo {
-				if p.echoAt != c.Snap.Cycle || p.echoes == nil {
-					p.echoes, p.echoAt = map[echoKey]int{}, c.Snap.Cycle
-				}
-				p.echoes[ek] = drawn
-			}
-		}
 		return framework.NewStatus(framework.Unschedulable, noVictims)
 	}
 	instant := true
@@ -453,29 +355,6 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 }
 
 const noVictims = "no set of running BE jobs makes room"
-
-// echoKey returns the key under which a hopeless search for a TE job
-// asking counts is remembered, and whether it may be: the attempt has an
-// Echo, the search may be skipped at all (hopeless's conditions), and
-// counts fit the key.
-func (p *Preemptor) echoKey(c *framework.Cycle, counts []int) (echoKey, bool) {
-	e, ok := c.Echo()
-	if !ok || p.NoPreempt || p.Exhaustive || len(counts) > echoGroups || !oneGroup(counts) || !c.PlacesQuietly() {
-		return echoKey{}, false
-	}
-	k := echoKey{e: e}
-	copy(k.counts[:], counts)
-	return k, true
-}
-
-// draw makes the random draws of a search that gave back n victims one
-// by one, each picked at random among those left (see hopeless).
-func (p *Preemptor) draw(c *framework.Cycle, n int) {
-	if p.Rule == LRTP {
-		return
-	}
-	c.DrawLater(n)
-}
 
 func (p *Preemptor) evict(c *framework.Cycle, te *cluster.JobState, victims []*cluster.JobState, now bool) {
 	for _, v := range victims {
@@ -514,7 +393,7 @@ func runningAsBE(js *cluster.JobState) bool {
 
 // open reports whether js is a victim a search could pick now: a running
 // BE job preempted fewer than P times that this cycle has not acted on
-// (the victims hopeless gives back, Woken watches and Skip counts).
+// (the victims hopeless gives back).
 func (p *Preemptor) open(c *framework.Cycle, js *cluster.JobState) bool {
 	return runningAsBE(js) && js.Preemptions < p.P && c.St.Op(js) == framework.OpNone
 }
@@ -592,20 +471,14 @@ func untouched(c *framework.Cycle, be *beState, chosen []*cluster.JobState) []*c
 // choose picks victims for TE job te on the ledger soon (free plus
 // releasing) among the running BE jobs this cycle has not touched, until
 // te fits. It returns the victims and te's placement on soon with them
-// gone, or nil; soon is unchanged either way. When it knew the search
-// would fail (hopeless), drawn is the number of victims whose random
-// draws it made instead; otherwise -1.
-func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) (victims []*cluster.JobState, pl cluster.Placement, drawn int) {
-	if c.Snap.Cycle != p.searchAt {
-		p.searchAt, p.chancy = c.Snap.Cycle, false
-	}
-	if !oneGroup(counts) || !c.PlacesQuietly() {
-		p.chancy = true
-	}
+// gone, or nil; soon is unchanged either way. Random picks draw from
+// te's own source (Cycle.Rand), so no other job's search changes them.
+func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *cluster.JobState, counts []int) (victims []*cluster.JobState, pl cluster.Placement) {
 	be := runningBE(c)
-	if n, ok := p.hopeless(c, be, soon, te, counts); ok {
-		return nil, nil, n
+	if _, ok := p.hopeless(c, be, soon, te, counts); ok {
+		return nil, nil
 	}
+	rng := c.Rand(p.Name(), te)
 	var avail []*cluster.JobState
 	if p.Rule != FitGpp {
 		avail = untouched(c, be, nil)
@@ -620,7 +493,7 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 				// No job satisfies the fit rule: a random one below the
 				// cap, among the untouched ones in ID order.
 				avail := untouched(c, be, victims)
-				if v := randomBelowP(avail, p.P, c.Rand()); v >= 0 {
+				if v := randomBelowP(avail, p.P, rng); v >= 0 {
 					victim = avail[v]
 				}
 			}
@@ -630,28 +503,27 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 				avail = slices.Delete(avail, v, v+1)
 			}
 		default:
-			if v := randomBelowP(avail, p.P, c.Rand()); v >= 0 {
+			if v := randomBelowP(avail, p.P, rng); v >= 0 {
 				victim = avail[v]
 				avail = slices.Delete(avail, v, v+1)
 			}
 		}
 		if victim == nil {
-			return nil, nil, -1
+			return nil, nil
 		}
 		victims = append(victims, victim)
 		soon.GiveJob(victim)
 		if pl, st := c.Place(soon, te, counts); st.IsSuccess() {
-			return victims, pl, -1
+			return victims, pl
 		}
 	}
 }
 
 // hopeless reports, when it can tell cheaply, that choose would find no
 // victims: te does not fit on soon even with every job choose could pick
-// (untouched this cycle, preempted fewer than P times) given back. The
-// search is then skipped, and the random draws it would have made are
-// made, so that later choices in the cycle draw the same numbers; n is
-// how many victims it drew for.
+// (untouched this cycle, preempted fewer than P times) given back; n is
+// how many such jobs there are. The search is then skipped: its draws
+// come from te's own source, so skipping them changes nothing else.
 //
 // Why this is choose's answer. choose gives its victims back one by one
 // and returns nil only once none is left to pick, after placing te on
@@ -660,11 +532,10 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 // takes a fixed number of identical replicas, whatever the order; a gang
 // on one node needs one node with room for all): when te does not fit
 // with all of them gone, it fits with no subset, so fitgpp's fit rule
-// never finds a victim and every pick is a random one among those left,
-// IntN(n), IntN(n-1), ..., IntN(1) (lrtp draws nothing). The what-ifs
-// skipped must leave no trace, which Cycle.PlacesQuietly vouches for.
+// never finds a victim. The what-ifs skipped leave no trace (a reverted
+// fork of a ledger restores its sampling cursor too).
 func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Ledger, te *cluster.JobState, counts []int) (int, bool) {
-	if p.Exhaustive || !c.PlacesQuietly() || !oneGroup(counts) {
+	if p.Exhaustive || !oneGroup(counts) {
 		return 0, false
 	}
 	soon.Fork()
@@ -679,7 +550,6 @@ func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Le
 	if _, st := c.Place(soon, te, counts); st.IsSuccess() {
 		return 0, false
 	}
-	p.draw(c, n)
 	return n, true
 }
 

@@ -377,20 +377,33 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// TestCycleRandIsSeeded: a source per seed, cycle, plugin and job, the
+// same for the same four, another when any of them differs.
 func TestCycleRandIsSeeded(t *testing.T) {
-	draw := func() uint64 {
+	a := &cluster.JobState{Job: &cluster.Job{ID: "a"}}
+	b := &cluster.JobState{Job: &cluster.Job{ID: "b"}}
+	draw := func(seed, cycle uint64, plugin string, js *cluster.JobState) uint64 {
 		var v uint64
 		r, _ := framework.New(framework.Profile{Name: "t", Rebalance: []framework.Rebalance{rebalanceFunc(func(c *framework.Cycle) *framework.Status {
-			v = c.Rand().Uint64()
+			v = c.Rand(plugin, js).Uint64()
 			return nil
 		})}})
 		w := newWorld().node("a", 8)
-		w.s.Seed, w.s.Cycle = 7, 3
+		w.s.Seed, w.s.Cycle = seed, cycle
 		r.Schedule(w.s)
 		return v
 	}
-	if a, b := draw(), draw(); a != b {
-		t.Errorf("same seed and cycle drew %d and %d", a, b)
+	base := draw(7, 3, "p", a)
+	if again := draw(7, 3, "p", a); again != base {
+		t.Errorf("same seed, cycle, plugin and job drew %d and %d", base, again)
+	}
+	for name, v := range map[string]uint64{
+		"seed": draw(8, 3, "p", a), "cycle": draw(7, 4, "p", a), "plugin": draw(7, 3, "q", a),
+		"job": draw(7, 3, "p", b), "no job": draw(7, 3, "p", nil),
+	} {
+		if v == base {
+			t.Errorf("another %s drew the same %d", name, v)
+		}
 	}
 }
 
@@ -423,34 +436,3 @@ func (s stableByID) Key(_ *framework.Cycle, js *cluster.JobState) framework.Sort
 }
 func (s stableByID) KeyStamp(*framework.Cycle) any { return *s.stamp }
 
-func TestStableKeysAreKeptAcrossCycles(t *testing.T) {
-	var calls, stamp int
-	w := newWorld().node("a", 0).pending(job("j1", 1, 1), job("j3", 1, 1), job("j2", 1, 1))
-	r, err := framework.New(framework.Profile{Name: "test", QueueSort: stableByID{&calls, &stamp}, Score: pack()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := []struct {
-		name      string
-		change    func()
-		wantCalls int
-	}{
-		{"first cycle: a key per job", func() {}, 3},
-		{"a new job: its key only", func() { w.pending(job("j4", 1, 1)) }, 4},
-		{"the stamp changed: every key again", func() { stamp++; w.pending(job("j5", 1, 1)) }, 9},
-	}
-	for _, st := range steps {
-		st.change()
-		w.s.Cycle++
-		w.s.Now += 60
-		got := summary(r.Schedule(w.s))
-		if calls != st.wantCalls {
-			t.Errorf("%s: %d calls of Key, want %d", st.name, calls, st.wantCalls)
-		}
-		if st.wantCalls == 3 {
-			if diff := gocmp.Diff([]string{"wait j3", "wait j2", "wait j1"}, got); diff != "" {
-				t.Errorf("%s: actions (-want +got):\n%s", st.name, diff)
-			}
-		}
-	}
-}

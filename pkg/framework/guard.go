@@ -9,8 +9,6 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
-var _ policy.Guarded = (*Runtime)(nil)
-
 // guard collects the faults of one ScheduleGuarded call.
 type guard struct {
 	faults []policy.Fault
@@ -49,28 +47,16 @@ func (r *Runtime) ScheduleGuarded(s *cluster.Snapshot) (acts []policy.Action, fa
 		}
 		faults = g.faults
 	}()
-	return r.Schedule(s), nil
+	return r.schedule(s), nil
 }
 
 // forget drops the state the runtime keeps between cycles besides the
-// plugins' (the scheduling queue, the idle-cycle memory).
+// plugins' (the scheduling queue), since a panic may have left it half
+// updated: every pending job is tried again in the next cycle.
 func (r *Runtime) forget() {
 	if r.q != nil {
-		r.q = newSchedQueue()
+		r.q = newSchedQueue(r, r.q.opts)
 	}
-	if r.still != nil {
-		r.still = newStillness(r)
-	}
-}
-
-// tryGuarded is try on a fork of the Statement that a panic discards.
-// A job whose decision panicked does not block the jobs behind it.
-func (r *Runtime) tryGuarded(c *Cycle, js *cluster.JobState) bool {
-	cont := false
-	if r.guarded(c, policy.StageJob, "", func() { cont = r.tryJob(c, js) }, js) {
-		return true
-	}
-	return cont
 }
 
 // guarded runs f on a fork of the Statement. When f panics, everything it
@@ -100,7 +86,7 @@ func (r *Runtime) guarded(c *Cycle, stage policy.Stage, plugin string, f func(),
 		st.unwind(st.marks[depth], depth, nowD, soonD)
 		st.labeled = st.labeled[:labeled]
 		c.started, c.failed = c.started[:started], c.failed[:failed]
-		c.on, c.trying, c.resort, c.committed, c.merge = nil, nil, false, false, false
+		c.on, c.trying, c.resort, c.committed = nil, nil, false, false
 		r.guard.faults = append(r.guard.faults, fault(stage, id, plugin, v))
 	}()
 	f()

@@ -10,22 +10,6 @@ import (
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// StrategyScore is a Score plugin that is one of placement's built-in
-// strategies. A profile whose only scorer is one of these (and whose only
-// filter is node-role) is placed by placement.Place, whose scan samples
-// feasible nodes on large clusters as kube-scheduler does; the generic
-// path scores every feasible node.
-type StrategyScore interface {
-	Score
-	Strategy() placement.Strategy
-}
-
-// roleOnly marks the node-role filter, which placement enforces itself.
-type roleOnly interface {
-	Filter
-	roleOnly()
-}
-
 // Picker is implemented by Score plugins whose scores depend on the nodes
 // taken before (a round-robin cursor that continues where the last
 // replica went). On the generic placement path the Runtime calls Picked
@@ -189,7 +173,7 @@ func (r *Runtime) filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeS
 			return placement.Why(n, js.Job, g)
 		}
 		for _, f := range r.p.Filter {
-			if _, ok := f.(roleOnly); ok {
+			if _, ok := f.(NodeRole); ok {
 				continue
 			}
 			if st := f.Filter(c, js, g, n); !st.IsSuccess() {
@@ -255,10 +239,11 @@ func explain(why map[string]int, nodes int) string {
 // most-allocated (pack) or first-fit.
 type Strategy struct{ S placement.Strategy }
 
-var (
-	_ StrategyScore = Strategy{}
-	_ Requeuer      = Strategy{}
-)
+// The Runtime places a profile whose only Score plugin is a Strategy
+// (and whose only Filter is NodeRole) with placement.Place, whose scan
+// samples feasible nodes on large clusters as kube-scheduler does; the
+// generic path scores every feasible node.
+var _ Score = Strategy{}
 
 // Name implements Plugin.
 func (s Strategy) Name() string {
@@ -270,13 +255,6 @@ func (s Strategy) Name() string {
 	}
 	return "first-fit"
 }
-
-// Strategy implements StrategyScore.
-func (s Strategy) Strategy() placement.Strategy { return s.S }
-
-// Requeue implements Requeuer: a score depends on the room on the nodes
-// only.
-func (Strategy) Requeue(*Cycle, *cluster.JobState) Events { return 0 }
 
 // Score implements Score: the strategy's score of the node after placing
 // one replica of group g (or the whole gang being tried, g < 0).
@@ -296,10 +274,7 @@ func (s Strategy) Score(c *Cycle, js *cluster.JobState, g int, node int) float64
 // rule whether or not a profile lists this plugin.
 type NodeRole struct{}
 
-var (
-	_ Filter   = NodeRole{}
-	_ Requeuer = NodeRole{}
-)
+var _ Filter = NodeRole{}
 
 // Name implements Plugin.
 func (NodeRole) Name() string { return "node-role" }
@@ -311,12 +286,6 @@ func (NodeRole) Filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeSta
 	}
 	return Statusf(Unschedulable, "node %s is for %s replicas", n.Name, n.Role)
 }
-
-func (NodeRole) roleOnly() {}
-
-// Requeue implements Requeuer: roles are fixed; a node added or made ready
-// brings room (EventRoom).
-func (NodeRole) Requeue(*Cycle, *cluster.JobState) Events { return 0 }
 
 // NodeAffinity is the built-in Score plugin for preferred node affinity
 // (kube-scheduler's NodeAffinity score): the summed weights of the

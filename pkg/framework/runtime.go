@@ -51,71 +51,48 @@ type Profile struct {
 	Place Place
 }
 
-// Runtime runs a Profile as a policy.Policy. It owns the scheduling loop;
-// plugins own the decisions at each extension point.
+// Runtime runs a Profile as a policy.Policy. It owns the scheduling loop
+// and the scheduling queue (queue.go); plugins own the decisions at each
+// extension point. Both executors run it the same way: the simulator and
+// the Kubernetes controller keep one Runtime for a run and call
+// ScheduleGuarded once per cycle.
 type Runtime struct {
 	p          Profile
 	timeDriven bool
 	cyc        Cycle // the current cycle's (see Schedule)
-	// inOrder and inOrderStep are walk's pass over a queue in its order.
-	inOrder     inOrderWalk
-	inOrderStep func(*cluster.JobState) bool
-	// resorts: a Reserve plugin may call Cycle.Resort (it is not an
-	// OrderKeeper).
-	resorts    bool
-	idleCycles int // cycles answered at once (see IdleCycles)
-	tries      int // jobs tried (see Tries)
+	tries      int   // jobs tried (see Tries)
 	// fast is set when the profile's placement is one built-in strategy
-	// and no Filter beyond node roles, so placement.Place's sampled scan
-	// is exact for it.
+	// and no Filter beyond node roles, so placement.Place is exact for it.
 	fast bool
-	// uniform: every Filter is the node-role rule or a UniformFilter.
-	uniform bool
-	opts    placement.Options
-	now     placement.Ledger
-	soon    placement.Ledger
-	st      Statement
-	// cands is the buffer of one cycle's candidates, reused across
-	// cycles: a long queue would otherwise be copied into a fresh slice
-	// every cycle.
+	opts placement.Options
+	now  placement.Ledger
+	soon placement.Ledger
+	st   Statement
+	// cands and keyed are one cycle's candidates and sort keys, reused.
 	cands []*cluster.JobState
-	// keyed is sortJobs' buffer, reused across cycles.
 	keyed []keyedJob
-	// keys are the StableKeys QueueSort's keys of earlier cycles, by job,
-	// valid while the stamp they were computed under, keyStamp, holds.
-	keys     map[*cluster.Job]SortKey
-	keyStamp any
-	// keyGen counts the memos made: a key noted under one generation is
-	// the memo's while it lasts (parkedJob.key).
-	keyGen uint64
 	// pickers are the Score plugins told of each node taken.
 	pickers []Picker
-	// q is the scheduling queue (queue.go): nil unless every plugin is a
-	// Requeuer; plugins are the profile's, asked for QueueingHints.
-	q       *schedQueue
 	plugins []Plugin
-	// requeuers is plugins as Requeuers (with q), asserted once rather
-	// than for every job that fails; hinters, as RunningHinters (nil for
-	// the others), by the same index.
-	requeuers []Requeuer
-	hinters   []RunningHinter
-	// still answers unchanged idle cycles of Clockless profiles (queue.go).
-	still *stillness
+	// q is the scheduling queue; nil walks every pending job every
+	// cycle (WithoutQueue).
+	q *schedQueue
 	// guard is set during ScheduleGuarded (guard.go): panics are
 	// contained per job and per Rebalance or Provision plugin.
 	guard *guard
 	// data is the map behind the cycles' typed data (Set), emptied and
-	// reused by each cycle: a time-driven profile whose plugins keep
-	// per-cycle data made a map every cycle, most cycles of a long queue.
+	// reused by each cycle.
 	data map[any]any
 }
 
 var (
 	_ policy.Policy     = (*Runtime)(nil)
 	_ policy.TimeDriven = (*Runtime)(nil)
+	_ policy.Guarded    = (*Runtime)(nil)
 )
 
-// New checks a profile and returns its runtime.
+// New checks a profile and returns its runtime, with a scheduling queue
+// of DefaultQueueOptions.
 func New(p Profile) (*Runtime, error) {
 	if p.Name == "" {
 		return nil, errors.New("profile: name is empty")
@@ -129,7 +106,8 @@ func New(p Profile) (*Runtime, error) {
 		}
 	}
 	r := &Runtime{p: p}
-	for _, pl := range r.Plugins() {
+	r.plugins = r.Plugins()
+	for _, pl := range r.plugins {
 		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() {
 			r.timeDriven = true
 		}
@@ -144,58 +122,34 @@ func New(p Profile) (*Runtime, error) {
 	switch len(p.Score) {
 	case 0:
 	case 1:
-		if s, ok := p.Score[0].Score.(StrategyScore); ok {
-			r.opts.Strategy = s.Strategy()
+		if s, ok := p.Score[0].Score.(Strategy); ok {
+			r.opts.Strategy = s.S
 		} else {
 			r.fast = false
 		}
 	default:
 		r.fast = false
 	}
-	r.uniform = true
 	for _, f := range p.Filter {
-		if _, ok := f.(roleOnly); !ok {
+		if _, ok := f.(NodeRole); !ok {
 			r.fast = false
-			if u, ok := f.(UniformFilter); !ok || !u.Uniform() {
-				r.uniform = false
-			}
 		}
 	}
-	r.plugins = r.Plugins()
-	for _, rp := range p.Reserve {
-		if k, ok := rp.(OrderKeeper); !ok || !k.KeepsOrder() {
-			r.resorts = true
-		}
-	}
-	r.still = newStillness(r)
-	r.q = newSchedQueue()
-	for _, pl := range r.plugins {
-		rq, ok := pl.(Requeuer)
-		if !ok {
-			r.q, r.requeuers, r.hinters = nil, nil, nil
-			break
-		}
-		r.requeuers = append(r.requeuers, rq)
-		rh, _ := pl.(RunningHinter)
-		r.hinters = append(r.hinters, rh)
-		_, w := pl.(Watcher)
-		_, sk := pl.(Skipper)
-		r.q.watchers = r.q.watchers || w || sk
-	}
+	r.q = newSchedQueue(r, DefaultQueueOptions())
 	return r, nil
 }
 
-// Queueing reports whether the runtime sets aside jobs that failed until an
-// event could make them fit (see Requeuer): true when every plugin of the
-// profile is a Requeuer.
-func (r *Runtime) Queueing() bool { return r.q != nil }
+// WithQueue replaces the scheduling queue's options (tests turn the
+// backoff off to compare the queue with the exhaustive walk).
+func (r *Runtime) WithQueue(o QueueOptions) *Runtime {
+	r.q = newSchedQueue(r, o)
+	return r
+}
 
-// WithoutQueue turns the scheduling queue off (every pending job is tried
-// every cycle) and the answer of unchanged idle cycles (see Clockless).
-// The decisions are the same either way (tests compare the two); only the
-// work differs.
+// WithoutQueue turns the scheduling queue off: every pending job is tried
+// every cycle (the exhaustive walk). Tests compare the two.
 func (r *Runtime) WithoutQueue() *Runtime {
-	r.q, r.still = nil, nil
+	r.q = nil
 	return r
 }
 
@@ -205,13 +159,8 @@ func (r *Runtime) Profile() Profile { return r.p }
 // Name implements policy.Policy.
 func (r *Runtime) Name() string { return r.p.Name }
 
-// IdleCycles is the number of cycles the Runtime answered at once, with
-// no action, as idle (see Clockless and ClocklessOn); benchmarks report it.
-func (r *Runtime) IdleCycles() int { return r.idleCycles }
-
 // Tries is the number of times the Runtime tried a pending job (admitted,
-// sized, placed, offered to Preempt plugins), counting every job the
-// scheduling queue did not set aside; benchmarks report it.
+// sized, placed, offered to Preempt plugins); benchmarks report it.
 func (r *Runtime) Tries() int { return r.tries }
 
 // TimeDriven implements policy.TimeDriven.
@@ -222,13 +171,8 @@ func (r *Runtime) TimeDriven() bool { return r.timeDriven }
 func (r *Runtime) Plugins() []Plugin {
 	var out []Plugin
 	add := func(p Plugin) {
-		if p == nil {
+		if p == nil || slices.Contains(out, p) {
 			return
-		}
-		for _, q := range out {
-			if q == p {
-				return
-			}
 		}
 		out = append(out, p)
 	}
@@ -266,16 +210,24 @@ func (r *Runtime) Plugins() []Plugin {
 	return out
 }
 
-// Schedule implements policy.Policy: one cycle of the profile.
+// Schedule implements policy.Policy: one cycle of the profile, on the
+// guarded path (ScheduleGuarded). A plugin's panic is contained as there;
+// Schedule, which has no way to report it, panics with the first fault
+// after the cycle, so that a caller without fault handling (a test, a
+// tool) does not go on silently.
 func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
+	acts, faults := r.ScheduleGuarded(s)
+	if len(faults) > 0 {
+		panic(fmt.Sprintf("framework: %s: %v", r.p.Name, faults[0]))
+	}
+	return acts
+}
+
+// schedule is one cycle: the queue brings back the jobs whose events
+// happened, the walk tries the active jobs in QueueSort order, then the
+// Rebalance and Provision plugins run.
+func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 	p := &r.p
-	if s.Pending.Len() == 0 && len(p.Rebalance) == 0 && len(p.Provision) == 0 {
-		return nil
-	}
-	if r.still != nil && r.still.idle(s) {
-		r.idleCycles++
-		return nil
-	}
 	r.now.Reset(s, true)
 	if p.Future {
 		r.soon.Reset(s, true)
@@ -288,99 +240,129 @@ func (r *Runtime) Schedule(s *cluster.Snapshot) []policy.Action {
 	r.st.reset(&r.now, &r.soon, p.Future)
 	// The Cycle is the Runtime's, reset: it is valid only during the call
 	// (plugins keep nothing of it, not even the slices Started and Failed
-	// hand out), and a long replay runs a cycle per tick.
+	// hand out).
 	c := &r.cyc
-	*c = Cycle{Snap: s, St: &r.st, rt: r, started: c.started[:0], failed: c.failed[:0], later: c.later[:0]}
+	*c = Cycle{Snap: s, St: &r.st, rt: r, started: c.started[:0], failed: c.failed[:0]}
 	if r.data != nil {
 		clear(r.data)
 		c.data = r.data
 	}
-	c.inOrder = p.QueueSort == nil
-	if qo, ok := p.QueueSort.(QueueOrdered); ok && s.Pending.Len() > 0 {
-		c.inOrder = qo.InQueueOrder(c)
-	}
 	if r.q != nil {
-		r.q.begin(c, r)
+		r.q.begin(c)
 	}
-
 	if s.Pending.Len() > 0 {
-		r.queue(c)
+		r.walk(c)
 	}
 	for _, pl := range p.Rebalance {
-		if r.guard != nil {
-			r.guarded(c, policy.StageRebalance, pl.Name(), func() { pl.Rebalance(c) })
-			continue
-		}
-		pl.Rebalance(c)
+		r.guarded(c, policy.StageRebalance, pl.Name(), func() { pl.Rebalance(c) })
 	}
 	for _, pl := range p.Provision {
-		if r.guard != nil {
-			r.guarded(c, policy.StageProvision, pl.Name(), func() { pl.Provision(c) })
-			continue
-		}
-		pl.Provision(c)
+		r.guarded(c, policy.StageProvision, pl.Name(), func() { pl.Provision(c) })
 	}
 	if r.q != nil {
-		r.q.finish(c)
-	}
-	if r.still != nil {
-		r.still.record(s, r.st.acts)
+		r.q.end(c)
 	}
 	return r.st.acts
 }
 
-// queue walks the pending jobs in QueueSort order. Without a QueueSort,
-// or when the queue is in its order already (QueueOrdered), it walks the
-// executor's queue lazily, so a cycle that blocks at the head of a long
-// queue costs O(1), not O(queue).
-func (r *Runtime) queue(c *Cycle) {
-	p := &r.p
-	s := c.Snap
-	if r.q != nil {
-		r.walk(c) // with the scheduling queue (queue.go)
+// walk tries the cycle's candidates in QueueSort order until an Admit
+// plugin blocks the rest. The candidates are the active jobs of the
+// scheduling queue (every pending job without one), within the window.
+// Without a QueueSort the queue is walked in its order as it is read, so
+// a cycle that blocks at its head costs O(1), not O(queue).
+func (r *Runtime) walk(c *Cycle) {
+	if r.q != nil && r.p.Window == 0 {
+		r.walkList(c)
 		return
 	}
-	if c.inOrder {
-		n := 0
-		for js := range s.Pending.All() {
-			if p.Window > 0 && n >= p.Window {
-				return
+	if r.p.QueueSort == nil && r.p.Window == 0 {
+		for js := range c.Snap.Pending.All() {
+			if r.q != nil && !r.q.isActive(js) {
+				continue
 			}
-			n++
 			if !r.try(c, js) {
 				return
 			}
+			if r.q != nil {
+				r.q.woke = r.q.woke[:0] // active now, and after js in queue order
+			}
+			if c.committed {
+				// Parked jobs after js that the room given back wakes
+				// are active now, and come up as the walk goes on.
+				c.committed = false
+				if r.q != nil {
+					r.q.wakeMid(c, js)
+				}
+			}
 		}
 		return
 	}
-	cands := r.cands[:0]
-	for js := range s.Pending.All() {
-		if p.Window > 0 && len(cands) >= p.Window {
-			break
-		}
-		cands = append(cands, js)
-	}
-	r.cands = cands
-	sortJobs := func(js []*cluster.JobState) { r.sortJobs(c, js) }
-	sortJobs(cands)
+	cands := r.candidates(c)
 	for i := 0; i < len(cands); i++ {
 		if !r.try(c, cands[i]) {
-			return
+			break
+		}
+		if r.q != nil && len(r.q.woke) > 0 {
+			// A start woke the next member of its bucket: it goes where
+			// the walk would meet it.
+			for _, w := range r.q.woke {
+				rest := cands[i+1:]
+				k, _ := slices.BinarySearchFunc(rest, w, func(a, b *cluster.JobState) int { return r.walkOrder(c, a, b) })
+				cands = slices.Insert(cands, i+1+k, w)
+			}
+			r.q.woke = r.q.woke[:0]
+		}
+		if c.committed {
+			// A Preempt plugin acted on running jobs: room it gave back
+			// may wake parked jobs whose turn is still to come.
+			c.committed = false
+			if r.q != nil {
+				if woken := r.q.wakeMid(c, cands[i]); len(woken) > 0 {
+					rest := append(woken, cands[i+1:]...)
+					slices.SortFunc(rest, func(a, b *cluster.JobState) int { return r.walkOrder(c, a, b) })
+					cands = append(cands[:i+1], rest...)
+				}
+			}
 		}
 		if c.resort {
 			c.resort = false
-			sortJobs(cands[i+1:])
+			r.sortJobs(c, cands[i+1:])
 		}
 	}
+	r.cands = cands[:0]
 }
 
-// sortJobs sorts js stably by the profile's QueueSort: by keys computed
-// once per job when it is a KeyedSort, else by Compare.
+// candidates returns the jobs to try this cycle, sorted.
+func (r *Runtime) candidates(c *Cycle) []*cluster.JobState {
+	s, win := c.Snap, r.p.Window
+	cands := r.cands[:0]
+	if r.q == nil || win > 0 {
+		n := 0
+		for js := range s.Pending.All() {
+			if win > 0 && n >= win {
+				break
+			}
+			n++
+			if r.q == nil || r.q.isActive(js) {
+				cands = append(cands, js)
+			}
+		}
+	} else {
+		cands = r.q.activeJobs(c, cands)
+	}
+	r.sortJobs(c, cands)
+	return cands
+}
+
+// sortJobs sorts js stably by the profile's QueueSort, ties in queue
+// order (js must be in queue order when it is called on a fresh list):
+// by keys computed once per job when it is a KeyedSort, else by Compare.
 func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
+	if r.p.QueueSort == nil {
+		return
+	}
 	ks, ok := r.p.QueueSort.(KeyedSort)
 	if !ok {
-		// A queue often is in the sort's order already (FCFS: enqueue
-		// times); checking costs fewer comparisons than the stable sort.
 		cmp := func(a, b *cluster.JobState) int { return r.p.QueueSort.Compare(c, a, b) }
 		if !slices.IsSortedFunc(js, cmp) {
 			slices.SortStableFunc(js, cmp)
@@ -388,20 +370,8 @@ func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
 		return
 	}
 	k := r.keyed[:0]
-	if sk, ok := ks.(StableKeys); ok {
-		keys := r.keyMemo(c, sk)
-		for _, j := range js {
-			key, ok := keys[j.Job]
-			if !ok {
-				key = ks.Key(c, j)
-				keys[j.Job] = key
-			}
-			k = append(k, keyedJob{key: key, js: j})
-		}
-	} else {
-		for _, j := range js {
-			k = append(k, keyedJob{key: ks.Key(c, j), js: j})
-		}
+	for _, j := range js {
+		k = append(k, keyedJob{key: ks.Key(c, j), js: j})
 	}
 	byKey := func(a, b keyedJob) int { return CompareKeys(a.key, b.key) }
 	if !slices.IsSortedFunc(k, byKey) {
@@ -414,103 +384,55 @@ func (r *Runtime) sortJobs(c *Cycle, js []*cluster.JobState) {
 	r.keyed = k[:0]
 }
 
-// keyMemo returns the memo of sk's keys, checked against sk's stamp once
-// per cycle.
-func (r *Runtime) keyMemo(c *Cycle, sk StableKeys) map[*cluster.Job]SortKey {
-	if c.keysChecked {
-		return r.keys
-	}
-	c.keysChecked = true
-	stamp := sk.KeyStamp(c)
-	// Jobs that left the queue leave their keys behind: the memo is
-	// dropped when it holds many more jobs than are pending.
-	if r.keys == nil || stamp != r.keyStamp || len(r.keys) > 2*c.Snap.Pending.Len()+1024 {
-		r.keys, r.keyStamp = make(map[*cluster.Job]SortKey, c.Snap.Pending.Len()), stamp
-		r.keyGen++
-	}
-	return r.keys
-}
-
 // QueueSort returns the profile's QueueSort, nil if none.
 func (c *Cycle) QueueSort() QueueSort { return c.rt.p.QueueSort }
-
-// SortKey returns js's key under the profile's QueueSort when it is a
-// KeyedSort (from the Runtime's memo when it has StableKeys), and false
-// otherwise: for a plugin that looks for the first job in queue-sort
-// order among many, at the cost of a lookup per job.
-func (c *Cycle) SortKey(js *cluster.JobState) (SortKey, bool) {
-	ks, ok := c.rt.p.QueueSort.(KeyedSort)
-	if !ok {
-		return SortKey{}, false
-	}
-	sk, ok := ks.(StableKeys)
-	if !ok {
-		return ks.Key(c, js), true
-	}
-	keys := c.rt.keyMemo(c, sk)
-	key, ok := keys[js.Job]
-	if !ok {
-		key = ks.Key(c, js)
-		keys[js.Job] = key
-	}
-	return key, true
-}
 
 type keyedJob struct {
 	key SortKey
 	js  *cluster.JobState
 }
 
-// try admits, sizes, places and if need be preempts for one pending job.
-// It returns false when an Admit plugin blocked the rest of the queue.
+// try admits, sizes, places and if need be preempts for one pending job,
+// on a fork of the Statement that a panic discards (guard.go). It returns
+// false when an Admit plugin blocked the rest of the queue.
 func (r *Runtime) try(c *Cycle, js *cluster.JobState) bool {
-	if r.guard != nil {
-		return r.tryGuarded(c, js)
-	}
-	return r.tryJob(c, js)
+	cont := true
+	r.guarded(c, policy.StageJob, "", func() { cont = r.tryJob(c, js) }, js)
+	return cont
 }
 
 // tryJob is try without the guard.
 func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 	r.tries++
-	q := r.q
-	if q != nil && len(q.skippers) > 0 {
-		q.trying(js)
-	}
 	for _, a := range r.p.Admit {
 		st := a.Admit(c, js).WithPlugin(a.Name())
 		switch st.Code() {
 		case Success:
 			continue
 		case Blocked:
-			c.stop = js
 			return false
 		case Unresolvable:
 			c.St.Record(js, policy.Reject{Job: js.Job.ID, Reason: st.Reason()})
 		default:
 			c.St.wait(js, st.Reason())
+			if r.q != nil {
+				r.q.failed(c, js, a)
+			}
 		}
 		return true
 	}
-	pl, st := r.attempt(c, js)
+	pl, st := r.sizeAndPlace(c, &r.now, js)
 	if st.IsSuccess() {
 		r.started(c, js, pl)
-	} else {
-		if q != nil && len(q.skippers) > 0 {
-			// The jobs set aside whose turns came before js's make what
-			// their attempts would have, before any Preempt plugin acts.
-			q.flushSkips(c, js)
-		}
-		if !r.preempt(c, js, st) {
-			c.failed = append(c.failed, js)
-			if q != nil {
-				q.failed(c, js, r.requeuers, c.St.reason(js))
-			}
-		}
+		return true
 	}
-	if c.committed {
-		c.committed = false
-		c.merge = r.q != nil && r.q.committed(c)
+	if !r.preempt(c, js, st) {
+		c.failed = append(c.failed, js)
+		if r.q != nil {
+			r.q.failed(c, js, nil)
+		}
+	} else if r.q != nil {
+		r.q.started(js) // handled: waiting for room a Preempt plugin nominated
 	}
 	return true
 }
@@ -526,8 +448,8 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 		c.St.Record(js, policy.Start{Job: js.Job.ID, Placement: pl})
 	}
 	c.started = append(c.started, js)
-	if r.q != nil && r.resorts {
-		r.q.started(c, r.p.QueueSort, js)
+	if r.q != nil {
+		r.q.started(js)
 	}
 	for _, rp := range r.p.Reserve {
 		rp.Reserve(c, js, pl)
@@ -538,12 +460,6 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 // whether the job was handled (started, or waiting for room that is
 // coming); otherwise a Wait with the reason has been recorded.
 func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
-	if q := r.q; q != nil && q.cur != nil {
-		// The attempt's class is known (see Cycle.Echo); no plugin has
-		// committed yet, and the first that does ends the loop.
-		c.echo = Echo{cl: q.cur, epoch: q.epoch}
-		defer func() { c.echo = Echo{} }()
-	}
 	reason := failed
 	for _, pp := range r.p.Preempt {
 		c.St.Fork()

@@ -36,6 +36,13 @@ type ArrivalOrder struct{}
 
 var _ framework.QueueSort = ArrivalOrder{}
 
+// Events implements framework.EnqueueExtensions for a QueueSort: the
+// order is the submission time, fixed.
+func (ArrivalOrder) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (ArrivalOrder) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
 // Name implements framework.Plugin.
 func (ArrivalOrder) Name() string { return ArrivalOrderName }
 
@@ -592,3 +599,23 @@ func priority(j *cluster.Job) float64 {
 	}
 	return 1
 }
+
+// Events implements framework.EnqueueExtensions: its admission follows
+// a plan over time (slots, prices, reallocations on arrivals and
+// completions), so a job it holds is asked again every cycle.
+func (*DRF) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventAlways
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*DRF) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
+// Events implements framework.EnqueueExtensions: its admission follows
+// a plan over time (slots, prices, reallocations on arrivals and
+// completions), so a job it holds is asked again every cycle.
+func (*RRH) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventAlways
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*RRH) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }

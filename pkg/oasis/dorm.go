@@ -258,3 +258,13 @@ func (d *Dorm) solve(jobs []*cluster.JobState, v, lo, hi, psr []float64, capW, c
 	}
 	return x
 }
+
+// Events implements framework.EnqueueExtensions: its admission follows
+// a plan over time (slots, prices, reallocations on arrivals and
+// completions), so a job it holds is asked again every cycle.
+func (*Dorm) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventAlways
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*Dorm) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }

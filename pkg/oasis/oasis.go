@@ -688,3 +688,13 @@ func (o *OASiS) restore(s *cluster.Snapshot) {
 		visit(js)
 	}
 }
+
+// Events implements framework.EnqueueExtensions: its admission follows
+// a plan over time (slots, prices, reallocations on arrivals and
+// completions), so a job it holds is asked again every cycle.
+func (*OASiS) Events(*framework.Cycle, *cluster.JobState) framework.Events {
+	return framework.EventAlways
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*OASiS) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }

@@ -21,7 +21,7 @@ type Ledger struct {
 	snap  *cluster.Snapshot
 	free  []resource.Vector
 	undo  []undoEntry
-	marks []int
+	marks []ledgerMark
 	// next is where the next sampled scan starts (see feasibleToScore),
 	// so that successive replicas spread their scans over the cluster.
 	next int
@@ -276,14 +276,23 @@ func (l *Ledger) Take(i int, d resource.Vector) bool {
 // moves).
 func (l *Ledger) Give(i int, d resource.Vector) { l.set(i, l.free[i].Add(d)) }
 
+// ledgerMark is where a Fork began: the undo log's length and the
+// sampling cursor.
+type ledgerMark struct{ undo, next int }
+
 // Fork starts a what-if: changes after it can be undone by Revert or kept
 // by Commit. Forks nest.
-func (l *Ledger) Fork() { l.marks = append(l.marks, len(l.undo)) }
+func (l *Ledger) Fork() { l.marks = append(l.marks, ledgerMark{undo: len(l.undo), next: l.next}) }
 
-// Revert undoes everything since the matching Fork.
+// Revert undoes everything since the matching Fork, the sampling cursor
+// included: a what-if that is reverted leaves no trace on later
+// placements (the scheduling queue relies on it: not trying a job that
+// would fail must change nothing for the jobs after it).
 func (l *Ledger) Revert() {
-	m := l.marks[len(l.marks)-1]
+	mk := l.marks[len(l.marks)-1]
 	l.marks = l.marks[:len(l.marks)-1]
+	m := mk.undo
+	l.next = mk.next
 	for i := len(l.undo) - 1; i >= m; i-- {
 		l.free[l.undo[i].node] = l.undo[i].prev
 		l.changed(l.undo[i].node)
@@ -881,4 +890,9 @@ func Grow(l *Ledger, js *cluster.JobState, g, want int, order []int) (cluster.Pl
 	}
 	l.Revert()
 	return p, added
+}
+
+// FreeAll returns every node's free room, in buf when it has the room.
+func (l *Ledger) FreeAll(buf []resource.Vector) []resource.Vector {
+	return append(buf[:0], l.free...)
 }

@@ -53,8 +53,13 @@ func runQueued(t *testing.T, name string, queue bool, nodes []cluster.Node, jobs
 		t.Fatal(err)
 	}
 	rt, _ := p.(*framework.Runtime)
-	if rt != nil && !queue {
+	switch {
+	case rt != nil && !queue:
 		rt.WithoutQueue()
+	case rt != nil:
+		// No backoff and no flush: they change when a job is tried by
+		// design; the events and hints must change nothing.
+		rt.WithQueue(framework.QueueOptions{})
 	}
 	return observe(t, p, nodes, jobs, seed, nil)
 }

@@ -39,10 +39,10 @@ type RoundRobin struct {
 }
 
 var (
-	_ framework.Filter        = (*RoundRobin)(nil)
-	_ framework.UniformFilter = (*RoundRobin)(nil)
-	_ framework.Score         = (*RoundRobin)(nil)
-	_ framework.OrderKeeper   = (*RoundRobin)(nil)
+	_ framework.Filter            = (*RoundRobin)(nil)
+	_ framework.EnqueueExtensions = (*RoundRobin)(nil)
+	_ framework.Score             = (*RoundRobin)(nil)
+	_ framework.Reserve           = (*RoundRobin)(nil)
 )
 
 // rrWorkers is the worker list W of the job last scored in this cycle, as
@@ -58,14 +58,13 @@ var rrKey = framework.NewKey[*rrWorkers]("specon/round-robin")
 // Name implements framework.Plugin.
 func (*RoundRobin) Name() string { return RoundRobinName }
 
-// Requeue implements framework.Requeuer: the filter is the nodes' roles;
-// the score, which moves with the slot, is asked only of nodes where the
-// job fits, so it never makes a job fail (one node only).
-func (*RoundRobin) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+// Events implements framework.EnqueueExtensions: the filter's verdict is
+// the node's eligibility for the job's groups (roles, labels, taints),
+// nothing else, and the cursor only ranks.
+func (*RoundRobin) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
 
-// Uniform implements framework.UniformFilter: the verdict is the node's
-// eligibility for the job's groups (roles, labels, taints), nothing else.
-func (*RoundRobin) Uniform() bool { return true }
+// Requeue implements framework.EnqueueExtensions.
+func (*RoundRobin) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Filter implements framework.Filter: n must be eligible for every group
 // of the job, whichever group is being placed.
@@ -99,10 +98,6 @@ func (r *RoundRobin) Score(c *framework.Cycle, js *cluster.JobState, _ int, node
 	}
 	return -float64((p - r.next%w.n + w.n) % w.n)
 }
-
-// KeepsOrder implements framework.OrderKeeper: Reserve moves the cursor
-// and labels the job.
-func (*RoundRobin) KeepsOrder() bool { return true }
 
 // Reserve implements framework.Reserve: the job takes the current slot.
 func (r *RoundRobin) Reserve(c *framework.Cycle, js *cluster.JobState, _ cluster.Placement) {

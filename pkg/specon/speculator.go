@@ -59,11 +59,6 @@ type Speculator struct {
 	active []int
 	cands  []Movable
 	candJS []*cluster.JobState
-	// onGen and onRe are the Snapshot.Gen and gen of ClocklessOn's last
-	// answer on, which holds while both are the same (an idle cycle runs
-	// no Rebalance and changes no job's state).
-	onGen, onRe uint64
-	on          bool
 }
 
 // running is a running job and its state, for one cycle.
@@ -73,10 +68,9 @@ type running struct {
 }
 
 var (
-	_ framework.OrderKeeper = (*Speculator)(nil)
-	_ framework.Rebalance   = (*Speculator)(nil)
-	_ framework.TimeDriven  = (*Speculator)(nil)
-	_ framework.ClocklessOn = (*Speculator)(nil)
+	_ framework.Reserve    = (*Speculator)(nil)
+	_ framework.Rebalance  = (*Speculator)(nil)
+	_ framework.TimeDriven = (*Speculator)(nil)
 )
 
 // NewSpeculator returns the plugin; p must be valid (ParseParams
@@ -88,44 +82,9 @@ func NewSpeculator(p Params) *Speculator {
 // Name implements framework.Plugin.
 func (*Speculator) Name() string { return SpeConName }
 
-// Requeue implements framework.Requeuer: SpeCon acts on running jobs,
-// after the queue.
-func (*Speculator) Requeue(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
-
 // TimeDriven implements framework.TimeDriven: the monitor categorises on a
 // clock, whether or not anything else happened.
 func (*Speculator) TimeDriven() bool { return true }
-
-// ClocklessOn implements framework.ClocklessOn: the clock matters to
-// SpeCon only through the metric samples Alg. 1 reads at each round and
-// the candidates Alg. 3 may move. On a cluster whose running jobs (the
-// ones the last Rebalance saw, with the state it left) report no metric,
-// are neither converged nor marked by Alg. 2, and have no label write to
-// confirm, a cycle categorises nothing (Growths finds no sample), asks
-// for nothing, has no candidate to move and writes no label, whatever the
-// time; the rounds it skips change no category.
-func (p *Speculator) ClocklessOn(s *cluster.Snapshot) bool {
-	if s.Gen != 0 && s.Gen == p.onGen && p.gen == p.onRe {
-		return p.on // the same cluster and the same states
-	}
-	p.onGen, p.onRe, p.on = s.Gen, p.gen, p.clocklessOn(s)
-	return p.on
-}
-
-func (p *Speculator) clocklessOn(s *cluster.Snapshot) bool {
-	if len(p.mems) != len(s.Running) || !slices.Equal(s.Running, p.prev) {
-		return false
-	}
-	for i, js := range s.Running {
-		m := p.mems[i]
-		// (The last Rebalance brought every one's label cache up to date:
-		// labOK set, dirty clear.)
-		if len(js.Evals) > 0 || m.job != js.Job || m.cat == CC || m.migrated || m.check {
-			return false
-		}
-	}
-	return true
-}
 
 // view is one cycle's picture of where each job is and how much each node
 // uses, with the cycle's starts and moves applied. (Free capacity is the
@@ -177,10 +136,6 @@ func (v *view) move(js *cluster.JobState, p cluster.Placement) {
 	v.add(js.Job, p, 1)
 	v.where[js.Job.ID] = p[0].Node
 }
-
-// KeepsOrder implements framework.OrderKeeper: Reserve updates SpeCon's
-// view only.
-func (*Speculator) KeepsOrder() bool { return true }
 
 // Reserve implements framework.Reserve.
 func (sp *Speculator) Reserve(c *framework.Cycle, js *cluster.JobState, p cluster.Placement) {

@@ -78,9 +78,8 @@ func BenchmarkLongQueue(b *testing.B) {
 			// once), the jobs it tried, and the SetLabel actions it
 			// sends (persisted state, which the executor validates and
 			// applies).
-			cycles, idle, tries, labels := countReplay(b, reg, name, nodes, jobs)
+			cycles, tries, labels := countReplay(b, reg, name, nodes, jobs)
 			b.ReportMetric(float64(cycles), "cycles/op")
-			b.ReportMetric(float64(idle), "idle-cycles/op")
 			b.ReportMetric(float64(tries), "tries/op")
 			b.ReportMetric(float64(labels), "labels/op")
 		})
@@ -111,18 +110,17 @@ func (c *counting) Schedule(s *cluster.Snapshot) []policy.Action {
 	return acts
 }
 
-// countReplay replays as replay does and returns the cycles, those the
-// profile answered at once as idle, the jobs it tried, and the SetLabel
-// actions of the replay.
-func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, idle, tries, labels int) {
+// countReplay replays as replay does and returns the cycles, the jobs it
+// tried, and the SetLabel actions of the replay.
+func countReplay(b *testing.B, reg *policy.Registry, name string, nodes []cluster.Node, jobs []*cluster.Job) (cycles, tries, labels int) {
 	b.Helper()
 	p := newPolicy(b, reg, name)
 	c := &counting{Policy: p}
 	run(b, c, nodes, jobs)
 	if rt, ok := p.(*framework.Runtime); ok {
-		idle, tries = rt.IdleCycles(), rt.Tries()
+		tries = rt.Tries()
 	}
-	return c.cycles, idle, tries, c.labels
+	return c.cycles, tries, c.labels
 }
 
 // replay runs jobs on nodes under the preset name, once, at the Philly

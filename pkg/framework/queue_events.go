@@ -1,0 +1,162 @@
+package framework
+
+import (
+	"slices"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// eventWatch finds the events between two cycles from their snapshots,
+// the same way whatever the executor: nodes and running jobs by
+// fingerprint, room by comparing each node's free room with the least the
+// parked jobs saw.
+type eventWatch struct {
+	nodes   []uint64
+	running uint64
+	// now and soon are, per node, the least free room any job parked
+	// since the previous full check saw on the Now and Soon ledgers; a
+	// node with more than that in some resource is EventRoom.
+	now, soon []resource.Vector
+	// parked: a job was parked in this cycle (fold keeps what it saw).
+	parked bool
+	// checked: the cycle began with a room check of every bucket, so what
+	// the parked jobs saw is at least the cycle's fresh ledgers.
+	checked bool
+}
+
+// since returns the events since the previous cycle.
+func (w *eventWatch) since(c *Cycle, future bool) Events {
+	s := c.Snap
+	var ev Events
+	if len(w.nodes) != len(s.Nodes) {
+		ev |= EventNodes
+		w.nodes = slices.Grow(w.nodes[:0], len(s.Nodes))[:len(s.Nodes)]
+		w.now, w.soon = nil, nil
+	}
+	for i, n := range s.Nodes {
+		if fp := nodePrint(n); fp != w.nodes[i] {
+			w.nodes[i] = fp
+			ev |= EventNodes
+		}
+	}
+	var run uint64
+	for _, js := range s.Running {
+		run += runPrint(js)
+	}
+	if run != w.running {
+		w.running = run
+		ev |= EventRunning
+	}
+	w.checked = false
+	if w.grew(c, future) {
+		ev |= EventRoom
+		w.checked = true
+	}
+	return ev
+}
+
+// grew reports whether some node has more room on the Statement's
+// ledgers than the parked jobs saw.
+func (w *eventWatch) grew(c *Cycle, future bool) bool {
+	if w.now == nil {
+		return true
+	}
+	if more(c.St.Now(), w.now) {
+		return true
+	}
+	return future && more(c.St.Soon(), w.soon)
+}
+
+func more(l *placement.Ledger, seen []resource.Vector) bool {
+	for i, v := range seen {
+		if !l.Free(i).Fits(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// fold keeps, at the end of a cycle, the least room the jobs parked in
+// it saw: the ledgers only lose room between a cycle's start and its end
+// but for Preempt plugins' commits, which wakeMid answers within the
+// cycle, so the end's room is at most what any of them saw. A cycle that
+// began with a room check of every bucket starts from its fresh ledgers'
+// room (every job left parked does not fit there).
+func (w *eventWatch) fold(c *Cycle, future bool) {
+	if !w.parked && !w.checked && w.now != nil {
+		return
+	}
+	n := len(c.Snap.Nodes)
+	if w.now == nil || w.checked {
+		w.now, w.soon = c.St.Now().FreeAll(w.now), nil
+		if future {
+			w.soon = c.St.Soon().FreeAll(w.soon)
+		}
+		w.parked, w.checked = false, false
+		return
+	}
+	for i := range n {
+		w.now[i] = w.now[i].Min(c.St.Now().Free(i))
+		if future {
+			w.soon[i] = w.soon[i].Min(c.St.Soon().Free(i))
+		}
+	}
+	w.parked = false
+}
+
+// fnv64 is FNV-1a over strings and a multiply-xorshift mix over
+// integers, written out so that a fingerprint costs no allocation: the
+// queue takes one of every node and running job each cycle.
+type fnv64 uint64
+
+const fnvOffset fnv64 = 14695981039346656037
+
+func (h fnv64) str(s string) fnv64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ fnv64(s[i])) * 1099511628211
+	}
+	return (h ^ 0xff) * 1099511628211
+}
+
+func (h fnv64) u64(v uint64) fnv64 {
+	h = (h ^ fnv64(v)) * 0x9e3779b97f4a7c15
+	return h ^ h>>29
+}
+
+// nodePrint is a fingerprint of what a node offers besides its room.
+func nodePrint(n *cluster.NodeState) uint64 {
+	h := fnvOffset.str(n.Name).str(n.Role)
+	flags := uint64(0)
+	if n.Ready {
+		flags |= 1
+	}
+	if n.Gone {
+		flags |= 2
+	}
+	h = h.u64(flags)
+	for _, v := range n.Capacity {
+		h = h.u64(uint64(v))
+	}
+	// Labels in any order: the sum of each one's print.
+	var labels uint64
+	for k, v := range n.Labels {
+		labels += uint64(fnvOffset.str(k).str(v))
+	}
+	h = h.u64(labels)
+	for _, t := range n.Taints {
+		h = h.str(t.Key).str(t.Value).str(t.Effect)
+	}
+	return uint64(h)
+}
+
+// runPrint is a fingerprint of a running job's state as plugins read it;
+// the running set's is the sum of its jobs', whatever their order.
+func runPrint(js *cluster.JobState) uint64 {
+	h := fnvOffset.str(js.Job.ID).u64(uint64(js.Phase)).u64(uint64(js.Preemptions)).u64(uint64(len(js.Placement)))
+	for _, a := range js.Placement {
+		h = h.u64(uint64(a.Group)<<32 | uint64(a.Node))
+	}
+	return uint64(h)
+}
