@@ -220,4 +220,3 @@ func TestParamsErrors(t *testing.T) {
 		}
 	}
 }
-

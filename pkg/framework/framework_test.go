@@ -435,4 +435,3 @@ func (s stableByID) Key(_ *framework.Cycle, js *cluster.JobState) framework.Sort
 	return framework.SortKey{-float64(js.Job.ID[1])}
 }
 func (s stableByID) KeyStamp(*framework.Cycle) any { return *s.stamp }
-
