@@ -12,8 +12,9 @@
 #   NAME<TAB>full|quick<TAB>SECONDS<TAB>ok|exit N|timeout
 #
 # and the progress goes to stderr. None is skipped: a run that fails keeps
-# its output (and stderr in OUTDIR/NAME[-quick].err) and is marked in
-# times.txt; the script exits 1 at the end if any failed. With NAME
+# its stderr in OUTDIR/NAME[-quick].err (and its output, unless empty, so
+# that expdiff lists it as missing) and is marked in times.txt; the script
+# exits 1 at the end if any failed. With NAME
 # arguments only those experiments run (the lead's reruns).
 #
 # DROVER is the drover command (default: ./cmd/drover of this tree, built
@@ -63,7 +64,7 @@ for n in $names; do
 	done
 done
 {
-	echo "# drover: $DROVER ($(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
+	echo "# drover: $DROVER (this tree: $(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "# started: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(getconf _NPROCESSORS_ONLN) cores, load $(uptime | sed 's/.*load average: //')"
 } >>"$out/times.txt"
 failed=0
@@ -102,6 +103,9 @@ for m in $modes; do
 		esac
 		if [ "$status" -ne 0 ]; then
 			failed=$((failed + 1))
+			# No report at all: no file, so that expdiff lists the
+			# run as missing on this side rather than stopping.
+			[ -s "$out/$file.json" ] || rm -f "$out/$file.json"
 		elif [ ! -s "$out/$file.err" ]; then
 			rm -f "$out/$file.err"
 		fi
