@@ -21,10 +21,12 @@ type docCommand struct {
 
 // docCommands extracts the drover command lines of README.md and
 // docs/*.md: lines of code blocks (fenced or indented) that start with
-// "drover", "$ drover", "go run ./cmd/drover" or "/usr/bin/time drover",
-// and first cells of tables that hold a backticked drover command. A
-// trailing "# comment" is dropped; a next line starting with "drover: " is
-// the error the doc shows for it.
+// "drover", "$ drover", "go run ./cmd/drover" or "/usr/bin/time drover"
+// (in a fenced block with "$ " prompts, only the prompted lines: the rest
+// is output), and first cells of tables that hold a backticked drover
+// command naming an --experiment (other cells name flags). A trailing
+// "# comment" is dropped; a next line starting with "drover: " is the
+// error the doc shows for it.
 func docCommands(root string) ([]docCommand, error) {
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
@@ -38,18 +40,27 @@ func docCommands(root string) ([]docCommand, error) {
 			return nil, err
 		}
 		lines := strings.Split(string(b), "\n")
-		fenced := false
+		fenced, prompted := false, false
 		for i, l := range lines {
 			trim := strings.TrimSpace(l)
 			if strings.HasPrefix(trim, "```") {
 				fenced = !fenced
+				prompted = false
+				for _, next := range lines[i+1:] {
+					if strings.HasPrefix(strings.TrimSpace(next), "```") || !fenced {
+						break
+					}
+					prompted = prompted || strings.HasPrefix(strings.TrimSpace(next), "$ ")
+				}
 				continue
 			}
 			var cmd string
 			switch {
+			case fenced && prompted && !strings.HasPrefix(trim, "$ "):
+				continue
 			case fenced || strings.HasPrefix(l, "    "):
 				cmd = trim
-			case strings.HasPrefix(l, "| `drover "):
+			case strings.HasPrefix(l, "| `drover ") && strings.Contains(strings.Split(l, "|")[1], "--experiment"):
 				cmd, _, _ = strings.Cut(strings.TrimPrefix(l, "| `"), "`")
 			default:
 				continue
@@ -144,7 +155,7 @@ func TestDocCommands(t *testing.T) {
 	fixtures := map[string]string{
 		"jobs.csv":     "submit_s,duration_s,gpu,cpu,mem_gib,class\n0,600,1,4,16,TE\n10,3600,8,16,64,BE\n20,1200,2,8,32,BE\n30,300,1,2,8,TE\n",
 		"gpu-jobs.csv": "submit_s,duration_s,gpu\n0,100,1\n1,100,2\n2,100,4\n3,100,8\n",
-		"counts.csv":   "time,a,b\n" + seriesAB(4*24*12),
+		"counts.csv":   "time,a,b\n" + seriesAB(22*24*12), // 3 weeks for the --quick span, a day more to test on
 	}
 	for name, body := range fixtures {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {

@@ -78,7 +78,7 @@ Examples:
 	fl.IntVar(&f.steps, "train-steps", 0, fmt.Sprintf("networks' optimiser steps, up to %d (default: the model's)", maxTrainSteps))
 	fl.BoolVar(&f.multi, "multi-step", false, "also forecast the whole test span from the end of training (predictions fed back) and report its errors beside the one-step ones")
 	fl.BoolVar(&f.base, "base", false, "only select the base instance type for the Philly trace (Figure 7: scale per dropped smallest type) and exit")
-	fl.BoolVar(&f.quick, "quick", false, "smoke run, seconds for every model: the last 3 weeks of the series, a 1-day test and 1/10 of the network training steps, the default or --train-steps (with --net paper: a 2-hour test and 1/100 of them)")
+	fl.BoolVar(&f.quick, "quick", false, "smoke run, seconds for every model: the last 3 weeks of the series, a 1-day test and 1/10 of the network training steps, the default or --train-steps (with --net paper: a 2-hour test and 1/1000 of them: one or two steps)")
 	return cmd
 }
 

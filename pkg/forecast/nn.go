@@ -131,9 +131,10 @@ const (
 
 // applySteps applies the TrainSteps and Quick options. A warm-up left at
 // 0 (NetSmall) is 10% of the steps; Quick (a smoke run) divides the steps,
-// the model's or TrainSteps, by 10 (NetPaper: by 100, so that a smoke run
-// of the paper-sized networks also takes seconds, not minutes), at least
-// 1, and keeps the warm-up at 10% of them.
+// the model's or TrainSteps, by 10 (NetPaper: by 1000, so that a smoke
+// run of the paper-sized networks also takes seconds, not minutes: one or
+// two steps, a check that they run, not a result), at least 1, and keeps
+// the warm-up at 10% of them.
 func (n *Net) applySteps() *Net {
 	if n.Opt.TrainSteps > 0 {
 		n.TrainSteps = n.Opt.TrainSteps
@@ -141,7 +142,7 @@ func (n *Net) applySteps() *Net {
 	if n.Opt.Quick {
 		div := 10
 		if n.Opt.Net == NetPaper {
-			div = 100
+			div = 1000
 		}
 		n.TrainSteps = max(1, n.TrainSteps/div)
 		n.Warmup = 0
