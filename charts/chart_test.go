@@ -221,8 +221,8 @@ func TestRenderDefaults(t *testing.T) {
 		"PriorityClass/drover-placeholder", "Role/drover-scheduler", "Role/drover-scheduler-leader-election",
 		"RoleBinding/drover-scheduler", "RoleBinding/drover-scheduler-leader-election",
 		"Service/drover-scheduler", "ServiceAccount/drover-scheduler",
-		"ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicy/drover-scheduler-pods",
-		"ValidatingAdmissionPolicyBinding/drover-report", "ValidatingAdmissionPolicyBinding/drover-scheduler-pods",
+		"ValidatingAdmissionPolicy/drover-pod-labels", "ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicy/drover-scheduler-pods",
+		"ValidatingAdmissionPolicyBinding/drover-pod-labels", "ValidatingAdmissionPolicyBinding/drover-report", "ValidatingAdmissionPolicyBinding/drover-scheduler-pods",
 	}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("objects %v, want %v", got, want)

@@ -178,11 +178,13 @@ func TestRenderAdmissionPolicies(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{nil, []string{"ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicy/drover-scheduler-pods",
-			"ValidatingAdmissionPolicyBinding/drover-report", "ValidatingAdmissionPolicyBinding/drover-scheduler-pods"}},
-		{[]string{"--set", "reportPolicy.enabled=false"}, []string{"ValidatingAdmissionPolicy/drover-scheduler-pods",
+		{nil, []string{"ValidatingAdmissionPolicy/drover-pod-labels", "ValidatingAdmissionPolicy/drover-report", "ValidatingAdmissionPolicy/drover-scheduler-pods",
+			"ValidatingAdmissionPolicyBinding/drover-pod-labels", "ValidatingAdmissionPolicyBinding/drover-report", "ValidatingAdmissionPolicyBinding/drover-scheduler-pods"}},
+		{[]string{"--set", "reportPolicy.enabled=false", "--set", "podLabelPolicy.enabled=false"}, []string{"ValidatingAdmissionPolicy/drover-scheduler-pods",
 			"ValidatingAdmissionPolicyBinding/drover-scheduler-pods"}},
-		{[]string{"--set", "schedulerPolicy.enabled=false", "--set", "reportPolicy.enabled=false"}, nil},
+		{[]string{"--set", "schedulerPolicy.enabled=false", "--set", "reportPolicy.enabled=false"}, []string{"ValidatingAdmissionPolicy/drover-pod-labels",
+			"ValidatingAdmissionPolicyBinding/drover-pod-labels"}},
+		{[]string{"--set", "schedulerPolicy.enabled=false", "--set", "reportPolicy.enabled=false", "--set", "podLabelPolicy.enabled=false"}, nil},
 	}
 	for _, c := range cases {
 		if diff := cmp.Diff(c.want, policies(render(t, c.args...))); diff != "" {

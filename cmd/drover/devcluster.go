@@ -21,6 +21,7 @@ import (
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/standin"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/textio"
 )
 
 // devPolicy is the dev cluster's default policy: the drover preset, with
@@ -180,7 +181,7 @@ func configKeys(path string) (map[string]bool, error) {
 	if path == "" {
 		return set, nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := textio.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -30,6 +32,14 @@ func TestSimBadInput(t *testing.T) {
 	neither := write("neither.csv", "a,b\n1,2\n")
 	psCols := write("pscols.csv", "submit_s,duration_s,gpu,epochs\n0,10,1,3\n")
 	psBad := write("psbad.csv", "submit_s,duration_s,gpu,ps_replicas,ps_cpu,mini_batch_s\n0,10,1,1,1,50\n")
+	headerOnly := write("ho.csv", "submit_s,duration_s,gpu\n")
+	hexNum := write("hex.csv", "submit_s,duration_s,gpu\n0x1p6,100,1\n")
+	underscore := write("us.csv", "submit_s,duration_s,gpu\n1_000,100,1\n")
+	tinyCPU := write("tc.csv", "submit_s,duration_s,gpu,cpu\n0,100,1,0.0001\n")
+	phillyHeader := write("ph.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n")
+	hugeCount := write("hc.csv", "time,a\n0,1e308\n300,1\n")
+	tinyStep := write("ts.csv", "time,a\n0,1\n1e-300,2\n")
+	bom := write("bom.csv", "\ufefftime,a\n"+series(8*24*12))
 	cl := "1:gpu=8,cpu=48,mem_gib=384"
 	tr := func(args ...string) []string {
 		return append([]string{"sim", "--trace", good, "--cluster", cl}, args...)
@@ -73,15 +83,40 @@ func TestSimBadInput(t *testing.T) {
 		{"format flag", tr("--trace-format", "json"), `--trace-format "json": want generic or philly`},
 		{"ps model without ps group", []string{"sim", "--trace", psCols, "--cluster", cl}, "pscols.csv:2:4: field epochs: is set but ps_replicas is not"},
 		{"ps model inconsistent", []string{"sim", "--trace", psBad, "--cluster", cl}, "psbad.csv:2:6: field mini_batch_s: the model needs 50 worker-seconds, duration_s x replicas is 10"},
+		// Issue 28 item 7: inputs accepted silently.
+		{"header-only trace (0 jobs, exit 0)", []string{"sim", "--trace", headerOnly, "--cluster", cl}, "ho.csv:2: no jobs: the trace has a header but no rows"},
+		{"header-only philly trace", []string{"sim", "--trace", phillyHeader, "--cluster", cl}, "ph.csv:2: no jobs"},
+		{"hex float in a trace", []string{"sim", "--trace", hexNum, "--cluster", cl}, `hex.csv:2:1: field submit_s: "0x1p6" is not a decimal number`},
+		{"digit separator in a trace", []string{"sim", "--trace", underscore, "--cluster", cl}, `us.csv:2:1: field submit_s: "1_000" is not a decimal number`},
+		{"cpu=0.0001 beside a GPU", []string{"sim", "--trace", tinyCPU, "--cluster", cl}, "tc.csv:2:4: field cpu: 0.0001 rounds to 0 (the smallest amount is 0.001)"},
+		{"series count 1e308 (MSE NaN)", []string{"forecast", "--series", hugeCount, "--models", "static"}, "hc.csv:2:2 (bucket a): count 1e+308 is above the limit 1e+09"},
+		{"series step 1e-300 (-9223372036854775808 test steps)", []string{"forecast", "--series", tinyStep, "--models", "static"}, "ts.csv:3: time 1e-300 is 1e-300 s after the first row's: the step must be at least 1 s"},
+		{"series with a BOM is accepted", []string{"forecast", "--series", bom, "--models", "static"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := drover(t, tc.args...)
+			out, err := drover(t, tc.args...)
+			if tc.want == "" {
+				if err != nil || out == "" {
+					t.Errorf("%v: error %v, output %q; want success with output", tc.args, err, out)
+				}
+				return
+			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%v:\nerror %v\nwant  %q", tc.args, err, tc.want)
 			}
 		})
 	}
+}
+
+// series returns n rows of a 5-minute series with one bucket a (a daily
+// wave), without the header.
+func series(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%d,%d\n", i*300, 5+(i/12)%24)
+	}
+	return b.String()
 }
 
 // TestForecastBadFlags: drover forecast bounds its numeric flags and names
@@ -169,5 +204,54 @@ func TestSimPSTrace(t *testing.T) {
 		if r.Metrics["completed"] < 1 {
 			t.Errorf("%s completed %v of 3 jobs:\n%s", r.Policy, r.Metrics["completed"], out)
 		}
+	}
+}
+
+// TestArchitectureProfileExample runs the profile: example of
+// docs/ARCHITECTURE.md ("Profiles as configuration") through drover sim
+// --profile, as the doc says it runs (issue 28 item 7: it was refused with
+// unknown field "profile").
+func TestArchitectureProfileExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "### Profiles as configuration")
+	if !ok {
+		t.Fatal(`docs/ARCHITECTURE.md has no "### Profiles as configuration" section`)
+	}
+	_, rest, ok = strings.Cut(rest, "```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !strings.HasPrefix(block, "profile:\n") {
+		t.Fatalf("no ```yaml block starting with profile: in the section:\n%.300s", rest)
+	}
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "profile.yaml")
+	trace := filepath.Join(dir, "t.csv")
+	if err := os.WriteFile(prof, []byte(block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trace, []byte("submit_s,duration_s,gpu\n0,100,1\n5,50,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := drover(t, "sim", "--trace", trace, "--cluster", "1:gpu=8,cpu=48,mem_gib=384", "--profile", prof, "--format", "json")
+	if err != nil {
+		t.Fatalf("drover sim --profile <the doc's example>: %v", err)
+	}
+	var rep struct {
+		Results []struct {
+			Policy  string
+			Metrics map[string]float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^  name: (\S+)`).FindStringSubmatch(block)
+	if m == nil {
+		t.Fatalf("the example has no name:\n%s", block)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Policy != m[1] || rep.Results[0].Metrics["completed"] != 2 {
+		t.Errorf("want one result, %s, 2 jobs completed:\n%s", m[1], out)
 	}
 }

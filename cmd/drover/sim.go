@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	"github.com/drover-sched/drover/pkg/cluster"
@@ -19,6 +21,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/registry"
 	"github.com/drover-sched/drover/pkg/sim"
+	"github.com/drover-sched/drover/pkg/textio"
 	"github.com/drover-sched/drover/pkg/workload"
 )
 
@@ -247,11 +250,11 @@ func addProfiles(pols *policy.Registry, files []string) ([]string, error) {
 	}
 	var names []string
 	for _, file := range files {
-		data, err := os.ReadFile(file)
+		data, err := textio.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--profile: %w", err)
 		}
-		spec, err := framework.ParseProfile(data, file)
+		spec, err := parseProfileFile(data, file)
 		if err != nil {
 			return nil, fmt.Errorf("--profile: %w", err)
 		}
@@ -271,6 +274,18 @@ func addProfiles(pols *policy.Registry, files []string) ([]string, error) {
 		names = append(names, spec.Name)
 	}
 	return names, nil
+}
+
+// parseProfileFile reads a --profile file: a framework.ProfileSpec, or a
+// document whose only top-level key is profile: holding one (the scheduler
+// config's block, as docs/ARCHITECTURE.md shows it), so that the same
+// block runs in drover sim and in the scheduler.
+func parseProfileFile(data []byte, file string) (framework.ProfileSpec, error) {
+	var top map[string]json.RawMessage
+	if js, err := yaml.YAMLToJSON(data); err == nil && json.Unmarshal(js, &top) == nil && len(top) == 1 && top["profile"] != nil {
+		return framework.ParseProfile(top["profile"], file+" (profile:)")
+	}
+	return framework.ParseProfile(data, file)
 }
 
 // splitPolicies splits --policy at commas. An empty entry (--policy ',')

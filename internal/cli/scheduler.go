@@ -78,16 +78,14 @@ Deployments). See docs/kubernetes.md.`,
 			if err != nil {
 				return err
 			}
-			mgr, _, err := k8s.NewManager(rc, cfg, reg)
-			if err != nil {
-				return err
-			}
 			name := cfg.Policy
 			if cfg.Profile != nil {
 				name = "profile " + cfg.Profile.Name
 			}
 			ctrl.Log.Info("drover scheduler starting", "policy", name, "period", cfg.Period.Duration.String(), "leaderElection", cfg.LeaderElection)
-			return mgr.Start(cmd.Context())
+			// A lost lease ends a term, not the process: Campaign stops
+			// scheduling and campaigns again (issue 28 item 2).
+			return k8s.Campaign(cmd.Context(), rc, cfg, reg, nil)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else in-cluster)")

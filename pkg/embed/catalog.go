@@ -5,10 +5,10 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/drover-sched/drover/pkg/textio"
 )
 
 // InstanceType is one cloud instance type: a bucket boundary.
@@ -67,7 +67,7 @@ func MustAWS(series string) Catalog {
 // and returns the types sorted by Compare. Errors name the file, line and
 // field.
 func ParseCatalog(r io.Reader, file string) (Catalog, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(textio.NewCSVReader(r, file))
 	cr.Comment = '#'
 	recs, err := cr.ReadAll()
 	if err != nil {
@@ -88,8 +88,8 @@ func ParseCatalog(r io.Reader, file string) (Catalog, error) {
 		seen[t.Name] = true
 		vals := make([]float64, 4)
 		for k := range vals {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rec[k+1]), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			v, err := textio.ParseDecimal(strings.TrimSpace(rec[k+1]))
+			if err != nil || v < 0 {
 				return nil, fmt.Errorf("%s:%d: %s %q is not a number >= 0", file, line, want[k+1], rec[k+1])
 			}
 			vals[k] = v

@@ -8,14 +8,29 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/drover-sched/drover/pkg/textio"
+)
+
+// Bounds of a series CSV. A count above MaxCount (instances of one type)
+// or a time beyond MaxTime overflows the squared errors into Inf and NaN;
+// a step below MinStep makes a test span of days an integer overflow of
+// steps (1e-300 printed -9223372036854775808 test steps).
+const (
+	MaxCount = 1e9
+	MaxTime  = 1e12 // seconds, about 31,700 years
+	MinStep  = 1    // seconds
 )
 
 // ParseSeriesCSV reads a series of bucket counts: a header "time,<bucket>,..."
-// and one row per step, time in seconds, equally spaced and increasing.
+// and one row per step, time in seconds, equally spaced and increasing by
+// at least MinStep. A UTF-8 byte-order mark before the header is skipped.
 // Errors name the file, line and column (and the bucket); NaN and Inf are
-// rejected, so a model never trains on a hole.
+// rejected, so a model never trains on a hole, and counts above MaxCount
+// and times beyond MaxTime too, so that no error overflows. A line longer
+// than textio.MaxLine is a textio.LineTooLongError.
 func ParseSeriesCSV(r io.Reader, file string) (Series, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(textio.NewCSVReader(r, file))
 	cr.Comment = '#'
 	cr.FieldsPerRecord = -1
 	hdr, err := cr.Read()
@@ -23,7 +38,10 @@ func ParseSeriesCSV(r io.Reader, file string) (Series, error) {
 		return Series{}, fmt.Errorf("%s: empty file: want a header time,<bucket>,...", file)
 	}
 	if err != nil {
-		return Series{}, fmt.Errorf("%s: %w", file, err)
+		return Series{}, seriesCSVErr(file, err)
+	}
+	if len(hdr) > 0 {
+		hdr[0] = strings.TrimPrefix(hdr[0], "\ufeff")
 	}
 	if len(hdr) < 2 || strings.TrimSpace(hdr[0]) != "time" {
 		return Series{}, fmt.Errorf("%s:1: header must be time,<bucket>,... (got %q)", file, strings.Join(hdr, ","))
@@ -45,7 +63,7 @@ func ParseSeriesCSV(r io.Reader, file string) (Series, error) {
 			break
 		}
 		if err != nil {
-			return Series{}, fmt.Errorf("%s: %w", file, err)
+			return Series{}, seriesCSVErr(file, err)
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) != len(hdr) {
@@ -53,23 +71,26 @@ func ParseSeriesCSV(r io.Reader, file string) (Series, error) {
 		}
 		row := make([]float64, len(s.Buckets))
 		for c, f := range rec {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			v, err := textio.ParseDecimal(strings.TrimSpace(f))
 			name := "time"
 			if c > 0 {
 				name = "bucket " + s.Buckets[c-1]
 			}
 			if err != nil {
-				return Series{}, fmt.Errorf("%s:%d:%d (%s): %q is not a number", file, line, c+1, name, f)
-			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return Series{}, fmt.Errorf("%s:%d:%d (%s): %v is not a finite number", file, line, c+1, name, v)
+				return Series{}, fmt.Errorf("%s:%d:%d (%s): %w", file, line, c+1, name, err)
 			}
 			if c == 0 {
+				if math.Abs(v) > MaxTime {
+					return Series{}, fmt.Errorf("%s:%d:%d (%s): %v is outside [-%g, %g] seconds", file, line, c+1, name, v, MaxTime, MaxTime)
+				}
 				times = append(times, v)
 				continue
 			}
 			if v < 0 {
 				return Series{}, fmt.Errorf("%s:%d:%d (%s): count %v is negative", file, line, c+1, name, v)
+			}
+			if v > MaxCount {
+				return Series{}, fmt.Errorf("%s:%d:%d (%s): count %v is above the limit %g", file, line, c+1, name, v, MaxCount)
 			}
 			row[c-1] = v
 		}
@@ -77,6 +98,9 @@ func ParseSeriesCSV(r io.Reader, file string) (Series, error) {
 			step := times[1] - times[0]
 			if !(step > 0) {
 				return Series{}, fmt.Errorf("%s:%d: time %v does not increase", file, line, times[n-1])
+			}
+			if step < MinStep {
+				return Series{}, fmt.Errorf("%s:%d: time %v is %v s after the first row's: the step must be at least %v s", file, line, times[n-1], step, MinStep)
 			}
 			if want := times[0] + float64(n-1)*step; math.Abs(times[n-1]-want) > 1e-6*math.Max(1, math.Abs(want)) {
 				return Series{}, fmt.Errorf("%s:%d: time %v breaks the regular step of %v (want %v)", file, line, times[n-1], step, want)
@@ -92,6 +116,15 @@ func ParseSeriesCSV(r io.Reader, file string) (Series, error) {
 		s.Step = times[1] - times[0]
 	}
 	return s, nil
+}
+
+// seriesCSVErr locates a CSV reader error in file; a line-limit error
+// names the file already.
+func seriesCSVErr(file string, err error) error {
+	if textio.IsLimit(err) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", file, err)
 }
 
 // WriteCSV writes s in the format ParseSeriesCSV reads.

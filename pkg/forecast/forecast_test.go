@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/embed"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/textio"
 )
 
 // seasonal builds a two-bucket series with a period-p sine, a weekly-ish
@@ -261,9 +262,15 @@ func TestCSVRoundTripAndErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"empty", "", "empty file"},
 		{"header", "t,a\n0,1\n", "header"},
-		{"nan", "time,a,b\n0,1,2\n300,NaN,2\n", "s.csv:3:2 (bucket a): NaN"},
-		{"inf", "time,a\n0,+Inf\n", "not a finite"},
-		{"text", "time,a\n0,x\n", `"x" is not a number`},
+		{"nan", "time,a,b\n0,1,2\n300,NaN,2\n", `s.csv:3:2 (bucket a): "NaN" is not a decimal number`},
+		{"inf", "time,a\n0,+Inf\n", `"+Inf" is not a decimal number`},
+		{"overflow", "time,a\n0,1e400\n", `s.csv:2:2 (bucket a): "1e400" is not a finite number`},
+		{"text", "time,a\n0,x\n", `"x" is not a decimal number`},
+		{"hex", "time,a\n0,0x1p6\n", `s.csv:2:2 (bucket a): "0x1p6" is not a decimal number`},
+		{"huge count (MSE NaN)", "time,a\n0,1e308\n", "s.csv:2:2 (bucket a): count 1e+308 is above the limit 1e+09"},
+		{"huge time", "time,a\n1e300,1\n", "s.csv:2:1 (time): 1e+300 is outside [-1e+12, 1e+12] seconds"},
+		{"tiny step (-9223372036854775808 test steps)", "time,a\n0,1\n1e-300,2\n", "s.csv:3: time 1e-300 is 1e-300 s after the first row's: the step must be at least 1 s"},
+		{"endless line", "time,a\n0," + strings.Repeat("1", textio.MaxLine) + "\n", "s.csv:2: line longer than 1048576 bytes"},
 		{"negative", "time,a\n0,-1\n", "negative"},
 		{"irregular", "time,a\n0,1\n300,1\n700,1\n", "regular step"},
 		{"decreasing", "time,a\n300,1\n0,1\n", "does not increase"},
@@ -276,6 +283,14 @@ func TestCSVRoundTripAndErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
+	}
+	// A byte-order mark (as spreadsheets write) is skipped, not refused.
+	bom, err := ParseSeriesCSV(strings.NewReader("\ufefftime,a\n0,1\n300,2\n"), "bom.csv")
+	if err != nil {
+		t.Fatalf("BOM: %v", err)
+	}
+	if diff := cmp.Diff(Series{Buckets: []string{"a"}, Start: 0, Step: 300, Values: [][]float64{{1}, {2}}}, bom); diff != "" {
+		t.Errorf("BOM series (-want +got):\n%s", diff)
 	}
 }
 
@@ -634,7 +649,10 @@ func TestNetSizes(t *testing.T) {
 		{"transformer small", NewTransformer(Options{}), cfg{24, 2, 1, 80, 800, 32, 0, 0}},
 		{"transformer paper", NewTransformer(Options{Net: NetPaper}), cfg{576, 6, 6, 5000, 2000, 1, 0, 0}},
 		{"transformer paper, more steps", NewTransformer(Options{Net: NetPaper, TrainSteps: 9000}), cfg{576, 6, 6, 5000, 9000, 1, 0, 0}},
-		{"transformer paper quick", NewTransformer(Options{Net: NetPaper, Quick: true}), cfg{576, 6, 6, 20, 200, 1, 0, 0}},
+		{"transformer paper quick", NewTransformer(Options{Net: NetPaper, Quick: true}), cfg{576, 6, 6, 1, 2, 1, 0, 0}},
+		{"transformer paper quick, 20000 steps", NewTransformer(Options{Net: NetPaper, Quick: true, TrainSteps: 20000}), cfg{576, 6, 6, 2, 20, 1, 0, 0}},
+		{"transformer small quick", NewTransformer(Options{Quick: true}), cfg{24, 2, 1, 8, 80, 32, 0, 0}},
+		{"lstm paper quick", NewLSTM(Options{Net: NetPaper, Quick: true}), cfg{576, 0, 0, 1, 1, 8, 51, 2}},
 		{"lstm small", NewLSTM(Options{}), cfg{24, 0, 0, 40, 400, 32, 51, 2}},
 		{"lstm paper", NewLSTM(Options{Net: NetPaper}), cfg{576, 0, 0, 25, 250, 8, 51, 2}},
 		{"lstm paper, window 48", NewLSTM(Options{Net: NetPaper, Window: 48}), cfg{48, 0, 0, 25, 250, 8, 51, 2}},

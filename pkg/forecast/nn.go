@@ -130,13 +130,21 @@ const (
 )
 
 // applySteps applies the TrainSteps and Quick options. A warm-up left at
-// 0 (NetSmall) is 10% of the steps; Quick (a smoke run) divides the steps
-// by 10 and keeps the warm-up at 10% of them.
+// 0 (NetSmall) is 10% of the steps; Quick (a smoke run) divides the steps,
+// the model's or TrainSteps, by 10 (NetPaper: by 1000, so that a smoke
+// run of the paper-sized networks also takes seconds, not minutes: one or
+// two steps, a check that they run, not a result), at least 1, and keeps
+// the warm-up at 10% of them.
 func (n *Net) applySteps() *Net {
 	if n.Opt.TrainSteps > 0 {
 		n.TrainSteps = n.Opt.TrainSteps
-	} else if n.Opt.Quick {
-		n.TrainSteps /= 10
+	}
+	if n.Opt.Quick {
+		div := 10
+		if n.Opt.Net == NetPaper {
+			div = 1000
+		}
+		n.TrainSteps = max(1, n.TrainSteps/div)
 		n.Warmup = 0
 	}
 	if n.Warmup == 0 {

@@ -524,7 +524,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 		}
 		for i := range a.w.Pods {
 			pod := &a.w.Pods[i]
-			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.DeletionTimestamp != nil {
+			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.Namespace != a.e.cfg.PlaceholderNamespace || pod.DeletionTimestamp != nil {
 				continue
 			}
 			if fits() {

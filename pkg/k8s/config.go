@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/textio"
 )
 
 // Config is the scheduler's configuration file (YAML or JSON). Every field
@@ -255,7 +255,7 @@ func (c *Config) Validate() error {
 func LoadConfig(path string) (Config, error) {
 	var c Config
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := textio.ReadFile(path)
 		if err != nil {
 			return c, fmt.Errorf("reading scheduler config: %w", err)
 		}

@@ -473,7 +473,8 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	}
 	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants}
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants,
+		PlaceholderNamespace: e.cfg.PlaceholderNamespace}
 	if len(e.cfg.Namespaces) > 0 {
 		opts.InScope = e.cfg.InScope
 	}

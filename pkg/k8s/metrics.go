@@ -25,6 +25,9 @@ type Metrics struct {
 	// FencedWrites counts API writes refused because the process could
 	// not show it still held the leader Lease (fence.go).
 	FencedWrites prometheus.Counter
+	// LeaseLosses counts terms of leadership that ended with the lease
+	// lost, after which the process campaigned again (Campaign).
+	LeaseLosses prometheus.Counter
 
 	// Job-phase metrics (jobmetrics.go): TrainingJobs by phase and class,
 	// and what happened to them, counted at the status write that did it.
@@ -86,9 +89,12 @@ func newMetrics(r prometheus.Registerer) *Metrics {
 		FencedWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drover_fenced_writes_total", Help: "API writes refused because leadership could not be confirmed (lease lost or not renewed in time).",
 		}),
+		LeaseLosses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_lease_losses_total", Help: "Terms of leadership that ended with the lease lost; the process stopped scheduling and campaigned again.",
+		}),
 	}
 	m.addJobMetrics()
-	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods, m.PolicyPanics, m.FencedWrites,
+	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods, m.PolicyPanics, m.FencedWrites, m.LeaseLosses,
 		m.Jobs, m.Completions, m.Failures, m.Preemptions, m.Migrations, m.Resizes, m.WaitSeconds, m.Placeholders} {
 		if err := r.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

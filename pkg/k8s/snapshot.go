@@ -168,6 +168,11 @@ type Options struct {
 	// only capacity taken on their nodes, since the scheduler may not be
 	// allowed to bind them. Nil: every namespace.
 	InScope func(namespace string) bool
+	// PlaceholderNamespace, when set, is the only namespace whose pods
+	// with the drover.dev/placeholder label are placeholders (capacity a
+	// job may take by deleting them with grace 0); elsewhere the label
+	// means nothing, so a tenant's pod carrying it is not force-deleted.
+	PlaceholderNamespace string
 }
 
 // Seconds converts a time to the snapshot clock: seconds since the
@@ -299,7 +304,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		if done {
 			continue
 		}
-		if p.Labels[v1alpha1.LabelPlaceholder] != "" {
+		if p.Labels[v1alpha1.LabelPlaceholder] != "" && (o.PlaceholderNamespace == "" || p.Namespace == o.PlaceholderNamespace) {
 			if ni, ok := v.nodeIdx[p.Spec.NodeName]; ok {
 				d := PodDemand(&p.Spec)
 				n := v.Snap.Nodes[ni]

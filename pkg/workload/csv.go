@@ -16,6 +16,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/textio"
 )
 
 // The generic trace format is a CSV file with a header row. Columns may
@@ -88,7 +89,7 @@ func SniffFormat(path string) (Format, error) {
 		return "", fmt.Errorf("open trace: %w", err)
 	}
 	defer f.Close()
-	cr := csv.NewReader(f)
+	cr := csv.NewReader(textio.NewCSVReader(f, path))
 	cr.FieldsPerRecord = -1
 	hdr, err := cr.Read()
 	if err == io.EOF {
@@ -141,7 +142,7 @@ func LoadCSVFile(path string) ([]*cluster.Job, error) {
 // ParseCSV reads the generic trace format from r; name is used in errors.
 // It returns all jobs or an error: a bad row never yields a partial list.
 func ParseCSV(r io.Reader, name string) ([]*cluster.Job, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(textio.NewCSVReader(r, name))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -208,6 +209,9 @@ func ParseCSV(r io.Reader, name string) ([]*cluster.Job, error) {
 		}
 		jobs = append(jobs, j)
 	}
+	if len(jobs) == 0 {
+		return nil, &FieldError{File: name, Line: 2, Err: errors.New("no jobs: the trace has a header but no rows")}
+	}
 	return jobs, nil
 }
 
@@ -215,6 +219,9 @@ func csvErr(name string, err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return &FieldError{File: name, Line: pe.Line, Column: pe.Column, Field: "(csv)", Err: pe.Err}
+	}
+	if textio.IsLimit(err) {
+		return err // names the file and line already
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }
@@ -256,9 +263,9 @@ func (p *rowParser) num(field string, def, min, max float64) float64 {
 	if !ok {
 		return def
 	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		p.fail(field, fmt.Errorf("%q is not a finite number", s))
+	v, err := textio.ParseDecimal(s)
+	if err != nil {
+		p.fail(field, err)
 		return def
 	}
 	if v < min {
@@ -300,7 +307,16 @@ func (p *rowParser) demand(prefix string) resource.Vector {
 	if v[2] != math.Trunc(v[2]) {
 		p.fail(prefix+"gpu", fmt.Errorf("%v is not a whole number of GPUs", v[2]))
 	}
-	return resource.New(v[0], v[1], int64(v[2]))
+	d := resource.New(v[0], v[1], int64(v[2]))
+	// A positive amount below the unit (a millicore, a byte) would vanish
+	// silently: cpu=0.0001 beside a GPU asked for no CPU at all.
+	if v[0] > 0 && d[resource.CPU] == 0 {
+		p.fail(prefix+"cpu", fmt.Errorf("%v rounds to 0 (the smallest amount is 0.001)", v[0]))
+	}
+	if v[1] > 0 && d[resource.Memory] == 0 {
+		p.fail(prefix+"mem_gib", fmt.Errorf("%v rounds to 0 (the smallest amount is one byte, %.3g GiB)", v[1], 1/float64(resource.GiB)))
+	}
+	return d
 }
 
 // count parses a replica count within [min, 100000].

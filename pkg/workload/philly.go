@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/textio"
 )
 
 // phillyGz is the Philly job list (shared/traces/philly.csv, 82,247 jobs),
@@ -89,7 +89,7 @@ func ParsePhilly(r io.Reader, name string, o PhillyOptions) ([]*cluster.Job, err
 	if o.GPUsPerNode <= 0 {
 		return nil, errors.New("philly options: GPUsPerNode must be positive")
 	}
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(textio.NewCSVReader(r, name))
 	cr.ReuseRecord = true
 	hdr, err := cr.Read()
 	if err != nil {
@@ -130,8 +130,8 @@ func ParsePhilly(r io.Reader, name string, o PhillyOptions) ([]*cluster.Job, err
 		if err != nil {
 			return nil, fe("timestamp", fmt.Errorf("%q is not YYYY-MM-DD HH:MM:SS", rec[col["timestamp"]]))
 		}
-		dur, err := strconv.ParseFloat(strings.TrimSpace(rec[col["duration"]]), 64)
-		if err != nil || math.IsNaN(dur) || math.IsInf(dur, 0) || dur <= 0 || dur > MaxSeconds {
+		dur, err := textio.ParseDecimal(strings.TrimSpace(rec[col["duration"]]))
+		if err != nil || dur <= 0 || dur > MaxSeconds {
 			return nil, fe("duration", fmt.Errorf("%q is not a number of seconds in (0, %v]", rec[col["duration"]], MaxSeconds))
 		}
 		g, err := strconv.Atoi(strings.TrimSpace(rec[col["num_gpus"]]))

@@ -105,7 +105,7 @@ func TestParseCSVErrors(t *testing.T) {
 		{"huge usage", "submit_s,duration_s,gpu,usage_cpu\n0,1,1,1e300\n", "jobs.csv:2:4: field usage_cpu"},
 		{"huge replicas", "submit_s,duration_s,gpu,replicas\n0,1,1,1000000000000\n", "field replicas"},
 		{"fractional gpu", hdr + "a,0,10,TE,1,1,1,0.5,0\n", "field gpu"},
-		{"NaN", hdr + "a,NaN,10,TE,1,1,1,1,0\n", "not a finite number"},
+		{"NaN", hdr + "a,NaN,10,TE,1,1,1,1,0\n", `"NaN" is not a decimal number`},
 		{"short row", hdr + "a,0,10\n", "jobs.csv:2: 3 fields, header has 9"},
 		{"duplicate id", hdr + "a,0,10,TE,1,1,1,1,0\na,0,10,TE,1,1,1,1,0\n", "jobs.csv:3:1: field id: duplicate id \"a\" (first on line 2)"},
 		{"bad quote", hdr + "a,\"0,10,TE,1,1,1,1,0\n", "jobs.csv:"},
