@@ -471,7 +471,8 @@ func (v *View) runningGang(gj *gangJob, bound, unbound []*corev1.Pod, minMember 
 // minResourcesShort returns why a pending gang's PodGroup minResources do
 // not fit in the cluster's free room, as coscheduling's PreFilter checks
 // them: the nodes' free capacity (placeholders' counted as free), plus
-// what the gang's own bound pods hold. "" when they fit or are unset.
+// what the gang's own bound pods hold, plus, for a TE gang, what running
+// BE jobs hold. "" when they fit or are unset.
 func (v *View) minResourcesShort(gj *gangJob) string {
 	pg := gj.pg
 	if pg == nil || len(pg.Spec.MinResources) == 0 {
@@ -492,6 +493,21 @@ func (v *View) minResourcesShort(gj *gangJob) string {
 	if run := gj.fillOf; run != nil {
 		for _, p := range run.members {
 			free = free.Add(PodDemand(&p.Spec))
+		}
+	}
+	if gj.st != nil && gj.st.Job.Class == cluster.ClassTE {
+		// A TE gang may have BE jobs preempted for it (fitgpp): what
+		// they hold is room for it. (Coscheduling never preempts for a
+		// PodGroup short of minResources; the operators fill
+		// minResources in by default, so counting only free room would
+		// take preemption away from every operator gang.)
+		for _, st := range v.Snap.Running {
+			if st.Job.Class != cluster.ClassBE || st.Phase != cluster.Running {
+				continue
+			}
+			for _, a := range st.Placement {
+				free = free.Add(st.Job.Groups[a.Group].Demand)
+			}
 		}
 	}
 	if need.Fits(free) {

@@ -284,3 +284,74 @@ func TestKubeflowPyTorchJobGang(t *testing.T) {
 		t.Errorf("no Preempted event on the PodGroup: %s", msg)
 	}
 }
+
+// TestKubeflowGangContract is TestGangContract's rows that need the real
+// training-operator v1.9.2 (--gang-scheduler-name=drover, which fills the
+// PodGroup's minMember and minResources itself). Skipped when `make
+// testbin-operator` has not cached the operator.
+func TestKubeflowGangContract(t *testing.T) {
+	dir := operatorDir()
+	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
+		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+	}
+	startOperator(t, dir)
+	ctx := context.Background()
+
+	// A running PyTorchJob (1 master + 3 workers, minMember 4 and
+	// minResources 4 GPUs from the operator) loses a worker; the operator
+	// recreates it and the new pod is bound next to the three running
+	// ones, the PodGroup Running again. Source: coscheduling core.go
+	// Permit (bound pods count towards minMember); issue 29's report.
+	t.Run("lost worker recreated by the operator", func(t *testing.T) {
+		tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10})
+		tc.startScheduler("k8s-default", nil)
+		if err := cl.Create(ctx, pytorchJob(tc.ns, "pt", 3)); err != nil {
+			t.Fatalf("creating the PyTorchJob: %v", err)
+		}
+		tc.waitBound("pt", 4, 60*time.Second)
+		tc.eventually("PodGroup Running 4", 30*time.Second, func() (bool, string) {
+			pg, s := tc.pgStatus("pt")
+			return pg.Status.Phase == schedv1alpha1.PodGroupRunning && pg.Status.Running == 4, s
+		})
+		lost := tc.pod("pt-worker-1")
+		deletePod(t, lost)
+		tc.eventually("the operator's new pt-worker-1 bound", 60*time.Second, func() (bool, string) {
+			p := &corev1.Pod{}
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(lost), p); err != nil {
+				return false, err.Error()
+			}
+			return p.UID != lost.UID && p.Spec.NodeName != "", fmt.Sprintf("uid %s node %q", p.UID, p.Spec.NodeName)
+		})
+		tc.waitBound("pt", 4, 10*time.Second)
+		tc.eventually("PodGroup Running 4 again", 30*time.Second, func() (bool, string) {
+			pg, s := tc.pgStatus("pt")
+			return pg.Status.Phase == schedv1alpha1.PodGroupRunning && pg.Status.Running == 4, s
+		})
+	})
+
+	// An elastic PyTorchJob: 1 master + 3 workers with
+	// runPolicy.schedulingPolicy.minAvailable 2 (the PodGroup's
+	// minMember), room for 3: 3 are bound, the fourth once room frees.
+	// Source: Volcano job_scheduling.go "Schedule Multiple Jobs" (Min 2 of
+	// Rep); coscheduling core.go Permit.
+	t.Run("minAvailable 2 of 4", func(t *testing.T) {
+		tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10})
+		tc.startScheduler("k8s-default", nil)
+		tc.blocker("1")
+		job := pytorchJob(tc.ns, "el", 3)
+		if err := unstructured.SetNestedField(job.Object, int64(2), "spec", "runPolicy", "schedulingPolicy", "minAvailable"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Create(ctx, job); err != nil {
+			t.Fatalf("creating the PyTorchJob: %v", err)
+		}
+		tc.eventually("the operator's PodGroup of minMember 2", 60*time.Second, func() (bool, string) {
+			pg, s := tc.pgStatus("el")
+			return pg.Spec.MinMember == 2, fmt.Sprintf("minMember %d; %s", pg.Spec.MinMember, s)
+		})
+		tc.waitBound("el", 3, 60*time.Second)
+		tc.stayBound("el", 3, 2*time.Second)
+		tc.deleteJob("blocker")
+		tc.waitBound("el", 4, 30*time.Second)
+	})
+}
