@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
@@ -48,15 +50,20 @@ func operatorDir() string {
 const operatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // startOperator runs the real training-operator against the test API
-// server with --gang-scheduler-name=drover, after creating what it needs
+// server with --gang-scheduler-name=drover and the PyTorchJob, TFJob and
+// MPIJob (kubeflow.org/v1) controllers, after creating what it needs
 // on a bare API server: its namespace (MY_POD_NAMESPACE), an empty
 // webhook Secret, a ValidatingWebhookConfiguration without webhooks, and
 // the certificate files its rotator waits for.
 func startOperator(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "crds", "kubeflow.org_pytorchjobs.yaml")}, MaxTime: 2 * time.Minute}); err != nil {
-		t.Fatalf("installing the PyTorchJob CRD: %v", err)
+	var crds []string
+	for _, kind := range []string{"pytorchjobs", "tfjobs", "mpijobs"} {
+		crds = append(crds, filepath.Join(dir, "crds", "kubeflow.org_"+kind+".yaml"))
+	}
+	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{Paths: crds, MaxTime: 2 * time.Minute}); err != nil {
+		t.Fatalf("installing the PyTorchJob, TFJob and MPIJob CRDs: %v", err)
 	}
 	lock, err := os.OpenFile("/tmp/drover-e2e-training-operator.lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -98,7 +105,7 @@ func startOperator(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(dir, "training-operator"), "--kubeconfig", kubeconfig,
-		"--gang-scheduler-name=drover", "--enable-scheme=pytorchjob",
+		"--gang-scheduler-name=drover", "--enable-scheme=pytorchjob", "--enable-scheme=tfjob", "--enable-scheme=mpijob",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-server-port="+strconv.Itoa(port),
 		"--zap-log-level=info")
 	cmd.Env = append(os.Environ(), "MY_POD_NAMESPACE="+ns, "TMPDIR=/tmp")
@@ -354,4 +361,72 @@ func TestKubeflowGangContract(t *testing.T) {
 		tc.deleteJob("blocker")
 		tc.waitBound("el", 4, 30*time.Second)
 	})
+}
+
+// kubeflowJob is an unmodified kubeflow.org/v1 job of kind with the given
+// replica spec field and replicas per type, each replica requesting one
+// CPU and gpu GPUs.
+func kubeflowJob(ns, name, kind, specField string, replicas map[string]int, gpu map[string]string) *unstructured.Unstructured {
+	specs := map[string]any{}
+	for rtype, n := range replicas {
+		req := map[string]any{"cpu": "1"}
+		lim := map[string]any{}
+		if g := gpu[rtype]; g != "" && g != "0" {
+			req["nvidia.com/gpu"], lim["nvidia.com/gpu"] = g, g
+		}
+		container := strings.ToLower(kind)
+		if kind == "TFJob" {
+			container = "tensorflow"
+		}
+		specs[rtype] = map[string]any{"replicas": int64(n), "restartPolicy": "OnFailure", "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": container, "image": "trainer:latest", "resources": map[string]any{"requests": req, "limits": lim}}}}}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1", "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{specField: specs},
+	}}
+}
+
+// TestKubeflowTFJobAndMPIJobGangs: the same operator's TFJob (chief, ps,
+// workers) and MPIJob v1 (launcher and workers; the launcher's
+// kubectl-delivery init container asks for ephemeral storage) become
+// PodGroup gangs: while the whole gang does not fit none of its pods is
+// bound, then all are, together. Skipped when the operator is not cached.
+func TestKubeflowTFJobAndMPIJobGangs(t *testing.T) {
+	dir := operatorDir()
+	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
+		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+	}
+	startOperator(t, dir)
+	ctx := context.Background()
+	for _, row := range []struct {
+		kind, field string
+		replicas    map[string]int
+		gpu         map[string]string
+		pods        int
+	}{
+		{"TFJob", "tfReplicaSpecs", map[string]int{"Chief": 1, "PS": 1, "Worker": 2}, map[string]string{"Chief": "1", "Worker": "1"}, 4},
+		{"MPIJob", "mpiReplicaSpecs", map[string]int{"Launcher": 1, "Worker": 3}, map[string]string{"Worker": "1"}, 4},
+	} {
+		t.Run(row.kind, func(t *testing.T) {
+			tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10,
+				Capacity: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}})
+			tc.startScheduler("k8s-default", nil)
+			tc.blocker("2") // 2 GPUs of 4 left: the gang needs 3
+			name := strings.ToLower(row.kind)
+			if err := cl.Create(ctx, kubeflowJob(tc.ns, name, row.kind, row.field, row.replicas, row.gpu)); err != nil {
+				t.Fatalf("creating the %s: %v", row.kind, err)
+			}
+			tc.eventually("the operator's PodGroup and pods", 60*time.Second, func() (bool, string) {
+				pg, s := tc.pgStatus(name)
+				return pg.Spec.MinMember == int32(row.pods) && len(tc.gangNodes(name)) == row.pods,
+					fmt.Sprintf("minMember %d pods %v; %s", pg.Spec.MinMember, tc.gangNodes(name), s)
+			})
+			tc.stayBound(name, 0, 2*time.Second)
+			tc.deleteJob("blocker")
+			tc.waitBound(name, row.pods, 30*time.Second)
+			t.Logf("%s gang bound: %v", row.kind, tc.gangNodes(name))
+		})
+	}
 }
