@@ -419,6 +419,12 @@ func (v *View) runningGang(gj *gangJob, bound, unbound []*corev1.Pod, minMember 
 			st.LastStart = st.FirstStart
 		}
 	}
+	if len(st.Placement) == 0 {
+		// Bound to nodes that are gone: nothing to run or charge, and a
+		// bound pod cannot be bound again; they go with their nodes.
+		gj.waiting = "waiting for the pods bound to departed nodes to be deleted"
+		return nil
+	}
 	st.Phase = cluster.Running
 	st.Rate = 1
 	for _, a := range st.Placement {
@@ -661,7 +667,8 @@ func (a *applier) applyGang(ctx context.Context, gj *gangJob, act policy.Action)
 
 // gangWaiting records why a gang waits: drover.dev/reason on its
 // PodGroup and PodScheduled=False (reason Unschedulable, or
-// SchedulingGated) on its unbound pods, each only when it changed.
+// SchedulingGated) on its unbound pods, each only when it changed; with
+// no PodGroup, an Event on each pod whose reason changed.
 func (e *Executor) gangWaiting(ctx context.Context, gj *gangJob, reason string) error {
 	if gj.pg != nil && gj.pg.Annotations[AnnotationReason] != reason {
 		if err := e.annotatePodGroup(ctx, gj.pg, map[string]string{AnnotationReason: reason}); err != nil {
@@ -669,8 +676,8 @@ func (e *Executor) gangWaiting(ctx context.Context, gj *gangJob, reason string) 
 		}
 		e.gangEvent(gj, false, "Waiting", "%s", reason)
 	}
-	for _, p := range gj.members {
-		if podNode(p) != "" {
+	for _, p := range gj.pods {
+		if podNode(p) != "" || p.DeletionTimestamp != nil {
 			continue
 		}
 		if gj.pg == nil && !podScheduledSays(p, reason) {
