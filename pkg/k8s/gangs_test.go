@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 )
 
 // podGroupPhase settles where scheduler-plugins v0.33.5's PodGroup
@@ -124,6 +126,14 @@ func TestGangJobs(t *testing.T) {
 	v := Build(w, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if _, why := v.Held(); !strings.Contains(why["podgroup:ns/pg"], "minResources") {
 		t.Errorf("held for %q", why["podgroup:ns/pg"])
+	}
+	// A TE gang counts what BE jobs hold as room (FitGpp may preempt
+	// them): a BE plain pod holding 1 GPU does not hold it back.
+	te := func(name string) corev1.Pod { return mkPod(name).gang("pg", "worker").label(v1alpha1.OptInLabel, "TE").obj() }
+	w2 := &World{Nodes: nodes, Pods: []corev1.Pod{te("pg-worker-0"), te("pg-worker-1"), mkPod("be").node("a").obj()},
+		PodGroups: []schedv1alpha1.PodGroup{withRes}}
+	if d := cmp.Diff([]string{"podgroup:ns/pg"}, queueIDs(Build(w2, t0, Options{DefaultDuration: 100, SchedulerName: "drover"}))); d != "" {
+		t.Errorf("TE gang next to a BE pod (-want +got):\n%s", d)
 	}
 	// With all 8 free it is queued.
 	w.Pods = w.Pods[:2]
