@@ -34,9 +34,15 @@ import (
 // (training.kubeflow.org/replica-type: master, worker, ps, launcher; or
 // jobset.sigs.k8s.io/replicatedjob-name), each group's demand the largest
 // of its pods' requests and its node constraints those of its first pod.
-// The job is held until minMember pods exist (operators create them one by
-// one), then the policy places it like any other job and the executor
-// binds all its pods or none. Preemption deletes every pod of the gang
+// It keeps scheduler-plugins v0.33.5 coscheduling's contract
+// (pkg/coscheduling/core, pkg/controllers/podgroup_controller.go): pods
+// whose PodGroup is not visible wait (PodGroupNotFound); the job is held
+// until minMember pods exist (operators create them one by one) and while
+// minResources exceed the free room; then the policy places its first
+// minMember pods like any other job and the executor binds them all or
+// none; pods beyond minMember, and a running gang's recreated members,
+// follow as Permit lets them (gangJob); the PodGroup's status is written
+// as its controller would (podGroupPhase). Preemption deletes every pod of the gang
 // with the grace period; the owning operator recreates them and they queue
 // again as the same job, whose preemption count and requeue time are kept
 // on the PodGroup (annotations). Migrate and Resize are refused.
