@@ -129,7 +129,9 @@ func TestGangJobs(t *testing.T) {
 	}
 	// A TE gang counts what BE jobs hold as room (FitGpp may preempt
 	// them): a BE plain pod holding 1 GPU does not hold it back.
-	te := func(name string) corev1.Pod { return mkPod(name).gang("pg", "worker").label(v1alpha1.OptInLabel, "TE").obj() }
+	te := func(name string) corev1.Pod {
+		return mkPod(name).gang("pg", "worker").label(v1alpha1.OptInLabel, "TE").obj()
+	}
 	w2 := &World{Nodes: nodes, Pods: []corev1.Pod{te("pg-worker-0"), te("pg-worker-1"), mkPod("be").node("a").obj()},
 		PodGroups: []schedv1alpha1.PodGroup{withRes}}
 	if d := cmp.Diff([]string{"podgroup:ns/pg"}, queueIDs(Build(w2, t0, Options{DefaultDuration: 100, SchedulerName: "drover"}))); d != "" {
