@@ -42,10 +42,11 @@ import (
 // minMember pods like any other job and the executor binds them all or
 // none; pods beyond minMember, and a running gang's recreated members,
 // follow as Permit lets them (gangJob); the PodGroup's status is written
-// as its controller would (podGroupPhase). Preemption deletes every pod of the gang
-// with the grace period; the owning operator recreates them and they queue
-// again as the same job, whose preemption count and requeue time are kept
-// on the PodGroup (annotations). Migrate and Resize are refused.
+// as its controller would (podGroupPhase). Preemption deletes every pod
+// of the gang with the grace period; the owning operator recreates them
+// and they queue again as the same job, whose preemption count and
+// requeue time are kept on the PodGroup (annotations). Migrate and Resize
+// are refused.
 
 // Labels and annotations of gang pods and PodGroups.
 const (
