@@ -117,8 +117,11 @@ image:
 # stand-in nodes and trainers, and the scheduler (POLICY; default: the
 # drover preset, with SpeCon scaled to the 5x trainers, as `drover
 # dev-cluster` runs it). Prints the KUBECONFIG to use with
-# `kubectl apply -f examples/`.
+# `kubectl apply -f examples/`. `make dev-cluster HELM=1` starts the API
+# server and stand-in nodes only, no CRD and no scheduler, so that
+# `helm install drover charts/drover` owns the CRDs and the PriorityClass.
 POLICY ?=
+HELM ?=
 dev-cluster:
 	@assets=$$(hack/testbin/build.sh | tail -n 1) && \
-		$(GO) run ./cmd/drover dev-cluster --assets $$assets $(if $(POLICY),--policy '$(POLICY)')
+		$(GO) run ./cmd/drover dev-cluster --assets $$assets $(if $(POLICY),--policy '$(POLICY)') $(if $(HELM),--for-helm)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/drover-sched/drover/config/crd"
 	"github.com/drover-sched/drover/internal/cli"
 	"github.com/drover-sched/drover/pkg/k8s"
 	"github.com/drover-sched/drover/pkg/k8s/standin"
@@ -34,8 +35,9 @@ import (
 const devPolicy = "drover:alpha=0.05;interval=5;candidates=converged"
 
 func newDevClusterCmd() *cobra.Command {
-	var assets, crdDir, kubeconfigOut, config, policy, cpu, gpu, mem, metricsAddr string
+	var assets, crdDir, kubeconfigOut, config, policy, cpu, gpu, mem, storage, metricsAddr string
 	var nodes int
+	var forHelm bool
 	var scale float64
 	var verbosity int
 	cmd := &cobra.Command{
@@ -49,6 +51,12 @@ writes a kubeconfig. Then, in another shell:
   export KUBECONFIG=<printed path>
   kubectl apply -f examples/
   kubectl get trainingjobs -w
+
+With --for-helm it installs no CRD and runs no scheduler (which would
+create the placeholder PriorityClass): the API server and the stand-in
+nodes only, for ` + "`helm install drover charts/drover`" + `, which creates
+them as Helm's own. (The chart's scheduler Deployment stays Pending: the
+dev cluster has no kube-scheduler. Run ` + "`drover scheduler`" + ` against it.)
 
 Stops on Ctrl-C.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,7 +93,24 @@ Stops on Ctrl-C.`,
 				}
 			}
 			cfg.HealthAddr = "0"
-			env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+			env := &envtest.Environment{BinaryAssetsDirectory: assets}
+			switch {
+			case forHelm:
+			case crdDir != "":
+				env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = []string{crdDir}, true
+			default:
+				// The CRDs built into the binary: the command works
+				// outside the repository.
+				dir, err := os.MkdirTemp("", "drover-dev-cluster-crds")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if _, err := crd.WriteTo(dir); err != nil {
+					return err
+				}
+				env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = []string{dir}, true
+			}
 			rc, err := env.Start()
 			if err != nil {
 				return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
@@ -114,11 +139,21 @@ Stops on Ctrl-C.`,
 			for _, ns := range []string{"drover-system"} {
 				_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 			}
-			kube := standin.New(c, standin.Config{Nodes: nodes, Prefix: "node", TimeScale: scale, Capacity: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
-				k8s.GPUResource: resource.MustParse(gpu), corev1.ResourcePods: resource.MustParse("110")}})
+			capacity, err := devNodeCapacity(cpu, gpu, mem, storage)
+			if err != nil {
+				return err
+			}
+			kube := standin.New(c, standin.Config{Nodes: nodes, Prefix: "node", TimeScale: scale, Capacity: capacity})
 			if err := kube.RegisterNodes(ctx); err != nil {
 				return err
+			}
+			if forHelm {
+				go func() { _ = kube.Run(ctx) }()
+				fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up for helm: %d stand-in nodes (%s CPU, %s GPU each), no CRDs, no scheduler\n", nodes, cpu, gpu)
+				fmt.Fprintf(cmd.OutOrStdout(), "KUBECONFIG=%s\n", kubeconfigOut)
+				fmt.Fprintf(cmd.OutOrStdout(), "then: helm install drover charts/drover --namespace drover-system --create-namespace\n")
+				<-ctx.Done()
+				return nil
 			}
 			reg, err := plugins.Policies()
 			if err != nil {
@@ -160,7 +195,9 @@ Stops on Ctrl-C.`,
 		},
 	}
 	cmd.Flags().StringVar(&assets, "assets", "", "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
-	cmd.Flags().StringVar(&crdDir, "crds", "config/crd", "CRD directory")
+	cmd.Flags().StringVar(&crdDir, "crds", "", "CRD directory (default: the TrainingJob CRD built into drover)")
+	cmd.Flags().BoolVar(&forHelm, "for-helm", false, "install no CRD and run no scheduler, leaving them (and the PriorityClass) to `helm install`")
+	cmd.Flags().StringVar(&storage, "node-ephemeral-storage", "100Gi", "ephemeral storage per node")
 	cmd.Flags().StringVar(&kubeconfigOut, "kubeconfig-out", filepath.Join(os.TempDir(), "drover-dev-cluster.kubeconfig"), "where to write the kubeconfig")
 	cmd.Flags().StringVar(&config, "config", "", "scheduler config file")
 	cmd.Flags().StringVar(&policy, "policy", devPolicy, "policy spec (default: the config's policy or profile, else the drover preset with SpeCon scaled to the 5x trainers)")
@@ -218,4 +255,23 @@ func hostOf(addr string) string {
 		return "127.0.0.1"
 	}
 	return h
+}
+
+// devNodeCapacity is a dev-cluster node's capacity: the flags' CPU, GPUs,
+// memory and ephemeral storage (an MPIJob launcher and other pods that
+// request ephemeral-storage need it), and 110 pod slots.
+func devNodeCapacity(cpu, gpu, mem, storage string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}
+	for _, f := range []struct {
+		flag, value string
+		name        corev1.ResourceName
+	}{{"--node-cpu", cpu, corev1.ResourceCPU}, {"--node-gpu", gpu, k8s.GPUResource}, {"--node-memory", mem, corev1.ResourceMemory},
+		{"--node-ephemeral-storage", storage, corev1.ResourceEphemeralStorage}} {
+		q, err := resource.ParseQuantity(f.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", f.flag, f.value, err)
+		}
+		out[f.name] = q
+	}
+	return out, nil
 }

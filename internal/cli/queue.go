@@ -34,7 +34,7 @@ backfilling starts smaller jobs behind a blocked one).
 POS is the place in the whole queue; --namespace only filters the rows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rc, err := RestConfig(kubeconfig)
+			rc, err := ClientConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ POS is the place in the whole queue; --namespace only filters the rows.`,
 			return printQueue(cmd.OutOrStdout(), q, output, time.Now())
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else in-cluster)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "show only this namespace's jobs (positions stay those of the whole queue)")
 	cmd.Flags().StringVar(&scope, "scheduler-namespace", "", "the scheduler config's namespace, when it schedules one namespace only")
 	cmd.Flags().StringVar(&schedulerName, "scheduler-name", "drover", "the scheduler config's schedulerName (opted-in pods carry it)")

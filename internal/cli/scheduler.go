@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +40,29 @@ func RestConfig(path string) (*rest.Config, error) {
 	c, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ClientConfig is RestConfig for the commands a person runs (drover
+// queue): kubectl's loading rules (client-go clientcmd's defaults): the
+// file path when given, else the files of $KUBECONFIG, else
+// ~/.kube/config, with the current context; the in-cluster service
+// account when none of them exists.
+func ClientConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	home := filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		rules.Precedence = []string{home} // $HOME as it is now (clientcmd reads it once, at start-up)
+	}
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		where := path
+		if where == "" {
+			where = "$KUBECONFIG, " + home + " or the in-cluster service account"
+		}
+		return nil, fmt.Errorf("loading the kubeconfig (%s): %w", where, err)
 	}
 	return c, nil
 }

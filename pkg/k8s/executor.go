@@ -51,7 +51,9 @@ type Executor struct {
 	// crowded remembers nodes whose pod slots a refused start lacked.
 	crowded Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
-	// scheduler-plugins CRD is not installed); it is tried again later.
+	// scheduler-plugins CRD is not installed); it is tried again
+	// PodGroupRetry later, so that gangs are read within that of the CRD
+	// appearing (their pods wait as PodGroupNotFound meanwhile).
 	noPodGroups time.Time
 	// written remembers the TrainingJobs this executor wrote, so that a
 	// cycle that reads an informer cache lagging behind its own writes
@@ -213,6 +215,10 @@ type CycleStages struct {
 	Commit, Read, Reconcile, Decide, Apply, After time.Duration
 }
 
+// PodGroupRetry is how long after listing PodGroups found no PodGroup API
+// a cycle tries again (one discovery request).
+const PodGroupRetry = 2 * time.Second
+
 // Read lists the world from the (cached) client.
 func (e *Executor) Read(ctx context.Context) (*World, error) {
 	w := &World{}
@@ -326,7 +332,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			delete(e.rejected, k)
 		}
 	}
-	if time.Since(e.noPodGroups) > time.Minute {
+	if time.Since(e.noPodGroups) > PodGroupRetry {
 		var pgs schedv1alpha1.PodGroupList
 		if err := e.c.List(ctx, &pgs, opts...); err != nil {
 			if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "no matches for kind") {

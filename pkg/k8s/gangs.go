@@ -34,12 +34,19 @@ import (
 // (training.kubeflow.org/replica-type: master, worker, ps, launcher; or
 // jobset.sigs.k8s.io/replicatedjob-name), each group's demand the largest
 // of its pods' requests and its node constraints those of its first pod.
-// The job is held until minMember pods exist (operators create them one by
-// one), then the policy places it like any other job and the executor
-// binds all its pods or none. Preemption deletes every pod of the gang
-// with the grace period; the owning operator recreates them and they queue
-// again as the same job, whose preemption count and requeue time are kept
-// on the PodGroup (annotations). Migrate and Resize are refused.
+// It keeps scheduler-plugins v0.33.5 coscheduling's contract
+// (pkg/coscheduling/core, pkg/controllers/podgroup_controller.go): pods
+// whose PodGroup is not visible wait (PodGroupNotFound); the job is held
+// until minMember pods exist (operators create them one by one) and while
+// minResources exceed the free room; then the policy places its first
+// minMember pods like any other job and the executor binds them all or
+// none; pods beyond minMember, and a running gang's recreated members,
+// follow as Permit lets them (gangJob); the PodGroup's status is written
+// as its controller would (podGroupPhase). Preemption deletes every pod
+// of the gang with the grace period; the owning operator recreates them
+// and they queue again as the same job, whose preemption count and
+// requeue time are kept on the PodGroup (annotations). Migrate and Resize
+// are refused.
 
 // Labels and annotations of gang pods and PodGroups.
 const (
@@ -56,12 +63,25 @@ const (
 // GangJobID is the snapshot job ID of the gang of PodGroup ns/name.
 func GangJobID(ns, name string) string { return "podgroup:" + ns + "/" + name }
 
-// gangJob is a PodGroup's pods as one job.
+// gangJob is a PodGroup's pods as one job. A gang whose members are all
+// unbound is one pending job of its first minMember members (or all of
+// them when minMember is 0 or not below the pod count); a gang with bound
+// members is one running job of those, and its unbound members (an
+// operator's replacement for a lost pod, the pods beyond minMember of an
+// elastic job) queue as coscheduling's Permit lets them through: one by
+// one as plain pods once the bound members reach minMember, else as a
+// second pending gang (fill) of the members still missing.
 type gangJob struct {
 	ns, name string
-	pg       *schedv1alpha1.PodGroup // nil: a Volcano-style group without a scheduler-plugins PodGroup
+	pg       *schedv1alpha1.PodGroup // nil: no PodGroup visible
+	// labelled is set when the pods name their group with the
+	// scheduler-plugins label, whose PodGroup must exist
+	// (PodGroupNotFound otherwise); Volcano-style annotated pods without
+	// a PodGroup form a gang of all their pods.
+	labelled bool
 	// pods are the member pods not finished, sorted by name; members are
-	// the ones not terminating, with their group index in group.
+	// the ones this job stands for (bound ones for a running gang, the
+	// core for a pending one), with their group index in group.
 	pods    []*corev1.Pod
 	members []*corev1.Pod
 	group   []int
@@ -69,14 +89,28 @@ type gangJob struct {
 	gates   []corev1.PodSchedulingGate
 	// waiting says why the gang is incomplete ("" once minMember pods
 	// exist); rejected is set once the policy rejected it.
-	waiting   string
-	rejected  bool
-	succeeded int
-	failed    int
-	running   int
-	created   time.Time
-	requeued  *time.Time
+	waiting     string
+	rejected    bool
+	podRejected bool
+	succeeded   int
+	failed      int
+	running     int
+	created     time.Time
+	requeued    *time.Time
+	// fillOf is the running gang a fill gang completes; fill is the
+	// running gang's fill gang, if any.
+	fillOf, fill *gangJob
 }
+
+// ReasonPodGroupNotFound starts the reason of a gang pod whose PodGroup is
+// not visible (coscheduling's Permit status of the same name): it is not
+// bound until the PodGroup exists.
+const ReasonPodGroupNotFound = "PodGroupNotFound"
+
+// FillJobID is the snapshot job ID of the missing members of the running
+// gang of PodGroup ns/name, bound together when more than one is needed
+// to reach minMember.
+func FillJobID(ns, name string) string { return GangJobID(ns, name) + "/fill" }
 
 func gangOf(p *corev1.Pod, schedulerName string) string {
 	if schedulerName == "" || p.Spec.SchedulerName != schedulerName {
@@ -98,6 +132,27 @@ func replicaType(p *corev1.Pod) string {
 	return "pod"
 }
 
+// typeRank orders replica types: master, launcher and chief first.
+func typeRank(t string) int {
+	switch t {
+	case "master", "launcher", "chief":
+		return 0
+	}
+	return 1
+}
+
+// ranked returns the pods in the order a gang's members are taken: by
+// replica type (master, launcher and chief first, then by name), then by
+// pod name.
+func ranked(pods []*corev1.Pod) []*corev1.Pod {
+	out := slices.Clone(pods)
+	slices.SortStableFunc(out, func(a, b *corev1.Pod) int {
+		ta, tb := replicaType(a), replicaType(b)
+		return cmp.Or(cmp.Compare(typeRank(ta), typeRank(tb)), strings.Compare(ta, tb), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
 // addGangPod files pod p under its gang.
 func (v *View) addGangPod(p *corev1.Pod, name string) {
 	key := p.Namespace + "/" + name
@@ -110,6 +165,9 @@ func (v *View) addGangPod(p *corev1.Pod, name string) {
 		v.gangs[GangJobID(p.Namespace, name)] = gj
 		v.gangOrder = append(v.gangOrder, key)
 	}
+	if p.Labels[LabelPodGroup] != "" {
+		gj.labelled = true
+	}
 	switch p.Status.Phase {
 	case corev1.PodSucceeded:
 		gj.succeeded++
@@ -121,7 +179,7 @@ func (v *View) addGangPod(p *corev1.Pod, name string) {
 		gj.running++
 	}
 	if p.Annotations[AnnotationRejected] != "" {
-		gj.rejected = true
+		gj.podRejected = true
 	}
 	gj.pods = append(gj.pods, p)
 }
@@ -139,75 +197,41 @@ func (v *View) buildGangs(w *World, now time.Time, o Options) (queued []qItem, r
 		ns, name, _ := strings.Cut(key, "/")
 		gj := v.gangs[GangJobID(ns, name)]
 		gj.pg = pgs[key]
-		if st := v.buildGang(gj, now, o); st != nil {
+		st, more := v.buildGang(gj, now, o)
+		if st != nil {
 			if gj.requeued != nil {
 				requeued = append(requeued, rqItem{*gj.requeued, st})
 			} else {
 				queued = append(queued, qItem{gj.created, st.Job.ID, st})
 			}
 		}
+		queued = append(queued, more...)
 	}
 	return queued, requeued
 }
 
-// buildGang makes the gang's job and state and charges its pods to their
-// nodes; it returns the state when the job is pending.
-func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobState {
-	slices.SortFunc(gj.pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	if len(gj.pods) == 0 || gj.rejected || gj.pg != nil && gj.pg.Annotations[AnnotationRejected] != "" {
-		return nil
-	}
-	gj.created = gj.pods[0].CreationTimestamp.Time
-	for _, p := range gj.pods {
-		if p.CreationTimestamp.Time.Before(gj.created) {
-			gj.created = p.CreationTimestamp.Time
-		}
-	}
-	minMember := 0
-	if pg := gj.pg; pg != nil {
-		gj.created = pg.CreationTimestamp.Time
-		minMember = int(pg.Spec.MinMember)
-		if s := pg.Annotations[AnnotationRequeuedAt]; s != "" {
-			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-				gj.requeued = &t
-			}
-		}
-	}
-	// Members: pods not terminating, grouped by replica type (master and
-	// launcher first, then by name).
-	var terminating []*corev1.Pod
-	for _, p := range gj.pods {
-		if p.DeletionTimestamp != nil {
-			terminating = append(terminating, p)
-			continue
-		}
-		gj.members = append(gj.members, p)
-	}
+// gangState builds the job of gang gj standing for pods core (in ranked
+// order) under id, and sets gj's members, groups, gates and state. It
+// returns the first pod spec that does not compile.
+func (v *View) gangState(gj *gangJob, core []*corev1.Pod, id string, o Options) error {
 	var types []string
-	for _, p := range gj.members {
+	for _, p := range core {
 		if t := replicaType(p); !slices.Contains(types, t) {
 			types = append(types, t)
 		}
 	}
-	rank := func(t string) int {
-		switch t {
-		case "master", "launcher", "chief":
-			return 0
-		}
-		return 1
-	}
-	slices.SortFunc(types, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b)) })
-
-	id := GangJobID(gj.ns, gj.name)
+	slices.SortFunc(types, func(a, b string) int { return cmp.Or(cmp.Compare(typeRank(a), typeRank(b)), strings.Compare(a, b)) })
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	j := &cluster.Job{ID: id, Class: cluster.ClassBE, Tenant: o.Tenant(gj.ns), Work: o.DefaultDuration, GracePeriod: 0,
 		Submit: max(0, o.Seconds(gj.created)), Seed: h.Sum64()}
-	gj.group = make([]int, len(gj.members))
+	gj.members = core
+	gj.group = make([]int, len(core))
+	gj.gates = nil
 	var invalid error
 	for gi, t := range types {
 		grp := cluster.ReplicaGroup{Name: t}
-		for k, p := range gj.members {
+		for k, p := range core {
 			if replicaType(p) != t {
 				continue
 			}
@@ -263,28 +287,76 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 			}
 		}
 	}
+	return invalid
+}
+
+// buildGang makes the gang's jobs and states and charges its pods to
+// their nodes. It returns the gang's state when it is pending, and the
+// queue items of its unbound members when the gang runs (a fill gang, or
+// one plain-pod job per member).
+func (v *View) buildGang(gj *gangJob, now time.Time, o Options) (*cluster.JobState, []qItem) {
+	slices.SortFunc(gj.pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	if len(gj.pods) == 0 {
+		return nil, nil
+	}
+	gj.created = gj.pods[0].CreationTimestamp.Time
+	for _, p := range gj.pods {
+		if p.CreationTimestamp.Time.Before(gj.created) {
+			gj.created = p.CreationTimestamp.Time
+		}
+	}
+	minMember := 0
+	gj.rejected = gj.podRejected
+	if pg := gj.pg; pg != nil {
+		gj.created = pg.CreationTimestamp.Time
+		minMember = int(pg.Spec.MinMember)
+		gj.rejected = pg.Annotations[AnnotationRejected] != ""
+		if s := pg.Annotations[AnnotationRequeuedAt]; s != "" {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				gj.requeued = &t
+			}
+		}
+	}
+	id := GangJobID(gj.ns, gj.name)
+	// Members: pods not terminating, bound (or assigned by drover, the
+	// binding not yet done) or not.
+	var terminating, members, bound, unbound []*corev1.Pod
+	for _, p := range ranked(gj.pods) {
+		switch {
+		case p.DeletionTimestamp != nil:
+			terminating = append(terminating, p)
+			continue
+		case podNode(p) != "":
+			bound = append(bound, p)
+		default:
+			unbound = append(unbound, p)
+		}
+		members = append(members, p)
+	}
 
 	// Terminating members hold their nodes until they are gone: the gang
 	// is Suspending (preempted) while any do, whatever was recreated.
-	var graceEnds float64
-	for _, p := range terminating {
-		if ni, ok := v.nodeIdx[podNode(p)]; ok {
-			v.charge(ni, p, true)
-			st.Placement = append(st.Placement, cluster.Assignment{Group: 0, Node: ni})
-		}
-		if d := p.DeletionTimestamp.Time; !now.After(d.Add(o.StuckAfter)) {
-			graceEnds = max(graceEnds, o.Seconds(d))
-		}
-	}
 	if len(terminating) > 0 {
-		for _, p := range gj.members {
+		_ = v.gangState(gj, members, id, o)
+		st := gj.st
+		var graceEnds float64
+		for _, p := range terminating {
+			if ni, ok := v.nodeIdx[podNode(p)]; ok {
+				v.charge(ni, p, true)
+				st.Placement = append(st.Placement, cluster.Assignment{Group: 0, Node: ni})
+			}
+			if d := p.DeletionTimestamp.Time; !now.After(d.Add(o.StuckAfter)) {
+				graceEnds = max(graceEnds, o.Seconds(d))
+			}
+		}
+		for _, p := range members {
 			if ni, ok := v.nodeIdx[podNode(p)]; ok {
 				v.charge(ni, p, false)
 			}
 		}
-		if len(st.Placement) == 0 || len(j.Groups) == 0 {
+		if len(st.Placement) == 0 || len(st.Job.Groups) == 0 {
 			gj.waiting = "waiting for the preempted pods to terminate"
-			return nil
+			return nil, nil
 		}
 		st.Phase = cluster.Suspending
 		st.GraceEnds = graceEnds
@@ -292,20 +364,61 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 		// keep it in the state for policies that wait for it.
 		v.Snap.Running = append(v.Snap.Running, st)
 		v.linkGang(st)
-		return nil
+		return nil, nil
 	}
-	if invalid != nil {
-		gj.waiting = "invalid pod spec: " + invalid.Error()
-		return nil
+	if gj.pg == nil && gj.labelled {
+		// Coscheduling's Permit refuses a pod whose PodGroup it cannot
+		// get (PodGroupNotFound): such pods are never a gang of 0.
+		gj.members = members
+		for _, p := range bound {
+			if ni, ok := v.nodeIdx[podNode(p)]; ok {
+				v.charge(ni, p, false)
+			}
+		}
+		gj.waiting = fmt.Sprintf("%s: PodGroup %s/%s is not visible (not created yet, or its CRD is not installed); the pods wait until it exists",
+			ReasonPodGroupNotFound, gj.ns, gj.name)
+		return nil, nil
 	}
-	// Bound (or assigned by drover, binding not yet done) members run.
-	placed := 0
-	for k, p := range gj.members {
+	if len(bound) > 0 {
+		return nil, v.runningGang(gj, bound, unbound, minMember, o)
+	}
+	if gj.rejected {
+		gj.members = members
+		return nil, nil
+	}
+	if len(members) < minMember {
+		gj.members = members
+		gj.waiting = fmt.Sprintf("waiting for the gang's pods: %d of minMember %d exist", len(members), minMember)
+		return nil, nil
+	}
+	core := members
+	if minMember > 0 && minMember < len(members) {
+		// Coscheduling binds at least minMember, then each further pod
+		// as it fits: the first minMember are the gang, the rest queue
+		// one by one once it is bound.
+		core = members[:minMember]
+	}
+	if err := v.gangState(gj, core, id, o); err != nil {
+		gj.waiting = "invalid pod spec: " + err.Error()
+		return nil, nil
+	}
+	return gj.st, nil
+}
+
+// runningGang makes the running job of a gang's bound members, charged to
+// their nodes, and the queue items of its unbound members: one plain-pod
+// job each when the bound members reach minMember less one (Permit lets
+// each through alone), else a fill gang of the members still needed.
+func (v *View) runningGang(gj *gangJob, bound, unbound []*corev1.Pod, minMember int, o Options) []qItem {
+	id := GangJobID(gj.ns, gj.name)
+	invalid := v.gangState(gj, bound, id, o)
+	_ = invalid // bound pods run whatever their spec says
+	st := gj.st
+	for k, p := range bound {
 		ni, ok := v.nodeIdx[podNode(p)]
 		if !ok {
 			continue
 		}
-		placed++
 		st.Placement = append(st.Placement, cluster.Assignment{Group: gj.group[k], Node: ni})
 		v.chargeExtra(ni, p, false)
 		if p.Status.StartTime != nil && (st.FirstStart < 0 || o.Seconds(p.Status.StartTime.Time) < st.FirstStart) {
@@ -313,37 +426,107 @@ func (v *View) buildGang(gj *gangJob, now time.Time, o Options) *cluster.JobStat
 			st.LastStart = st.FirstStart
 		}
 	}
-	if placed > 0 {
-		st.Phase = cluster.Running
-		st.Rate = 1
-		for _, a := range st.Placement {
-			n := v.Snap.Nodes[a.Node]
-			g := &j.Groups[a.Group]
-			n.Allocated = n.Allocated.Add(g.Demand)
-			n.Usage = n.Usage.Add(g.Demand)
+	if len(st.Placement) == 0 {
+		// Bound to nodes that are gone: nothing to run or charge, and a
+		// bound pod cannot be bound again; they go with their nodes.
+		gj.waiting = "waiting for the pods bound to departed nodes to be deleted"
+		return nil
+	}
+	st.Phase = cluster.Running
+	st.Rate = 1
+	for _, a := range st.Placement {
+		n := v.Snap.Nodes[a.Node]
+		g := &st.Job.Groups[a.Group]
+		n.Allocated = n.Allocated.Add(g.Demand)
+		n.Usage = n.Usage.Add(g.Demand)
+	}
+	v.Snap.Running = append(v.Snap.Running, st)
+	v.linkGang(st)
+	var rest []*corev1.Pod
+	for _, p := range unbound {
+		if p.Annotations[AnnotationRejected] == "" {
+			rest = append(rest, p)
 		}
-		v.Snap.Running = append(v.Snap.Running, st)
-		v.linkGang(st)
+	}
+	if len(rest) == 0 || gj.rejected {
 		return nil
 	}
-	if have := len(gj.members); have < minMember {
-		gj.waiting = fmt.Sprintf("waiting for the gang's pods: %d of minMember %d exist", have, minMember)
-		return nil
-	}
-	if pg := gj.pg; pg != nil && len(pg.Spec.MinResources) > 0 {
-		need := Vector(pg.Spec.MinResources)
-		var capSum dres.Vector
-		for _, n := range v.Snap.Nodes {
-			if !n.Gone {
-				capSum = capSum.Add(n.Capacity)
+	need := minMember - len(bound)
+	if need <= 1 {
+		var out []qItem
+		for _, p := range rest {
+			if pst := v.addPodJob(p, o); pst != nil {
+				out = append(out, qItem{p.CreationTimestamp.Time, pst.Job.ID, pst})
 			}
 		}
-		if !need.Fits(capSum) {
-			gj.waiting = fmt.Sprintf("%s: minResources %v exceed the cluster's capacity %v", ReasonUnschedulable, need, capSum)
-			return nil
+		return out
+	}
+	fill := &gangJob{ns: gj.ns, name: gj.name, pg: gj.pg, labelled: gj.labelled, pods: rest, created: gj.created, fillOf: gj}
+	if len(rest) < need {
+		gj.waiting = fmt.Sprintf("waiting for the gang's pods: %d bound and %d unbound of minMember %d exist", len(bound), len(rest), minMember)
+		fill.members = rest
+		gj.fill = fill
+		return nil
+	}
+	fid := FillJobID(gj.ns, gj.name)
+	if err := v.gangState(fill, rest[:need], fid, o); err != nil {
+		gj.waiting = "invalid pod spec: " + err.Error()
+		return nil
+	}
+	// The fill keeps the gang's place in the queue (its PodGroup's age).
+	fill.st.Job.Submit = gj.st.Job.Submit
+	fill.st.Enqueued = gj.st.Enqueued
+	v.gangs[fid] = fill
+	gj.fill = fill
+	return []qItem{{gj.created, fid, fill.st}}
+}
+
+// minResourcesShort returns why a pending gang's PodGroup minResources do
+// not fit in the cluster's free room, as coscheduling's PreFilter checks
+// them: the nodes' free capacity (placeholders' counted as free), plus
+// what the gang's own bound pods hold, plus, for a TE gang, what running
+// BE jobs hold. "" when they fit or are unset.
+func (v *View) minResourcesShort(gj *gangJob) string {
+	pg := gj.pg
+	if pg == nil || len(pg.Spec.MinResources) == 0 {
+		return ""
+	}
+	need := Vector(pg.Spec.MinResources)
+	var free dres.Vector
+	for _, n := range v.Snap.Nodes {
+		if n.Gone {
+			continue
+		}
+		f := n.Free().Add(n.Placeholder)
+		for i := range f {
+			f[i] = max(f[i], 0)
+		}
+		free = free.Add(f)
+	}
+	if run := gj.fillOf; run != nil {
+		for _, p := range run.members {
+			free = free.Add(PodDemand(&p.Spec))
 		}
 	}
-	return st
+	if gj.st != nil && gj.st.Job.Class == cluster.ClassTE {
+		// A TE gang may have BE jobs preempted for it (fitgpp): what
+		// they hold is room for it. (Coscheduling never preempts for a
+		// PodGroup short of minResources; the operators fill
+		// minResources in by default, so counting only free room would
+		// take preemption away from every operator gang.)
+		for _, st := range v.Snap.Running {
+			if st.Job.Class != cluster.ClassBE || st.Phase != cluster.Running {
+				continue
+			}
+			for _, a := range st.Placement {
+				free = free.Add(st.Job.Groups[a.Group].Demand)
+			}
+		}
+	}
+	if need.Fits(free) {
+		return ""
+	}
+	return fmt.Sprintf("%s: PodGroup %s/%s minResources %v exceed the cluster's free room %v", ReasonUnschedulable, gj.ns, gj.name, need, free)
 }
 
 func (v *View) linkGang(st *cluster.JobState) {
@@ -436,9 +619,17 @@ func (a *applier) applyGang(ctx context.Context, gj *gangJob, act policy.Action)
 				return err
 			}
 		}
-		e.gangEvent(gj, false, "Preempted", "%s; deleting its %d pods", preemptReason(act), len(gj.members))
+		// Every pod of the gang goes, its unbound members too: the gang
+		// queues again whole.
+		var victims []*corev1.Pod
+		for _, p := range gj.pods {
+			if p.DeletionTimestamp == nil {
+				victims = append(victims, p)
+			}
+		}
+		e.gangEvent(gj, false, "Preempted", "%s; deleting its %d pods", preemptReason(act), len(victims))
 		grace := int64(math.Ceil(act.Grace))
-		for _, p := range gj.members {
+		for _, p := range victims {
 			if err := e.fault("delete pod " + p.Name); err != nil {
 				return err
 			}
@@ -483,7 +674,8 @@ func (a *applier) applyGang(ctx context.Context, gj *gangJob, act policy.Action)
 
 // gangWaiting records why a gang waits: drover.dev/reason on its
 // PodGroup and PodScheduled=False (reason Unschedulable, or
-// SchedulingGated) on its unbound pods, each only when it changed.
+// SchedulingGated) on its unbound pods, each only when it changed; with
+// no PodGroup, an Event on each pod whose reason changed.
 func (e *Executor) gangWaiting(ctx context.Context, gj *gangJob, reason string) error {
 	if gj.pg != nil && gj.pg.Annotations[AnnotationReason] != reason {
 		if err := e.annotatePodGroup(ctx, gj.pg, map[string]string{AnnotationReason: reason}); err != nil {
@@ -491,14 +683,35 @@ func (e *Executor) gangWaiting(ctx context.Context, gj *gangJob, reason string) 
 		}
 		e.gangEvent(gj, false, "Waiting", "%s", reason)
 	}
-	for _, p := range gj.members {
-		if podNode(p) == "" {
-			if err := e.setPodScheduled(ctx, p, reason); err != nil {
-				return err
+	for _, p := range gj.pods {
+		if podNode(p) != "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		if gj.pg == nil && !podScheduledSays(p, reason) {
+			// No PodGroup to carry the Event: each pod gets one when its
+			// reason changes (PodGroupNotFound, a Warning).
+			kind := "Waiting"
+			if code, _, _ := strings.Cut(reason, ":"); code == ReasonPodGroupNotFound {
+				kind = code
 			}
+			e.event(p, kind != "Waiting", kind, "%s", reason)
+		}
+		if err := e.setPodScheduled(ctx, p, reason); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// podScheduledSays reports whether the pod's PodScheduled condition is
+// False with message msg.
+func podScheduledSays(p *corev1.Pod, msg string) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message == msg {
+			return true
+		}
+	}
+	return false
 }
 
 // annotatePodGroup merges annotations into a PodGroup.
@@ -531,9 +744,9 @@ func (e *Executor) gangEvent(gj *gangJob, warning bool, reason, format string, a
 
 // reconcileGang binds members drover assigned but did not bind (a crash
 // between the two), reports why an incomplete gang waits, and writes the
-// PodGroup's status: phase (Pending until minMember pods exist and while
-// unbound, Running once bound, Finished or Failed when its pods are),
-// running, succeeded and failed counts, and the time scheduling started.
+// PodGroup's status as scheduler-plugins' PodGroup controller does
+// (podGroupPhase): phase, running, succeeded and failed counts, occupiedBy,
+// and the time scheduling started.
 func (e *Executor) reconcileGang(ctx context.Context, v *View, gj *gangJob) error {
 	var errs []error
 	if gj.st != nil && gj.st.Phase == cluster.Running {
@@ -552,24 +765,16 @@ func (e *Executor) reconcileGang(ctx context.Context, v *View, gj *gangJob) erro
 	}
 	if pg := gj.pg; pg != nil {
 		want := pg.Status
-		switch {
-		case len(gj.pods) == 0 && gj.failed > 0:
-			want.Phase = schedv1alpha1.PodGroupFailed
-		case len(gj.pods) == 0 && gj.succeeded > 0:
-			want.Phase = schedv1alpha1.PodGroupFinished
-		case gj.st != nil && gj.st.Phase == cluster.Running && len(gj.st.Placement) >= int(pg.Spec.MinMember):
-			want.Phase = schedv1alpha1.PodGroupRunning
-		case gj.st != nil && gj.st.Phase == cluster.Running:
-			want.Phase = schedv1alpha1.PodGroupScheduling
-		default:
-			want.Phase = schedv1alpha1.PodGroupPending
-		}
+		want.Phase = podGroupPhase(pg, len(gj.pods)+gj.succeeded+gj.failed, int32(gj.running), int32(gj.succeeded), int32(gj.failed))
 		want.Running, want.Succeeded, want.Failed = int32(gj.running), int32(gj.succeeded), int32(gj.failed)
+		if want.OccupiedBy == "" && want.Phase != schedv1alpha1.PodGroupPending && len(gj.pods) > 0 {
+			want.OccupiedBy = occupiedBy(gj.pods[0])
+		}
 		if want.ScheduleStartTime.IsZero() {
 			want.ScheduleStartTime = metav1.Time{Time: e.Now()}
 		}
 		if want.Phase != pg.Status.Phase || want.Running != pg.Status.Running || want.Succeeded != pg.Status.Succeeded ||
-			want.Failed != pg.Status.Failed || pg.Status.ScheduleStartTime.IsZero() {
+			want.Failed != pg.Status.Failed || want.OccupiedBy != pg.Status.OccupiedBy || pg.Status.ScheduleStartTime.IsZero() {
 			obj := pg.DeepCopy()
 			obj.Status = want
 			if err := e.c.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -580,6 +785,63 @@ func (e *Executor) reconcileGang(ctx context.Context, v *View, gj *gangJob) erro
 		}
 	}
 	return joinErrs(errs)
+}
+
+// podGroupPhase is the phase scheduler-plugins v0.33.5's PodGroup
+// controller (pkg/controllers/podgroup_controller.go) settles on for a
+// PodGroup with pods pods in all (finished ones included), of which
+// running run, succeeded ok and failed bad: it reconciles again after each
+// status write, so its steps are taken here until the phase stays. Finished
+// and Failed are final.
+func podGroupPhase(pg *schedv1alpha1.PodGroup, pods int, run, ok, bad int32) schedv1alpha1.PodGroupPhase {
+	phase := pg.Status.Phase
+	for range 3 {
+		next := phase
+		switch phase {
+		case schedv1alpha1.PodGroupFinished, schedv1alpha1.PodGroupFailed:
+			return phase
+		case "":
+			next = schedv1alpha1.PodGroupPending
+		case schedv1alpha1.PodGroupPending:
+			if pods >= int(pg.Spec.MinMember) {
+				next = schedv1alpha1.PodGroupScheduling
+			}
+		default:
+			mm := pg.Spec.MinMember
+			switch {
+			case pods < int(mm):
+				next = schedv1alpha1.PodGroupPending
+			case ok+run < mm:
+				next = schedv1alpha1.PodGroupScheduling
+			default:
+				next = schedv1alpha1.PodGroupRunning
+			}
+			if pods >= int(mm) {
+				if bad != 0 && bad+run+ok >= mm {
+					next = schedv1alpha1.PodGroupFailed
+				}
+				if ok >= mm {
+					next = schedv1alpha1.PodGroupFinished
+				}
+			}
+		}
+		if next == phase {
+			break
+		}
+		phase = next
+	}
+	return phase
+}
+
+// occupiedBy is the PodGroup controller's status.occupiedBy: the pod's
+// owners as namespace/name, sorted and comma-separated.
+func occupiedBy(p *corev1.Pod) string {
+	var refs []string
+	for _, r := range p.OwnerReferences {
+		refs = append(refs, p.Namespace+"/"+r.Name)
+	}
+	slices.Sort(refs)
+	return strings.Join(refs, ",")
 }
 
 // setPodScheduled sets the pod's PodScheduled condition to False with

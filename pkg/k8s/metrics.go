@@ -94,6 +94,7 @@ func newMetrics(r prometheus.Registerer) *Metrics {
 		}),
 	}
 	m.addJobMetrics()
+	m.initLabels()
 	for _, c := range []prometheus.Collector{m.CycleSeconds, m.QueueLength, m.Running, m.Actions, m.Refused, m.Bindings, m.Conflicts, m.StuckPods, m.PolicyPanics, m.FencedWrites, m.LeaseLosses,
 		m.Jobs, m.Completions, m.Failures, m.Preemptions, m.Migrations, m.Resizes, m.WaitSeconds, m.Placeholders} {
 		if err := r.Register(c); err != nil {
@@ -104,4 +105,43 @@ func newMetrics(r prometheus.Registerer) *Metrics {
 		}
 	}
 	return m
+}
+
+// Known label values of the labelled counters and histograms. Each series
+// is created at zero when the metrics are, so that a dashboard panel or a
+// rate() over it shows 0 rather than "No data" until the first event.
+var (
+	actionKinds    = []string{"start", "preempt", "migrate", "resize", "reject", "placeholders"}
+	refusedKinds   = []string{"start", "preempt", "migrate", "resize", "reject", "wait", "label", "provision", "release", "placeholders"}
+	panicStages    = []string{"job", "rebalance", "provision", "cycle"}
+	jobClasses     = []string{"TE", "BE"}
+	preemptReasons = []string{PreemptMakeRoom, PreemptPolicy, PreemptNodeLost, PreemptInvalidStatus}
+	resizeDirs     = []string{"up", "down", "same"}
+)
+
+// initLabels creates every labelled series of a known label value at
+// zero.
+func (m *Metrics) initLabels() {
+	for _, k := range actionKinds {
+		m.Actions.WithLabelValues(k)
+	}
+	for _, k := range refusedKinds {
+		m.Refused.WithLabelValues(k)
+	}
+	for _, s := range panicStages {
+		m.PolicyPanics.WithLabelValues(s)
+	}
+	for _, c := range jobClasses {
+		m.QueueLength.WithLabelValues(c)
+		m.Completions.WithLabelValues(c)
+		m.Failures.WithLabelValues(c)
+		m.Migrations.WithLabelValues(c)
+		m.WaitSeconds.WithLabelValues(c)
+		for _, r := range preemptReasons {
+			m.Preemptions.WithLabelValues(c, r)
+		}
+		for _, d := range resizeDirs {
+			m.Resizes.WithLabelValues(c, d)
+		}
+	}
 }

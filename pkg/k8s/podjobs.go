@@ -19,8 +19,9 @@ import (
 	dres "github.com/drover-sched/drover/pkg/resource"
 )
 
-// Plain pods opt in to drover with the drover.dev/schedule label (value
-// TE or BE; anything else means BE) and schedulerName set to drover's. That
+// Plain pods opt in to drover with schedulerName set to drover's, and the
+// drover.dev/schedule label gives their class (value TE or BE; anything
+// else, or no label, means BE). That
 // covers the pods of Kubernetes Jobs and of Kubeflow PyTorchJob/TFJob,
 // whose templates can carry both: each pod becomes a one-replica job that
 // the policy places (a Binding), may preempt (a deletion with the pod's
@@ -41,8 +42,15 @@ type podJob struct {
 // PodJobID is the snapshot job ID of an opted-in pod.
 func PodJobID(p *corev1.Pod) string { return "pod:" + p.Namespace + "/" + p.Name }
 
+// optedIn reports whether p is a plain pod drover schedules: one that
+// names drover as its scheduler and is neither a TrainingJob's replica
+// pod nor a placeholder. The drover.dev/schedule label only chooses its
+// class; a pod without it is scheduled as BE rather than left unbound
+// with no word (kube-scheduler leaves a pod of another scheduler's name
+// alone, so drover is the only one that would ever bind it).
 func optedIn(p *corev1.Pod, schedulerName string) bool {
-	return schedulerName != "" && p.Labels[v1alpha1.OptInLabel] != "" && p.Spec.SchedulerName == schedulerName &&
+	return schedulerName != "" && p.Spec.SchedulerName == schedulerName &&
+		p.Labels[v1alpha1.LabelJob] == "" && p.Labels[v1alpha1.LabelPlaceholder] == "" &&
 		p.DeletionTimestamp == nil && p.Annotations[AnnotationRejected] == ""
 }
 

@@ -920,7 +920,9 @@ const (
 //     RefusalBackoff ago (backingOff);
 //   - QuotaExceeded: a TrainingJob whose minimum replicas exceed a
 //     ResourceQuota of its namespace, hard minus used (as Kueue admits
-//     against quota before placing).
+//     against quota before placing);
+//   - Unschedulable: a PodGroup gang whose minResources exceed the
+//     cluster's free room (coscheduling's PreFilter).
 //
 // All are judged against the cluster as it is now and re-examined every
 // cycle: a node that joins (or an autoscaler adds) or changes its labels,
@@ -940,6 +942,12 @@ func (v *View) hold(st *cluster.JobState, now time.Time, o Options) bool {
 	if why := v.tooFew(j, o); why != "" {
 		v.setHeld(st.Job.ID, why)
 		return true
+	}
+	if gj := v.gangs[st.Job.ID]; gj != nil {
+		if why := v.minResourcesShort(gj); why != "" {
+			v.setHeld(st.Job.ID, why)
+			return true
+		}
 	}
 	if jv := v.jobs[st.Job.ID]; jv != nil {
 		if why := backingOff(jv.tj, now); why != "" {

@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
@@ -48,15 +50,20 @@ func operatorDir() string {
 const operatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // startOperator runs the real training-operator against the test API
-// server with --gang-scheduler-name=drover, after creating what it needs
+// server with --gang-scheduler-name=drover and the PyTorchJob, TFJob and
+// MPIJob (kubeflow.org/v1) controllers, after creating what it needs
 // on a bare API server: its namespace (MY_POD_NAMESPACE), an empty
 // webhook Secret, a ValidatingWebhookConfiguration without webhooks, and
 // the certificate files its rotator waits for.
 func startOperator(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "crds", "kubeflow.org_pytorchjobs.yaml")}, MaxTime: 2 * time.Minute}); err != nil {
-		t.Fatalf("installing the PyTorchJob CRD: %v", err)
+	var crds []string
+	for _, kind := range []string{"pytorchjobs", "tfjobs", "mpijobs"} {
+		crds = append(crds, filepath.Join(dir, "crds", "kubeflow.org_"+kind+".yaml"))
+	}
+	if _, err := envtest.InstallCRDs(restCfg, envtest.CRDInstallOptions{Paths: crds, MaxTime: 2 * time.Minute}); err != nil {
+		t.Fatalf("installing the PyTorchJob, TFJob and MPIJob CRDs: %v", err)
 	}
 	lock, err := os.OpenFile("/tmp/drover-e2e-training-operator.lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -98,7 +105,7 @@ func startOperator(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(dir, "training-operator"), "--kubeconfig", kubeconfig,
-		"--gang-scheduler-name=drover", "--enable-scheme=pytorchjob",
+		"--gang-scheduler-name=drover", "--enable-scheme=pytorchjob", "--enable-scheme=tfjob", "--enable-scheme=mpijob",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-server-port="+strconv.Itoa(port),
 		"--zap-log-level=info")
 	cmd.Env = append(os.Environ(), "MY_POD_NAMESPACE="+ns, "TMPDIR=/tmp")
@@ -282,5 +289,144 @@ func TestKubeflowPyTorchJobGang(t *testing.T) {
 	t.Logf("gang bound again: %v; pods %v; PodGroup status %+v annotations %v", again, uids, pg.Status, pg.Annotations)
 	if ok, msg := tc.waitEvent("pt", "Preempted"); !ok {
 		t.Errorf("no Preempted event on the PodGroup: %s", msg)
+	}
+}
+
+// TestKubeflowGangContract is TestGangContract's rows that need the real
+// training-operator v1.9.2 (--gang-scheduler-name=drover, which fills the
+// PodGroup's minMember and minResources itself). Skipped when `make
+// testbin-operator` has not cached the operator.
+func TestKubeflowGangContract(t *testing.T) {
+	dir := operatorDir()
+	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
+		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+	}
+	startOperator(t, dir)
+	ctx := context.Background()
+
+	// A running PyTorchJob (1 master + 3 workers, minMember 4 and
+	// minResources 4 GPUs from the operator) loses a worker; the operator
+	// recreates it and the new pod is bound next to the three running
+	// ones, the PodGroup Running again. Source: coscheduling core.go
+	// Permit (bound pods count towards minMember); issue 29's report.
+	t.Run("lost worker recreated by the operator", func(t *testing.T) {
+		tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10})
+		tc.startScheduler("k8s-default", nil)
+		if err := cl.Create(ctx, pytorchJob(tc.ns, "pt", 3)); err != nil {
+			t.Fatalf("creating the PyTorchJob: %v", err)
+		}
+		tc.waitBound("pt", 4, 60*time.Second)
+		tc.eventually("PodGroup Running 4", 30*time.Second, func() (bool, string) {
+			pg, s := tc.pgStatus("pt")
+			return pg.Status.Phase == schedv1alpha1.PodGroupRunning && pg.Status.Running == 4, s
+		})
+		lost := tc.pod("pt-worker-1")
+		deletePod(t, lost)
+		tc.eventually("the operator's new pt-worker-1 bound", 60*time.Second, func() (bool, string) {
+			p := &corev1.Pod{}
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(lost), p); err != nil {
+				return false, err.Error()
+			}
+			return p.UID != lost.UID && p.Spec.NodeName != "", fmt.Sprintf("uid %s node %q", p.UID, p.Spec.NodeName)
+		})
+		tc.waitBound("pt", 4, 10*time.Second)
+		tc.eventually("PodGroup Running 4 again", 30*time.Second, func() (bool, string) {
+			pg, s := tc.pgStatus("pt")
+			return pg.Status.Phase == schedv1alpha1.PodGroupRunning && pg.Status.Running == 4, s
+		})
+	})
+
+	// An elastic PyTorchJob: 1 master + 3 workers with
+	// runPolicy.schedulingPolicy.minAvailable 2 (the PodGroup's
+	// minMember), room for 3: 3 are bound, the fourth once room frees.
+	// Source: Volcano job_scheduling.go "Schedule Multiple Jobs" (Min 2 of
+	// Rep); coscheduling core.go Permit.
+	t.Run("minAvailable 2 of 4", func(t *testing.T) {
+		tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10})
+		tc.startScheduler("k8s-default", nil)
+		tc.blocker("1")
+		job := pytorchJob(tc.ns, "el", 3)
+		if err := unstructured.SetNestedField(job.Object, int64(2), "spec", "runPolicy", "schedulingPolicy", "minAvailable"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Create(ctx, job); err != nil {
+			t.Fatalf("creating the PyTorchJob: %v", err)
+		}
+		tc.eventually("the operator's PodGroup of minMember 2", 60*time.Second, func() (bool, string) {
+			pg, s := tc.pgStatus("el")
+			return pg.Spec.MinMember == 2, fmt.Sprintf("minMember %d; %s", pg.Spec.MinMember, s)
+		})
+		tc.waitBound("el", 3, 60*time.Second)
+		tc.stayBound("el", 3, 2*time.Second)
+		tc.deleteJob("blocker")
+		tc.waitBound("el", 4, 30*time.Second)
+	})
+}
+
+// kubeflowJob is an unmodified kubeflow.org/v1 job of kind with the given
+// replica spec field and replicas per type, each replica requesting one
+// CPU and gpu GPUs.
+func kubeflowJob(ns, name, kind, specField string, replicas map[string]int, gpu map[string]string) *unstructured.Unstructured {
+	specs := map[string]any{}
+	for rtype, n := range replicas {
+		req := map[string]any{"cpu": "1"}
+		lim := map[string]any{}
+		if g := gpu[rtype]; g != "" && g != "0" {
+			req["nvidia.com/gpu"], lim["nvidia.com/gpu"] = g, g
+		}
+		container := strings.ToLower(kind)
+		if kind == "TFJob" {
+			container = "tensorflow"
+		}
+		specs[rtype] = map[string]any{"replicas": int64(n), "restartPolicy": "OnFailure", "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": container, "image": "trainer:latest", "resources": map[string]any{"requests": req, "limits": lim}}}}}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1", "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{specField: specs},
+	}}
+}
+
+// TestKubeflowTFJobAndMPIJobGangs: the same operator's TFJob (chief, ps,
+// workers) and MPIJob v1 (launcher and workers; the launcher's
+// kubectl-delivery init container asks for ephemeral storage) become
+// PodGroup gangs: while the whole gang does not fit none of its pods is
+// bound, then all are, together. Skipped when the operator is not cached.
+func TestKubeflowTFJobAndMPIJobGangs(t *testing.T) {
+	dir := operatorDir()
+	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
+		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+	}
+	startOperator(t, dir)
+	ctx := context.Background()
+	for _, row := range []struct {
+		kind, field string
+		replicas    map[string]int
+		gpu         map[string]string
+		pods        int
+	}{
+		{"TFJob", "tfReplicaSpecs", map[string]int{"Chief": 1, "PS": 1, "Worker": 2}, map[string]string{"Chief": "1", "Worker": "1"}, 4},
+		{"MPIJob", "mpiReplicaSpecs", map[string]int{"Launcher": 1, "Worker": 3}, map[string]string{"Worker": "1"}, 4},
+	} {
+		t.Run(row.kind, func(t *testing.T) {
+			tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10,
+				Capacity: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}})
+			tc.startScheduler("k8s-default", nil)
+			tc.blocker("2") // 2 GPUs of 4 left: the gang needs 3
+			name := strings.ToLower(row.kind)
+			if err := cl.Create(ctx, kubeflowJob(tc.ns, name, row.kind, row.field, row.replicas, row.gpu)); err != nil {
+				t.Fatalf("creating the %s: %v", row.kind, err)
+			}
+			tc.eventually("the operator's PodGroup and pods", 60*time.Second, func() (bool, string) {
+				pg, s := tc.pgStatus(name)
+				return pg.Spec.MinMember == int32(row.pods) && len(tc.gangNodes(name)) == row.pods,
+					fmt.Sprintf("minMember %d pods %v; %s", pg.Spec.MinMember, tc.gangNodes(name), s)
+			})
+			tc.stayBound(name, 0, 2*time.Second)
+			tc.deleteJob("blocker")
+			tc.waitBound(name, row.pods, 30*time.Second)
+			t.Logf("%s gang bound: %v", row.kind, tc.gangNodes(name))
+		})
 	}
 }

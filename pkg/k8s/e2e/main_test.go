@@ -149,9 +149,13 @@ func newCluster(t testing.TB, n int, cpu, gpu string, sc standin.Config) *testCl
 	}
 	sc.Nodes = n
 	sc.Prefix = tc.ns + "-node"
+	extra := sc.Capacity // more resources a test's nodes have (ephemeral-storage)
 	sc.Capacity = corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Gi"),
 		k8s.GPUResource: resource.MustParse(gpu), corev1.ResourcePods: resource.MustParse("110"),
+	}
+	for name, q := range extra {
+		sc.Capacity[name] = q
 	}
 	if sc.Tick == 0 {
 		sc.Tick = 50 * time.Millisecond
