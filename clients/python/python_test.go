@@ -2,6 +2,7 @@ package python
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -105,4 +106,72 @@ func errText(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+// TestGuideSnippetIsTheExample: every code block that docs/trainer.md
+// marks as taken from examples/pytorch/train.py appears in that file
+// verbatim, and together they stay under 20 lines.
+func TestGuideSnippetIsTheExample(t *testing.T) {
+	const marker = "<!-- from examples/pytorch/train.py -->"
+	doc, err := os.ReadFile("../../docs/trainer.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../examples/pytorch/train.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := markedBlocks(string(doc), marker)
+	if err != nil {
+		t.Fatalf("docs/trainer.md: %v", err)
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("docs/trainer.md has no code block marked %q", marker)
+	}
+	lines := 0
+	for _, b := range blocks {
+		if !strings.Contains(string(src), b.code) {
+			t.Errorf("docs/trainer.md:%d: the block is not in examples/pytorch/train.py verbatim:\n%s", b.line, b.code)
+		}
+		lines += strings.Count(b.code, "\n")
+	}
+	if lines >= 20 {
+		t.Errorf("the guide's snippet is %d lines, want under 20", lines)
+	}
+}
+
+type block struct {
+	line int // of the opening fence, 1-based
+	code string
+}
+
+// markedBlocks returns the fenced code blocks that directly follow a
+// marker line; an unclosed fence or a marker not followed by a fence is an
+// error naming the line.
+func markedBlocks(doc, marker string) ([]block, error) {
+	ls := strings.Split(doc, "\n")
+	var out []block
+	for i := 0; i < len(ls); i++ {
+		if strings.TrimSpace(ls[i]) != marker {
+			continue
+		}
+		if i+1 >= len(ls) || !strings.HasPrefix(ls[i+1], "```") {
+			return nil, fmt.Errorf("line %d: the marker is not followed by a code fence", i+1)
+		}
+		start := i + 1
+		var code strings.Builder
+		closed := false
+		for j := start + 1; j < len(ls); j++ {
+			if strings.HasPrefix(ls[j], "```") {
+				closed, i = true, j
+				break
+			}
+			code.WriteString(ls[j] + "\n")
+		}
+		if !closed {
+			return nil, fmt.Errorf("line %d: the code block is not closed", start+1)
+		}
+		out = append(out, block{line: start + 1, code: code.String()})
+	}
+	return out, nil
 }
