@@ -119,6 +119,13 @@ func (k *procKubelet) run(ctx context.Context) {
 	}
 }
 
+// sigtermAt is when the kubelet sent the process SIGTERM (zero: never).
+func (k *procKubelet) sigtermAt(p *proc) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return p.sigterm
+}
+
 // stop kills every process still running.
 func (k *procKubelet) stop() {
 	k.mu.Lock()
@@ -164,8 +171,13 @@ func (k *procKubelet) step(ctx context.Context) error {
 		switch {
 		case pod.DeletionTimestamp != nil:
 			if pr != nil && !exited {
-				if pr.sigterm.IsZero() {
+				k.mu.Lock()
+				first := pr.sigterm.IsZero()
+				if first {
 					pr.sigterm = time.Now()
+				}
+				k.mu.Unlock()
+				if first {
 					_ = pr.cmd.Process.Signal(syscall.SIGTERM)
 				} else if time.Now().After(pod.DeletionTimestamp.Time) {
 					_ = pr.cmd.Process.Kill()
@@ -436,10 +448,11 @@ func TestPyTorchTrainerPreemptedAndResumed(t *testing.T) {
 	case <-time.After(time.Duration(grace+5) * time.Second):
 		t.Fatalf("the trainer did not exit within its grace period (%d s) after SIGTERM", grace)
 	}
-	if first.sigterm.IsZero() || first.exitCode != 0 {
-		t.Fatalf("first attempt: SIGTERM at %v, exit code %d, want a clean exit after SIGTERM", first.sigterm, first.exitCode)
+	sigterm := kube.sigtermAt(first)
+	if sigterm.IsZero() || first.exitCode != 0 {
+		t.Fatalf("first attempt: SIGTERM at %v, exit code %d, want a clean exit after SIGTERM", sigterm, first.exitCode)
 	}
-	ckptTime := first.exitedAt.Sub(first.sigterm)
+	ckptTime := first.exitedAt.Sub(sigterm)
 	if ckptTime >= time.Duration(grace)*time.Second {
 		t.Errorf("SIGTERM to exit took %v, not inside the %d s grace period", ckptTime, grace)
 	}
@@ -450,7 +463,7 @@ func TestPyTorchTrainerPreemptedAndResumed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no SIGTERM checkpoint after step %d: %v\n%s", lastA, err, textA)
 	}
-	written := fi.ModTime().Sub(first.sigterm)
+	written := fi.ModTime().Sub(sigterm)
 	tc.eventually("the SIGTERM checkpoint in status.progress", 15*time.Second, func() (bool, string) {
 		p := tc.get("pytorch").Status.Progress
 		return p != nil && p.Checkpoint == wantCkpt && math.Abs(p.CheckpointFraction-float64(lastA+1)/steps) < 1e-9, fmt.Sprintf("%+v", p)
@@ -470,6 +483,7 @@ func TestPyTorchTrainerPreemptedAndResumed(t *testing.T) {
 	if second == nil {
 		t.Fatalf("no replica started with DROVER_RESUME_FROM")
 	}
+	<-second.exited // it completed its pod, so it has exited
 	if second.resume != wantCkpt || second.exitCode != 0 {
 		t.Errorf("resumed replica: DROVER_RESUME_FROM %q exit %d, want %q and 0", second.resume, second.exitCode, wantCkpt)
 	}
