@@ -45,6 +45,7 @@ class Loop:
         self.step = 0  # steps done
         self.resumed_from = None
         self.last_checkpoint = None
+        self._saved_progress = None  # progress held by last_checkpoint
         self._last_report = None
         self._saved = []
         self.preemption = drover.on_sigterm(self._checkpoint_now)
@@ -102,8 +103,6 @@ class Loop:
         if not self.last_checkpoint:
             return None
         return self._saved_progress
-
-    _saved_progress = None
 
     def save(self):
         """Writes a checkpoint of the steps done (atomically: a temporary
