@@ -1,7 +1,7 @@
 # drover's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: test unit testbin testbin-operator helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
+.PHONY: test unit testbin testbin-operator python-torch pytorch-figures helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
 
 # The whole test suite: vet, unit and simulator tests, the Kubernetes
 # end-to-end tests against a real kube-apiserver and etcd that
@@ -30,6 +30,21 @@ testbin-operator:
 
 helm:
 	hack/testbin/helm.sh
+
+# Debian's python3-torch (CPU) for the examples/pytorch e2e test
+# (TestPyTorchTrainerPreemptedAndResumed, skipped while no python3 imports
+# torch); CI runs it before `make test`. Idempotent; cold 446 s here. The
+# Python client's own tests (clients/python) need no torch and run in
+# `make test` through go test (TestPythonClient).
+python-torch:
+	hack/python-torch.sh
+
+# The figures of docs/trainer.md (docs/img/pytorch-loss.svg and
+# docs/img/pytorch-times.txt) from one run of the PyTorch e2e test.
+pytorch-figures:
+	@assets=$$(hack/testbin/build.sh | tail -n 1) && helm=$$(hack/testbin/helm.sh | tail -n 1) && \
+		KUBEBUILDER_ASSETS=$$assets DROVER_HELM=$$helm DROVER_PYTORCH_OUT=$(CURDIR)/docs/img \
+		$(GO) test -count=1 -run 'TestPyTorchTrainerPreemptedAndResumed$$' -v ./pkg/k8s/e2e/
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
