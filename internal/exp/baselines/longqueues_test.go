@@ -168,7 +168,7 @@ func longProfiles(tb testing.TB) []longProfile {
 // 8 nodes ("constrained"); longqueues.go states their distributions.
 // Sub-benchmarks are QUEUE/PROFILE. It reports cpu-ns/op (the CPU time of
 // one replay, garbage collection included; see cpuTime), jobs/s, and the
-// tries and idle cycles of the last replay (framework.Runtime's counters).
+// tries of the last replay (framework.Runtime's counters).
 // hack/longqueues.sh runs it and prints each profile's ratio to fifo on the
 // same queue (issue 23, item 5).
 func BenchmarkLongQueues(b *testing.B) {
@@ -187,7 +187,6 @@ func BenchmarkLongQueues(b *testing.B) {
 				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 				if rt, ok := last.(*framework.Runtime); ok {
 					b.ReportMetric(float64(rt.Tries()), "tries/op")
-					b.ReportMetric(float64(rt.IdleCycles()), "idle-cycles/op")
 				}
 			})
 		}
