@@ -361,7 +361,6 @@ type Converged struct {
 
 var (
 	_ framework.Preempt           = (*Converged)(nil)
-	_ framework.SoonUser          = (*Converged)(nil)
 	_ framework.EnqueueExtensions = (*Converged)(nil)
 )
 
@@ -381,7 +380,8 @@ func (*Converged) Events(_ *framework.Cycle, js *cluster.JobState) framework.Eve
 // Requeue implements framework.EnqueueExtensions.
 func (*Converged) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
-// UsesSoon implements framework.SoonUser.
+// UsesSoon says the plugin plans on the Soon ledger (a profile built
+// from a spec then keeps it).
 func (*Converged) UsesSoon() bool { return true }
 
 // Preempt implements framework.Preempt.

@@ -246,7 +246,6 @@ type Preemptor struct {
 
 var (
 	_ framework.Preempt           = (*Preemptor)(nil)
-	_ framework.SoonUser          = (*Preemptor)(nil)
 	_ framework.EnqueueExtensions = (*Preemptor)(nil)
 )
 
@@ -306,7 +305,8 @@ func (p *Preemptor) Requeue(c *framework.Cycle, js *cluster.JobState, _ framewor
 	return true
 }
 
-// UsesSoon implements framework.SoonUser.
+// UsesSoon says the plugin plans on the Soon ledger (a profile built
+// from a spec then keeps it).
 func (p *Preemptor) UsesSoon() bool { return true }
 
 // Preempt implements framework.Preempt.

@@ -131,9 +131,11 @@ func Points(p Plugin) []string {
 	return out
 }
 
-// SoonUser is implemented by plugins that plan on the Soon ledger; a
-// profile built from a spec keeps Soon when any of its plugins is one.
-type SoonUser interface{ UsesSoon() bool }
+// soonUser is implemented by plugins that plan on the Soon ledger (a
+// method UsesSoon() bool returning true); a profile built from a spec
+// keeps Soon when any of its plugins is one. It is a convention, not an
+// extension point, so it is not exported.
+type soonUser interface{ UsesSoon() bool }
 
 // ParseProfile reads a ProfileSpec from YAML or JSON. Unknown fields are
 // errors that name the field; source names the file in errors.
@@ -341,7 +343,7 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		}
 	}
 	for _, p := range inst {
-		if su, ok := p.(SoonUser); ok && su.UsesSoon() {
+		if su, ok := p.(soonUser); ok && su.UsesSoon() {
 			prof.Future = true
 		}
 	}

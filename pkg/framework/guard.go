@@ -70,7 +70,6 @@ func (r *Runtime) guarded(c *Cycle, stage policy.Stage, plugin string, f func(),
 	if st.hasSoon {
 		soonD = st.soon.Depth()
 	}
-	labeled := len(st.labeled)
 	started, failed := len(c.started), len(c.failed)
 	st.Fork()
 	defer func() {
@@ -84,7 +83,6 @@ func (r *Runtime) guarded(c *Cycle, stage policy.Stage, plugin string, f func(),
 			id = job[0].Job.ID
 		}
 		st.unwind(st.marks[depth], depth, nowD, soonD)
-		st.labeled = st.labeled[:labeled]
 		c.started, c.failed = c.started[:started], c.failed[:failed]
 		c.on, c.trying, c.resort, c.committed = nil, nil, false, false
 		r.guard.faults = append(r.guard.faults, fault(stage, id, plugin, v))

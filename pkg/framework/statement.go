@@ -49,18 +49,10 @@ type Statement struct {
 	ops     map[*cluster.JobState]Op
 	undo    []opUndo
 	marks   []stMark
-	// labeled lists the jobs SetLabel was recorded for (the scheduling
-	// queue brings a parked job back when its labels change).
-	labeled []*cluster.JobState
 	// waits holds, for each job a Wait was recorded for in this cycle,
 	// the index in acts of the last one (see wait; an index that a
 	// Discard has cut off, or that now holds another action, is no Wait).
 	waits map[*cluster.JobState]int
-	// waited lists the jobs a Wait was recorded for, in any way; blind:
-	// a Wait or SetLabel was recorded without its job (the scheduling
-	// queue's index cannot tell whose reason or labels changed).
-	waited []*cluster.JobState
-	blind  bool
 }
 
 type opUndo struct {
@@ -80,10 +72,7 @@ func (st *Statement) reset(now, soon *placement.Ledger, hasSoon bool) {
 		st.ops = map[*cluster.JobState]Op{}
 	}
 	st.undo, st.marks = st.undo[:0], st.marks[:0]
-	st.labeled = st.labeled[:0]
 	clear(st.waits)
-	clear(st.waited)
-	st.waited, st.blind = st.waited[:0], false
 }
 
 // wait records that js waits for reason, unless the executor already
@@ -237,7 +226,7 @@ func (st *Statement) mark(js *cluster.JobState, op Op) {
 // Record appends an action without changing the ledgers, marking the job
 // it names (js may be nil for actions on nodes or placeholders).
 func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
-	switch w := a.(type) {
+	switch a.(type) {
 	case policy.Start:
 		st.mark(js, OpStart)
 	case policy.Preempt:
@@ -248,19 +237,6 @@ func (st *Statement) Record(js *cluster.JobState, a policy.Action) {
 		st.mark(js, OpMigrate)
 	case policy.Reject:
 		st.mark(js, OpReject)
-	case policy.SetLabel:
-		if js != nil {
-			st.labeled = append(st.labeled, js)
-		}
-		if js == nil || js.Job.ID != w.Job {
-			st.blind = true
-		}
-	case policy.Wait:
-		if js != nil && js.Job.ID == w.Job {
-			st.waited = append(st.waited, js)
-		} else {
-			st.blind = true
-		}
 	}
 	if st.acts == nil && st.lastActs > 0 {
 		st.acts = make([]policy.Action, 0, st.lastActs)
