@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"maps"
 	"net/http"
 	"os"
@@ -419,9 +420,22 @@ func TestSoak(t *testing.T) {
 	if ended != sc.jobs {
 		t.Errorf("%d status writes recorded a job's end, want one per job (%d)", ended, sc.jobs)
 	}
+	// The API server is shared with other tests: the live pods they left
+	// in other namespaces (another scheduler's, gangs still waiting) take
+	// room, so the scheduler reads them; none of the soak's may be read.
+	var all corev1.PodList
+	if err := cl.List(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	foreign := 0
+	for _, p := range all.Items {
+		if p.Namespace != tc.ns && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			foreign++
+		}
+	}
 	for _, r := range idle {
-		if r.Jobs != 0 || r.Pods != 0 {
-			t.Errorf("an idle cycle with every job finished read %d TrainingJobs and %d pods, want none: finished jobs must cost nothing per cycle", r.Jobs, r.Pods)
+		if r.Jobs != 0 || r.Pods > foreign {
+			t.Errorf("an idle cycle with every job finished read %d TrainingJobs and %d pods, want none but the %d live pods of other tests: finished jobs must cost nothing per cycle", r.Jobs, r.Pods, foreign)
 			break
 		}
 	}
