@@ -514,15 +514,26 @@ func TestKueueInFront(t *testing.T) {
 		return nodes
 	}
 
+	// usageIs waits until the ClusterQueue's status reports the GPU usage
+	// of the flavor (Kueue updates it a moment after admitting).
+	usageIs := func(what, cq, total, borrowed string) {
+		t.Helper()
+		tc.eventually(what+": GPU usage total "+total+" borrowed "+borrowed, 30*time.Second, func() (bool, string) {
+			gotT, gotB := gpuUsage(t, cq, flavor)
+			if gotB == "" {
+				gotB = "0"
+			}
+			return gotT == total && gotB == borrowed, fmt.Sprintf("total %q borrowed %q", gotT, gotB)
+		})
+	}
+
 	// Team A's first job: within quota.
 	if err := cl.Create(ctx, queuedPyTorchJob(nsA, "a1", "team-a", 1)); err != nil {
 		t.Fatalf("creating a1: %v", err)
 	}
 	admittedTo(nsA, "a1", prefix+"team-a")
 	t.Logf("a1 bound: %v", boundWhole(nsA, "a1", 2))
-	if total, borrowed := gpuUsage(t, prefix+"team-a", flavor); total != "2" || (borrowed != "" && borrowed != "0") {
-		t.Errorf("team-a after a1: GPU usage total %q borrowed %q, want 2 and 0", total, borrowed)
-	}
+	usageIs("team-a after a1", prefix+"team-a", "2", "0")
 
 	// Team A's second job borrows team B's idle quota.
 	if err := cl.Create(ctx, queuedPyTorchJob(nsA, "a2", "team-a", 1)); err != nil {
@@ -530,9 +541,7 @@ func TestKueueInFront(t *testing.T) {
 	}
 	admittedTo(nsA, "a2", prefix+"team-a")
 	t.Logf("a2 bound: %v", boundWhole(nsA, "a2", 2))
-	if total, borrowed := gpuUsage(t, prefix+"team-a", flavor); total != "4" || borrowed != "2" {
-		t.Errorf("team-a after a2: GPU usage total %q borrowed %q, want 4 and 2", total, borrowed)
-	}
+	usageIs("team-a after a2 (borrowing team B's idle quota)", prefix+"team-a", "4", "2")
 
 	// Team B reclaims its quota: Kueue preempts one of team A's jobs.
 	if err := cl.Create(ctx, queuedPyTorchJob(nsB, "b1", "team-b", 1)); err != nil {
@@ -579,10 +588,7 @@ func TestKueueInFront(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, cq := range []string{"team-a", "team-b"} {
-		total, borrowed := gpuUsage(t, prefix+cq, flavor)
-		if total != "2" || (borrowed != "" && borrowed != "0") {
-			t.Errorf("%s after the reclaim: GPU usage total %q borrowed %q, want 2 and 0", cq, total, borrowed)
-		}
+		usageIs(cq+" after the reclaim", prefix+cq, "2", "0")
 	}
 
 	wstop()
