@@ -370,8 +370,10 @@ func (w *gangWatch) report() []string {
 // PyTorchJob's pods form a PodGroup gang). Two teams have a ClusterQueue
 // each (2 GPUs nominal) in one cohort, over a ResourceFlavor that injects
 // a nodeSelector (pool=kueue) and a toleration for the pool's taint; the
-// cluster has two such nodes of 2 GPUs and a third, untainted node outside
-// the flavor. Each PyTorchJob (master + worker, 1 GPU each) is created
+// cluster has two such nodes of 2 GPUs and a third, untainted one outside
+// the flavor and first in node order, where a pod placed without the
+// flavor's selector lands (checked by removing the flavor's nodeLabels:
+// the test then fails). Each PyTorchJob (master + worker, 1 GPU each) is created
 // suspended with its LocalQueue label.
 //
 // Kueue admits team A's first job within quota; drover binds its gang
@@ -398,9 +400,11 @@ func TestKueueInFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	taint := corev1.Taint{Key: "drover.dev/kueue-pool", Effect: corev1.TaintEffectNoSchedule}
-	tc.taintNode(0, map[string]string{"pool": "kueue"}, taint)
+	// Node 0, first in every node order, is outside the flavor: a pod
+	// placed without the flavor's selector would land there.
 	tc.taintNode(1, map[string]string{"pool": "kueue"}, taint)
-	pool := map[string]bool{tc.kube.NodeName(0): true, tc.kube.NodeName(1): true}
+	tc.taintNode(2, map[string]string{"pool": "kueue"}, taint)
+	pool := map[string]bool{tc.kube.NodeName(1): true, tc.kube.NodeName(2): true}
 
 	startOperator(t, odir)
 	startKueue(t, kdir)
