@@ -381,7 +381,7 @@ func (w *gangWatch) report() []string {
 // pod. Team A's second job borrows team B's idle quota (the ClusterQueue
 // reports 2 GPUs borrowed) and is bound too. Team B's job then reclaims:
 // Kueue preempts one of team A's jobs, which is suspended again and whose
-// pods the operator deletes; drover binds team B's gang once they are
+// pods and PodGroup the operator deletes; drover binds team B's gang once they are
 // gone. Throughout, no pod runs outside the flavor's nodes and no gang
 // stays partly bound. Skipped when `make testbin-kueue` or `make
 // testbin-operator` has not cached the binaries.
@@ -572,6 +572,12 @@ func TestKueueInFront(t *testing.T) {
 			nodes[p.Name] = p.Spec.NodeName
 		}
 		return len(nodes) == 0, fmt.Sprint(nodes)
+	})
+	// The operator deletes a suspended job's PodGroup too, and with it
+	// drover's preemption count (docs/kubernetes.md relies on this).
+	tc.eventually(victim+"'s PodGroup deleted", 30*time.Second, func() (bool, string) {
+		err := cl.Get(ctx, client.ObjectKey{Namespace: nsA, Name: victim}, &schedv1alpha1.PodGroup{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
 	admittedTo(nsB, "b1", prefix+"team-b")
 	t.Logf("b1 bound: %v (preempted: %s)", boundWhole(nsB, "b1", 2), victim)
