@@ -1,7 +1,7 @@
 # drover's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: test unit testbin testbin-operator python-torch pytorch-figures helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
+.PHONY: test unit testbin testbin-operator testbin-kueue python-torch pytorch-figures helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
 
 # The whole test suite: vet, unit and simulator tests, the Kubernetes
 # end-to-end tests against a real kube-apiserver and etcd that
@@ -27,6 +27,14 @@ testbin:
 # of the test run's own timeout.
 testbin-operator:
 	hack/testbin/operator.sh
+
+# Kueue v0.14.0's controller manager, built from Go modules in its own
+# module (`go install sigs.k8s.io/kueue/cmd/kueue@v0.14.0`, not drover's
+# go.mod) under nice and cached like the operator, for the Kueue-in-front
+# e2e test (TestKueueInFront), which is skipped while it is not cached.
+# CI runs this before `make test`.
+testbin-kueue:
+	hack/testbin/kueue.sh
 
 helm:
 	hack/testbin/helm.sh
