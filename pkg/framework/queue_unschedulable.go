@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 )
@@ -18,7 +17,13 @@ import (
 // a few shapes, so a cycle's cost follows the shapes, not the jobs.
 type unschedulable struct {
 	buckets map[string]*bucket
-	n       int
+	// order lists the buckets in the order they were made, which is the
+	// same in every run of the same inputs: hints are asked in it.
+	order []*bucket
+	n     int
+	// fits memoises the built-in placement's hint by placement shape
+	// while the ledger it was asked on is unchanged (one wake pass).
+	fits map[string]bool
 	// parked lists the jobs in the order they were parked, for the
 	// flush; an item whose job was parked again since is skipped.
 	parked []parkItem
@@ -124,6 +129,7 @@ func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
 			}
 		}
 		u.buckets[b.key] = b
+		u.order = append(u.order, b)
 	}
 	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
 	// In walk order: a job parked now is tried after the members it
@@ -152,6 +158,7 @@ func (u *unschedulable) remove(e *entry) {
 	}
 	if len(b.members) == 0 {
 		delete(u.buckets, b.key)
+		u.order = slices.DeleteFunc(u.order, func(x *bucket) bool { return x == b })
 	}
 	e.b = nil
 	u.n--
@@ -173,15 +180,12 @@ func (u *unschedulable) wake(c *Cycle, q *schedQueue, ev Events) {
 	}
 }
 
-// sorted returns the buckets in key order, so that the plugins' hints are
-// asked in the same order in every run.
+// sorted returns the buckets in the order they were made (a copy: waking
+// may empty and drop some), and starts a new memo of the placement's
+// hint for the pass.
 func (u *unschedulable) sorted() []*bucket {
-	bs := make([]*bucket, 0, len(u.buckets))
-	for _, b := range u.buckets {
-		bs = append(bs, b)
-	}
-	slices.SortFunc(bs, func(a, b *bucket) int { return strings.Compare(a.key, b.key) })
-	return bs
+	clear(u.fits)
+	return slices.Clone(u.order)
 }
 
 // wakeAfter moves to the active set the parked jobs that come after cur
@@ -299,7 +303,7 @@ func (q *schedQueue) wakes(c *Cycle, b *bucket, ev Events) bool {
 			if m&^EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^EventRoom)) {
 				return true
 			}
-			if m&EventRoom != 0 && h.pl == nil && q.r.fitsNow(c, rep) {
+			if m&EventRoom != 0 && h.pl == nil && q.fitsNow(c, rep) {
 				return true
 			}
 			continue
@@ -319,7 +323,8 @@ func requeue(c *Cycle, pl Plugin, js *cluster.JobState, ev Events) bool {
 	return true
 }
 
-// shapeKey appends what makes jobs alike for the queue.
+// shapeKey appends what makes jobs alike for the queue: class, priority,
+// tenant, utility and the placement shape.
 func shapeKey(k []byte, j *cluster.Job) []byte {
 	k = append(k, byte(j.Class))
 	k = binary.AppendVarint(k, int64(j.Priority))
@@ -329,6 +334,12 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 	if j.Utility != nil {
 		k = binary.LittleEndian.AppendUint64(k, math.Float64bits(j.Utility.Value(j.Work)))
 	}
+	return placeKey(k, j)
+}
+
+// placeKey appends what placement reads of a job: its replica groups
+// (names, demands, counts and their bounds, node constraints).
+func placeKey(k []byte, j *cluster.Job) []byte {
 	for _, g := range j.Groups {
 		for _, v := range g.Demand {
 			k = binary.AppendVarint(k, v)
@@ -347,6 +358,24 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 		}
 	}
 	return append(k, 0xff)
+}
+
+// fitsNow is Runtime.fitsNow memoised by js's placement shape (replica
+// groups with their node constraints) for the wake pass: buckets that
+// differ only in class, priority, tenant or utility share the answer.
+func (q *schedQueue) fitsNow(c *Cycle, js *cluster.JobState) bool {
+	u := &q.un
+	k := placeKey(u.key[:0], js.Job)
+	u.key = k
+	if v, ok := u.fits[string(k)]; ok {
+		return v
+	}
+	v := q.r.fitsNow(c, js)
+	if u.fits == nil {
+		u.fits = map[string]bool{}
+	}
+	u.fits[string(k)] = v
+	return v
 }
 
 // fitsNow reports whether js fits at one of its sizes on the Statement's
