@@ -115,6 +115,20 @@ func (*Predictive) Name() string { return PredictiveName }
 // clock, so a profile that lists the plugin is scheduled on every tick.
 func (*Predictive) TimeDriven() bool { return true }
 
+// Events implements framework.EnqueueExtensions for a TimeDriven plugin:
+// on a fixed cluster (no catalogue, none seen before) Provision does
+// nothing, whatever the time (0); with a catalogue the forecast runs on a
+// clock (EventAlways).
+func (p *Predictive) Events(c *framework.Cycle, _ *cluster.JobState) framework.Events {
+	if p.cat == nil && len(c.Snap.Catalog) == 0 {
+		return 0
+	}
+	return framework.EventAlways
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*Predictive) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
 // Provision implements framework.Provision. On a cluster with an instance
 // catalogue, once per Tick, it observes the demand, chooses the wanted
 // placeholders and, when the set changed, records one SetPlaceholders

@@ -386,7 +386,7 @@ func (*DragonScaleDown) Name() string { return DragonScaleDownName }
 // is admitted. Another job can only become the head when a job leaves the
 // queue.
 func (d *DragonScaleDown) Events(c *framework.Cycle, js *cluster.JobState) framework.Events {
-	if d.state(c).head == js {
+	if js == nil || d.state(c).head == js { // starvation is a matter of time
 		return framework.EventAlways
 	}
 	return framework.EventPending

@@ -386,6 +386,14 @@ func (OnePerCycle) Name() string { return OnePerCycleName }
 // TimeDriven implements framework.TimeDriven.
 func (OnePerCycle) TimeDriven() bool { return true }
 
+// Events implements framework.EnqueueExtensions: it needs the next pass,
+// not the clock (a cycle after one that started nothing, on an unchanged
+// cluster, starts nothing either), and no job's failure matters to it.
+func (OnePerCycle) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (OnePerCycle) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
 // Admit implements framework.Admit: Blocked once a job started this cycle.
 func (OnePerCycle) Admit(c *framework.Cycle, _ *cluster.JobState) *framework.Status {
 	if len(c.Started()) > 0 {
@@ -540,6 +548,14 @@ func (ScaleUp) Name() string { return ScaleUpName }
 
 // TimeDriven implements framework.TimeDriven.
 func (ScaleUp) TimeDriven() bool { return true }
+
+// Events implements framework.EnqueueExtensions: scale-up follows the
+// passes, not the clock (with nothing changed and nothing done in the
+// last pass, it does nothing).
+func (ScaleUp) Events(*framework.Cycle, *cluster.JobState) framework.Events { return 0 }
+
+// Requeue implements framework.EnqueueExtensions.
+func (ScaleUp) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // Rebalance implements framework.Rebalance.
 func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {

@@ -113,8 +113,9 @@ func newSchedQueue(r *Runtime, o QueueOptions) *schedQueue {
 
 // begin follows the pending queue, finds the events since the previous
 // cycle and moves the jobs they wake, whose backoff ended or that were
-// parked too long, to the active set.
-func (q *schedQueue) begin(c *Cycle) {
+// parked too long, to the active set. It reports whether nothing happened:
+// no event and no job made active.
+func (q *schedQueue) begin(c *Cycle) bool {
 	s := c.Snap
 	q.follow(s)
 	ev := q.ev.since(c, q.r.p.Future)
@@ -122,10 +123,12 @@ func (q *schedQueue) begin(c *Cycle) {
 		ev |= EventPending
 		q.pendingMoved = false
 	}
+	active := q.active
 	q.un.wake(c, q, ev)
 	q.un.flush(q, s.Now)
 	q.bo.pop(q, s.Now)
 	q.prepare(c, ev)
+	return ev == 0 && q.active == active
 }
 
 // end closes the cycle: what parked jobs saw of the room is kept for the

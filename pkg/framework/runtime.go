@@ -83,6 +83,10 @@ type Runtime struct {
 	// data is the map behind the cycles' typed data (Set), emptied and
 	// reused by each cycle.
 	data map[any]any
+	// clocks are the TimeDriven plugins; quiet: the last cycle recorded
+	// nothing but Waits (see idle).
+	clocks []Plugin
+	quiet  bool
 }
 
 var (
@@ -110,6 +114,7 @@ func New(p Profile) (*Runtime, error) {
 	for _, pl := range r.plugins {
 		if td, ok := pl.(TimeDriven); ok && td.TimeDriven() {
 			r.timeDriven = true
+			r.clocks = append(r.clocks, pl)
 		}
 	}
 	for _, s := range p.Score {
@@ -248,7 +253,9 @@ func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 		c.data = r.data
 	}
 	if r.q != nil {
-		r.q.begin(c)
+		if r.q.begin(c) && r.idle(c) {
+			return nil
+		}
 	}
 	if s.Pending.Len() > 0 {
 		r.walk(c)
@@ -262,7 +269,33 @@ func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 	if r.q != nil {
 		r.q.end(c)
 	}
+	r.quiet = true
+	for _, a := range r.st.acts {
+		if _, ok := a.(policy.Wait); !ok {
+			r.quiet = false
+			break
+		}
+	}
 	return r.st.acts
+}
+
+// idle reports whether a cycle on a cluster where nothing happened since
+// the last one (no event, no job woken, no backoff or flush due), after a
+// cycle that recorded nothing but Waits, is answered at once with no
+// action: the jobs would fail as they did, and every TimeDriven plugin
+// says, through EnqueueExtensions.Events(c, nil), that it needs no clock
+// now (no EventAlways). A TimeDriven plugin without hints needs it.
+func (r *Runtime) idle(c *Cycle) bool {
+	if !r.quiet || r.q.active > 0 {
+		return false
+	}
+	for _, pl := range r.clocks {
+		ee, ok := pl.(EnqueueExtensions)
+		if !ok || ee.Events(c, nil)&EventAlways != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // walk tries the cycle's candidates in QueueSort order until an Admit

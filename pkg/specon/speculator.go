@@ -86,6 +86,39 @@ func (*Speculator) Name() string { return SpeConName }
 // clock, whether or not anything else happened.
 func (*Speculator) TimeDriven() bool { return true }
 
+// Events implements framework.EnqueueExtensions for a TimeDriven plugin:
+// the clock matters to SpeCon only through the metric samples Alg. 1
+// reads at each round and the candidates Alg. 3 may move. On a cluster
+// whose running jobs (the ones the last Rebalance saw, with the state it
+// left) report no metric, are neither converged nor marked by Alg. 2, and
+// have no label write to confirm, a cycle categorises nothing, asks for
+// nothing, moves nothing and writes no label, whatever the time: it needs
+// no clock (0); otherwise EventAlways. SpeCon turns no job away.
+func (p *Speculator) Events(c *framework.Cycle, _ *cluster.JobState) framework.Events {
+	if p.clocklessOn(c.Snap) {
+		return 0
+	}
+	return framework.EventAlways
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (*Speculator) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
+func (p *Speculator) clocklessOn(s *cluster.Snapshot) bool {
+	if len(p.mems) != len(s.Running) || !slices.Equal(s.Running, p.prev) {
+		return false
+	}
+	for i, js := range s.Running {
+		m := p.mems[i]
+		// (The last Rebalance brought every one's label cache up to date:
+		// labOK set, dirty clear.)
+		if len(js.Evals) > 0 || m.job != js.Job || m.cat == CC || m.migrated || m.check {
+			return false
+		}
+	}
+	return true
+}
+
 // view is one cycle's picture of where each job is and how much each node
 // uses, with the cycle's starts and moves applied. (Free capacity is the
 // Statement's Now ledger.)
