@@ -343,6 +343,10 @@ type rebalanceFunc func(c *framework.Cycle) *framework.Status
 func (rebalanceFunc) Name() string                                     { return "probe" }
 func (f rebalanceFunc) Rebalance(c *framework.Cycle) *framework.Status { return f(c) }
 
+// TimeDriven: the probe runs on every cycle (it declares no hints, so the
+// Runtime never answers a cycle without it).
+func (rebalanceFunc) TimeDriven() bool { return true }
+
 func TestStatus(t *testing.T) {
 	var nilStatus *framework.Status
 	if !nilStatus.IsSuccess() || nilStatus.Code() != framework.Success || nilStatus.Reason() != "" {
