@@ -1,8 +1,6 @@
 package framework
 
 import (
-	"slices"
-
 	"github.com/drover-sched/drover/pkg/cluster"
 )
 
@@ -236,30 +234,6 @@ func (q *schedQueue) activate(e *entry) {
 func (q *schedQueue) isActive(js *cluster.JobState) bool {
 	e := q.entries[js.Job.ID]
 	return e == nil || e.at == inActive
-}
-
-// activeJobs appends the active jobs to buf in queue order.
-func (q *schedQueue) activeJobs(c *Cycle, buf []*cluster.JobState) []*cluster.JobState {
-	s := c.Snap
-	if 4*q.active >= s.Pending.Len() {
-		for js := range s.Pending.All() {
-			if q.isActive(js) {
-				buf = append(buf, js)
-			}
-		}
-		return buf
-	}
-	for _, e := range q.entries {
-		if e.at == inActive {
-			buf = append(buf, e.js)
-		}
-	}
-	slices.SortFunc(buf, func(a, b *cluster.JobState) int {
-		i, _ := s.Pending.Order(a)
-		j, _ := s.Pending.Order(b)
-		return i - j
-	})
-	return buf
 }
 
 // failed parks js, which was tried and did not start, with the events of

@@ -309,23 +309,10 @@ func (r *Runtime) walk(c *Cycle) {
 		return
 	}
 	if r.p.QueueSort == nil && r.p.Window == 0 {
+		// The exhaustive walk (WithoutQueue) in queue order, as read.
 		for js := range c.Snap.Pending.All() {
-			if r.q != nil && !r.q.isActive(js) {
-				continue
-			}
 			if !r.try(c, js) {
 				return
-			}
-			if r.q != nil {
-				r.q.woke = r.q.woke[:0] // active now, and after js in queue order
-			}
-			if c.committed {
-				// Parked jobs after js that the room given back wakes
-				// are active now, and come up as the walk goes on.
-				c.committed = false
-				if r.q != nil {
-					r.q.wakeMid(c, js)
-				}
 			}
 		}
 		return
@@ -369,19 +356,15 @@ func (r *Runtime) walk(c *Cycle) {
 func (r *Runtime) candidates(c *Cycle) []*cluster.JobState {
 	s, win := c.Snap, r.p.Window
 	cands := r.cands[:0]
-	if r.q == nil || win > 0 {
-		n := 0
-		for js := range s.Pending.All() {
-			if win > 0 && n >= win {
-				break
-			}
-			n++
-			if r.q == nil || r.q.isActive(js) {
-				cands = append(cands, js)
-			}
+	n := 0
+	for js := range s.Pending.All() {
+		if win > 0 && n >= win {
+			break
 		}
-	} else {
-		cands = r.q.activeJobs(c, cands)
+		n++
+		if r.q == nil || r.q.isActive(js) {
+			cands = append(cands, js)
+		}
 	}
 	r.sortJobs(c, cands)
 	return cands
