@@ -242,6 +242,10 @@ type Preemptor struct {
 	// to fail (see hopeless): the decisions are the same either way
 	// (tests compare the two); only the work differs.
 	Exhaustive bool
+
+	// skips, when a test sets it, counts the searches hopeless skipped, so
+	// that a comparison with the shortcut off can tell that it fired.
+	skips *int
 }
 
 var (
@@ -549,6 +553,9 @@ func (p *Preemptor) hopeless(c *framework.Cycle, be *beState, soon *placement.Le
 	}
 	if _, st := c.Place(soon, te, counts); st.IsSuccess() {
 		return 0, false
+	}
+	if p.skips != nil {
+		*p.skips++
 	}
 	return n, true
 }

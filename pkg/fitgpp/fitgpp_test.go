@@ -590,10 +590,13 @@ func replayLog(t *testing.T, rt *framework.Runtime, nodes []cluster.Node, jobs [
 // TestShortcutChangesNoDecision: skipping a victim search known to fail
 // (Preemptor.hopeless) must change how much is placed, never what is
 // decided, random draws included. Each rule, capped and not, replays
-// random long queues with and without the shortcut.
+// random long queues with and without the shortcut, and the shortcut
+// must have fired (a comparison in which it never skips a search compares
+// a run with itself).
 func TestShortcutChangesNoDecision(t *testing.T) {
 	for _, rule := range []Victims{FitGpp, LRTP, Rand} {
 		for _, p := range []int{1, Unlimited} {
+			skips := 0
 			for seed := uint64(1); seed <= 3; seed++ {
 				nodes, jobs := shortcutWorld(seed)
 				var logs [2][]string
@@ -604,6 +607,7 @@ func TestShortcutChangesNoDecision(t *testing.T) {
 						t.Fatal(err)
 					}
 					pre.Exhaustive = exhaustive
+					pre.skips = &skips
 					logs[k], ms[k] = replayLog(t, mustRuntime(t, pre), nodes, jobs, seed)
 				}
 				if d := cmp.Diff(logs[0], logs[1]); d != "" {
@@ -612,6 +616,9 @@ func TestShortcutChangesNoDecision(t *testing.T) {
 				if ms[0] != ms[1] {
 					t.Errorf("%v p=%d seed %d: metrics or records differ with the shortcut", rule, p, seed)
 				}
+			}
+			if skips == 0 {
+				t.Errorf("%v p=%d: the shortcut never skipped a search: the worlds do not exercise it", rule, p)
 			}
 		}
 	}

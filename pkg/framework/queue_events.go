@@ -24,6 +24,13 @@ type eventWatch struct {
 	// checked: the cycle began with a room check of every bucket, so what
 	// the parked jobs saw is at least the cycle's fresh ledgers.
 	checked bool
+	// pre and preSoon are, per node, the least room on the ledgers just
+	// before a Preempt plugin's commit in this cycle (pinned: there was
+	// one). Jobs tried before the commit saw at least that much; the
+	// commit may give back room they never saw, which the room at the
+	// cycle's end would hide.
+	pre, preSoon []resource.Vector
+	pinned       bool
 }
 
 // since returns the events since the previous cycle.
@@ -78,14 +85,37 @@ func more(l *placement.Ledger, seen []resource.Vector) bool {
 	return false
 }
 
+// beforeCommit notes the ledgers' room ahead of a Preempt plugin's
+// actions: every job parked or left parked so far in the cycle saw at
+// least that much, and the plugin may give room back.
+func (w *eventWatch) beforeCommit(c *Cycle, future bool) {
+	if !w.pinned {
+		w.pre, w.preSoon = c.St.Now().FreeAll(w.pre), nil
+		if future {
+			w.preSoon = c.St.Soon().FreeAll(w.preSoon)
+		}
+		w.pinned = true
+		return
+	}
+	for i := range w.pre {
+		w.pre[i] = w.pre[i].Min(c.St.Now().Free(i))
+		if future {
+			w.preSoon[i] = w.preSoon[i].Min(c.St.Soon().Free(i))
+		}
+	}
+}
+
 // fold keeps, at the end of a cycle, the least room the jobs parked in
 // it saw: the ledgers only lose room between a cycle's start and its end
-// but for Preempt plugins' commits, which wakeMid answers within the
-// cycle, so the end's room is at most what any of them saw. A cycle that
-// began with a room check of every bucket starts from its fresh ledgers'
-// room (every job left parked does not fit there).
+// but for Preempt plugins' commits. wakeMid answers a commit for the jobs
+// still to come in the walk; for those tried before it, the room just
+// before the commit (beforeCommit) is folded in too. A cycle that began
+// with a room check of every bucket starts from its fresh ledgers' room
+// (every job left parked does not fit there).
 func (w *eventWatch) fold(c *Cycle, future bool) {
-	if !w.parked && !w.checked && w.now != nil {
+	pinned := w.pinned
+	w.pinned = false
+	if !w.parked && !w.checked && !pinned && w.now != nil {
 		return
 	}
 	n := len(c.Snap.Nodes)
@@ -94,16 +124,23 @@ func (w *eventWatch) fold(c *Cycle, future bool) {
 		if future {
 			w.soon = c.St.Soon().FreeAll(w.soon)
 		}
-		w.parked, w.checked = false, false
-		return
-	}
-	for i := range n {
-		w.now[i] = w.now[i].Min(c.St.Now().Free(i))
-		if future {
-			w.soon[i] = w.soon[i].Min(c.St.Soon().Free(i))
+	} else {
+		for i := range n {
+			w.now[i] = w.now[i].Min(c.St.Now().Free(i))
+			if future {
+				w.soon[i] = w.soon[i].Min(c.St.Soon().Free(i))
+			}
 		}
 	}
-	w.parked = false
+	if pinned {
+		for i := range n {
+			w.now[i] = w.now[i].Min(w.pre[i])
+			if future {
+				w.soon[i] = w.soon[i].Min(w.preSoon[i])
+			}
+		}
+	}
+	w.parked, w.checked = false, false
 }
 
 // fnv64 is FNV-1a over strings and a multiply-xorshift mix over

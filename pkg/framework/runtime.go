@@ -478,6 +478,9 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 	reason := failed
 	for _, pp := range r.p.Preempt {
+		if r.q != nil {
+			r.q.ev.beforeCommit(c, r.p.Future)
+		}
 		c.St.Fork()
 		st := pp.Preempt(c, js, failed).WithPlugin(pp.Name())
 		switch st.Code() {
