@@ -430,7 +430,7 @@ func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 		case Unresolvable:
 			c.St.Record(js, policy.Reject{Job: js.Job.ID, Reason: st.Reason()})
 		default:
-			c.St.wait(js, st.Reason())
+			c.St.waitFor(js, st)
 			if r.q != nil {
 				r.q.failed(c, js, a)
 			}
@@ -495,12 +495,12 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 				r.started(c, js, pl)
 				return true
 			}
-			c.St.wait(js, st.Reason())
+			c.St.waitFor(js, st)
 			return false
 		case Wait:
 			c.St.Commit()
 			c.committed = true
-			c.St.wait(js, st.Reason())
+			c.St.waitFor(js, st)
 			return true
 		default:
 			c.St.Discard()
@@ -509,7 +509,7 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 			}
 		}
 	}
-	c.St.wait(js, reason.Reason())
+	c.St.waitFor(js, reason)
 	return false
 }
 

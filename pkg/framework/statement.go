@@ -46,9 +46,11 @@ type Statement struct {
 	// reasons interns the reasons of the Waits recorded, across cycles
 	// (see intern).
 	reasons map[string]string
-	ops     map[*cluster.JobState]Op
-	undo    []opUndo
-	marks   []stMark
+	// noFit maps placement failures to their interned messages (waitFor).
+	noFit map[placement.NoFitError]string
+	ops   map[*cluster.JobState]Op
+	undo  []opUndo
+	marks []stMark
 	// waits holds, for each job a Wait was recorded for in this cycle,
 	// the index in acts of the last one (see wait; an index that a
 	// Discard has cut off, or that now holds another action, is no Wait).
@@ -91,6 +93,32 @@ func (st *Statement) wait(js *cluster.JobState, reason string) {
 	}
 	st.waits[js] = len(st.acts)
 	st.Record(js, policy.Wait{Job: js.Job.ID, Reason: st.intern(reason)})
+}
+
+// waitFor is wait with the reason of status s, formatted once per
+// distinct placement failure: on a long queue most jobs that cannot start
+// fail with the same NoFitError cycle after cycle, and formatting its
+// resource vector each time was a tenth of a busy profile's cost.
+func (st *Statement) waitFor(js *cluster.JobState, s *Status) {
+	var e *placement.NoFitError
+	ok := false
+	if s != nil {
+		e, ok = s.cause.(*placement.NoFitError)
+	}
+	if !ok || s.reason != "" {
+		st.wait(js, s.Reason())
+		return
+	}
+	r, ok := st.noFit[*e]
+	if !ok {
+		if st.noFit == nil || len(st.noFit) >= maxReasons {
+			st.noFit = make(map[placement.NoFitError]string)
+		}
+		r = st.intern(e.Error())
+		st.noFit[*e] = r
+	}
+	s.reason, s.cause = r, nil
+	st.wait(js, r)
 }
 
 // maxReasons bounds the interned reasons: a reason may name a job, and a
