@@ -24,13 +24,18 @@ type eventWatch struct {
 	// checked: the cycle began with a room check of every bucket, so what
 	// the parked jobs saw is at least the cycle's fresh ledgers.
 	checked bool
-	// pre and preSoon are, per node, the least room on the ledgers just
-	// before a Preempt plugin's commit in this cycle (pinned: there was
-	// one). Jobs tried before the commit saw at least that much; the
-	// commit may give back room they never saw, which the room at the
-	// cycle's end would hide.
-	pre, preSoon []resource.Vector
-	pinned       bool
+	// pre is the room the nodes a Preempt plugin's commit changed had
+	// before it, in this cycle (beforeCommit). Jobs tried before the
+	// commit saw at least that much; the commit may give back room they
+	// never saw, which the room at the cycle's end would hide.
+	pre []preRoom
+}
+
+// preRoom is a node's room on the Now (or Soon) ledger before a commit.
+type preRoom struct {
+	node int
+	free resource.Vector
+	soon bool
 }
 
 // since returns the events since the previous cycle.
@@ -85,23 +90,19 @@ func more(l *placement.Ledger, seen []resource.Vector) bool {
 	return false
 }
 
-// beforeCommit notes the ledgers' room ahead of a Preempt plugin's
-// actions: every job parked or left parked so far in the cycle saw at
-// least that much, and the plugin may give room back.
+// beforeCommit notes, as a Preempt plugin's fork is about to be
+// committed, the room the nodes it changed had before it: every job
+// parked or left parked so far in the cycle saw at least that much, and
+// the commit may give room back there. Nodes it did not change keep the
+// room the end of the cycle (or a later commit) shows.
 func (w *eventWatch) beforeCommit(c *Cycle, future bool) {
-	if !w.pinned {
-		w.pre, w.preSoon = c.St.Now().FreeAll(w.pre), nil
-		if future {
-			w.preSoon = c.St.Soon().FreeAll(w.preSoon)
-		}
-		w.pinned = true
-		return
-	}
-	for i := range w.pre {
-		w.pre[i] = w.pre[i].Min(c.St.Now().Free(i))
-		if future {
-			w.preSoon[i] = w.preSoon[i].Min(c.St.Soon().Free(i))
-		}
+	c.St.now.Before(func(i int, v resource.Vector) {
+		w.pre = append(w.pre, preRoom{node: i, free: v})
+	})
+	if future && c.St.hasSoon {
+		c.St.soon.Before(func(i int, v resource.Vector) {
+			w.pre = append(w.pre, preRoom{node: i, free: v, soon: true})
+		})
 	}
 }
 
@@ -113,9 +114,9 @@ func (w *eventWatch) beforeCommit(c *Cycle, future bool) {
 // with a room check of every bucket starts from its fresh ledgers' room
 // (every job left parked does not fit there).
 func (w *eventWatch) fold(c *Cycle, future bool) {
-	pinned := w.pinned
-	w.pinned = false
-	if !w.parked && !w.checked && !pinned && w.now != nil {
+	pre := w.pre
+	w.pre = w.pre[:0]
+	if !w.parked && !w.checked && len(pre) == 0 && w.now != nil {
 		return
 	}
 	n := len(c.Snap.Nodes)
@@ -132,12 +133,12 @@ func (w *eventWatch) fold(c *Cycle, future bool) {
 			}
 		}
 	}
-	if pinned {
-		for i := range n {
-			w.now[i] = w.now[i].Min(w.pre[i])
-			if future {
-				w.soon[i] = w.soon[i].Min(w.preSoon[i])
-			}
+	for _, p := range pre {
+		switch {
+		case !p.soon:
+			w.now[p.node] = w.now[p.node].Min(p.free)
+		case future && w.soon != nil:
+			w.soon[p.node] = w.soon[p.node].Min(p.free)
 		}
 	}
 	w.parked, w.checked = false, false

@@ -478,11 +478,11 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 	reason := failed
 	for _, pp := range r.p.Preempt {
-		if r.q != nil {
-			r.q.ev.beforeCommit(c, r.p.Future)
-		}
 		c.St.Fork()
 		st := pp.Preempt(c, js, failed).WithPlugin(pp.Name())
+		if r.q != nil && (st.Code() == Success || st.Code() == Wait) {
+			r.q.ev.beforeCommit(c, r.p.Future)
+		}
 		switch st.Code() {
 		case Success:
 			c.St.Commit()

@@ -300,6 +300,19 @@ func (l *Ledger) Revert() {
 	l.undo = l.undo[:m]
 }
 
+// Before calls visit with each node changed since the innermost Fork and
+// a free vector it had since then (the value before each change, so the
+// least of them is at most the node's room at the Fork). The scheduling
+// queue reads it just before a commit that may give room back.
+func (l *Ledger) Before(visit func(node int, prev resource.Vector)) {
+	if len(l.marks) == 0 {
+		return
+	}
+	for _, u := range l.undo[l.marks[len(l.marks)-1].undo:] {
+		visit(u.node, u.prev)
+	}
+}
+
 // Commit keeps everything since the matching Fork.
 func (l *Ledger) Commit() {
 	l.marks = l.marks[:len(l.marks)-1]
