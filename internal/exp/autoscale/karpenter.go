@@ -31,11 +31,14 @@ type RampOptions struct {
 	// Tick is the scheduling interval: the predictive profile's tick in
 	// the test (1 s; drover's cycle there is 100 ms).
 	Tick float64
+	// Horizon ends the run: node-hours and cost are counted up to it, as
+	// the test counts them (its rampHorizon).
+	Horizon float64
 }
 
 // DefaultRampOptions are the e2e test's settings.
 func DefaultRampOptions() RampOptions {
-	return RampOptions{Waves: []int{1, 2, 3}, Gap: 20, Work: 60, LaunchDelay: 4, IdleTimeout: 27.5, Tick: 1}
+	return RampOptions{Waves: []int{1, 2, 3}, Gap: 20, Work: 60, LaunchDelay: 4, IdleTimeout: 27.5, Tick: 1, Horizon: 160}
 }
 
 // RampCatalog is the e2e test's catalogue (pkg/k8s/e2e gpuCatalog): a
@@ -78,7 +81,7 @@ func RunRamp(ctx context.Context, env *experiment.Env, o RampOptions) (*experime
 			}
 			return out, nil
 		},
-		Config: sim.Config{Tick: o.Tick, LaunchDelay: o.LaunchDelay, Catalog: RampCatalog(),
+		Config: sim.Config{Tick: o.Tick, LaunchDelay: o.LaunchDelay, Catalog: RampCatalog(), Horizon: o.Horizon,
 			Autoscaler: &sim.Autoscaler{IdleTimeout: o.IdleTimeout}}}
 	rows, _, err := experiment.RunPolicies(ctx, env, "autoscale-karpenter", setup,
 		[]string{"reactive:base=binpack", fmt.Sprintf("predictive:model=ladder;tick=%g;base=binpack", o.Tick)}, 1)
@@ -99,7 +102,7 @@ func RunRamp(ctx context.Context, env *experiment.Env, o RampOptions) (*experime
 			"each one replica of 3 CPU, 8 GiB, 1 GPU running %g s", o.Waves, o.Gap, o.Work),
 		fmt.Sprintf("no initial node; catalogue g4dn.xlarge ($0.526/h), g4dn.12xlarge ($3.912/h); nodes ready %g s after the request, "+
 			"released after %g s empty; scheduling every %g s", o.LaunchDelay, o.IdleTimeout, o.Tick),
-		"node_hours and cost cover every node from its request to its release (the run ends when the last node is released)",
+		fmt.Sprintf("node_hours and cost: every node from its request to its release or the end of the run at %g s", o.Horizon),
 	}
 	return &experiment.Report{Experiment: "autoscale-karpenter", Seed: env.Seed, Results: rows, Columns: RampColumns, Notes: notes}, nil
 }

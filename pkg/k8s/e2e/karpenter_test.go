@@ -314,6 +314,7 @@ type loopWatch struct {
 	typ     map[string]string
 	alloc   map[string]corev1.ResourceList
 	gone    map[string]bool
+	goneAt  map[string]time.Time
 	peak    int
 	// placeholders: the held pods seen PodScheduled=False/Unschedulable,
 	// the nodes a placeholder pod was bound to (first time).
@@ -333,7 +334,7 @@ type loopWatch struct {
 
 func newLoopWatch() *loopWatch {
 	return &loopWatch{created: map[string]time.Time{}, typ: map[string]string{}, alloc: map[string]corev1.ResourceList{},
-		gone: map[string]bool{}, heldUnschedulable: map[string]bool{}, phOnNode: map[string]time.Time{},
+		gone: map[string]bool{}, goneAt: map[string]time.Time{}, heldUnschedulable: map[string]bool{}, phOnNode: map[string]time.Time{},
 		jobNode: map[string]string{}, jobSeen: map[string]time.Time{}}
 }
 
@@ -398,8 +399,9 @@ func (w *loopWatch) poll(ctx context.Context, ns string) {
 	}
 	w.peak = max(w.peak, alive)
 	for name := range w.created {
-		if byName[name] == nil {
+		if byName[name] == nil && !w.gone[name] {
 			w.gone[name] = true
+			w.goneAt[name] = now
 		}
 	}
 	jobUse, allUse := map[string]corev1.ResourceList{}, map[string]corev1.ResourceList{}
@@ -480,8 +482,64 @@ func (tc *testCluster) rampJob(name string, dur int64) *v1alpha1.TrainingJob {
 	return tc.job(name, v1alpha1.ClassBE, dur, group{name: "worker", replicas: 1, cpu: "3", gpu: "1", mem: "8Gi"})
 }
 
-// rampWaves is the demand ramp: jobs submitted per wave.
+// rampWaves is the demand ramp: jobs submitted per wave, rampGap apart
+// (internal/exp/autoscale DefaultRampOptions replays it in the simulator).
 var rampWaves = []int{1, 2, 3}
+
+const (
+	rampGap = 20 * time.Second
+	// rampHorizon is the window the node-hours and cost are counted over,
+	// from the first submission (the simulator's Horizon).
+	rampHorizon = 160 * time.Second
+)
+
+// figures sums up the real loop as the simulator reports it: pending time
+// (first sight of a job's pod bound minus its submission), node-hours and
+// cost of the pool's nodes within rampHorizon of start, cost per job.
+// The caller holds w.mu.
+func (w *loopWatch) figures(start time.Time, submitted map[string]time.Time, cat []k8s.InstanceType) string {
+	var pend []float64
+	for pod, seen := range w.jobSeen {
+		job := pod[:strings.Index(pod, "-worker")]
+		if sub, ok := submitted[job]; ok {
+			pend = append(pend, seen.Sub(sub).Seconds())
+		}
+	}
+	if len(pend) == 0 {
+		return "no job pod seen bound"
+	}
+	sort.Float64s(pend)
+	mean := 0.0
+	for _, p := range pend {
+		mean += p / float64(len(pend))
+	}
+	end := start.Add(rampHorizon)
+	price := map[string]float64{}
+	for _, it := range cat {
+		price[it.Name] = it.PricePerHour
+	}
+	var nodeSec, cost float64
+	for name, c := range w.created {
+		gone := end
+		if g, ok := w.goneAt[name]; ok && g.Before(end) {
+			gone = g
+		}
+		from := c
+		if from.Before(start) {
+			from = start
+		}
+		if d := gone.Sub(from).Seconds(); d > 0 {
+			nodeSec += d
+			cost += d / 3600 * price[w.typ[name]]
+		}
+	}
+	p95 := 0.0
+	if len(pend) > 0 {
+		p95 = pend[min(len(pend)-1, int(float64(len(pend))*0.95))]
+	}
+	return fmt.Sprintf("jobs %d, pending mean %.2f s (max %.2f, p95 %.2f), nodes %d, node_hours %.4f (%.0f node-s), cost $%.4f, cost per job $%.5f within %v",
+		len(pend), mean, pend[len(pend)-1], p95, len(w.created), nodeSec/3600, nodeSec, cost, cost/float64(max(1, len(pend))), rampHorizon)
+}
 
 // TestKarpenterLoop runs the predictive autoscaling loop of paper 004 on the
 // real API server with real parts around drover: the `predictive` profile
@@ -510,22 +568,22 @@ func TestKarpenterLoop(t *testing.T) {
 	tc.startScheduler("predictive:model=ladder;tick=1", nil)
 
 	submitted := map[string]time.Time{}
+	start := time.Now()
 	n := 0
 	for wave, count := range rampWaves {
-		var names []string
+		time.Sleep(time.Until(start.Add(time.Duration(wave) * rampGap)))
 		for range count {
 			n++
 			name := fmt.Sprintf("ramp-%d", n)
-			names = append(names, name)
 			submitted[name] = time.Now()
 			// 1,200 s of training: 60 s wall at time scale 20, so the
 			// waves overlap and the demand grows.
 			tc.create(tc.rampJob(name, 1200))
 		}
-		for _, name := range names {
-			tc.waitPhase(name, v1alpha1.PhaseRunning, 3*time.Minute)
-		}
-		t.Logf("wave %d (%d jobs) running; pool nodes alive: %d", wave+1, count, w.alive())
+		t.Logf("wave %d (%d jobs) submitted at %.1f s; pool nodes alive: %d", wave+1, count, time.Since(start).Seconds(), w.alive())
+	}
+	for i := 1; i <= n; i++ {
+		tc.waitPhase(fmt.Sprintf("ramp-%d", i), v1alpha1.PhaseRunning, 3*time.Minute)
 	}
 
 	// The loop, as recorded.
@@ -581,6 +639,7 @@ func TestKarpenterLoop(t *testing.T) {
 		return len(w.gone) > 0 && len(w.created)-len(w.gone) < peak, fmt.Sprintf("%d of %d nodes gone, peak %d", len(w.gone), len(w.created), peak)
 	})
 	w.mu.Lock()
+	t.Logf("real loop (docs/autoscale.md, against `drover sim -e autoscale-karpenter`): %s", w.figures(start, submitted, cat))
 	var gone []string
 	for name := range w.gone {
 		gone = append(gone, name)
