@@ -1,7 +1,7 @@
 # drover's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: test unit testbin testbin-operator testbin-kueue python-torch pytorch-figures helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
+.PHONY: test unit testbin testbin-operator testbin-kueue testbin-karpenter python-torch pytorch-figures helm sim bench bench-bind soak fmt vet generate manifests image dev-cluster
 
 # The whole test suite: vet, unit and simulator tests, the Kubernetes
 # end-to-end tests against a real kube-apiserver and etcd that
@@ -35,6 +35,14 @@ testbin-operator:
 # CI runs this before `make test`.
 testbin-kueue:
 	hack/testbin/kueue.sh
+
+# kube-controller-manager and kube-scheduler v1.34.4 (build.sh's wrapper
+# module) and Karpenter v1.6.0's kwok provider (its own module, `go install
+# sigs.k8s.io/karpenter/kwok@v1.6.0`), built at once and cached like the
+# operator, for the autoscaling e2e test (TestKarpenterLoop), which is
+# skipped while they are not cached. CI runs this before `make test`.
+testbin-karpenter:
+	hack/testbin/karpenter.sh
 
 helm:
 	hack/testbin/helm.sh

@@ -53,7 +53,9 @@ kube_wrapper() {
 	((${#staging[@]} > 10)) || die "found only ${#staging[@]} staging modules in ${kmod}"
 	# Every `k8s.io/* v0.0.0` require must be covered by a staging replace.
 	while read -r m; do
-		printf '%s\n' "${staging[@]}" | grep -qx "${m}" || die "required ${m} v0.0.0 has no staging replace"
+		# A here-string, not a pipe: with pipefail, grep -q exiting at the
+		# first match can fail the pipe by SIGPIPE in printf (seen under load).
+		grep -qxF -- "${m}" <<<"$(printf '%s\n' "${staging[@]}")" || die "required ${m} v0.0.0 has no staging replace"
 	done < <(awk '$2 == "v0.0.0" && $1 ~ /^k8s\.io\// { print $1 }' "${kmod}")
 	log "kubernetes v${K8S_VERSION}: replacing ${#staging[@]} staging modules with v${STAGING_VERSION}"
 

@@ -546,6 +546,55 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 	return nil
 }
 
+// yieldPlaceholders deletes placeholder pods from nodes that they and the
+// other pods there overfill. Two binders fill the nodes: drover binds the
+// replica pods, the default scheduler the placeholders. When a node
+// joins (an autoscaler's, for a pending placeholder), both may bind to it
+// at once, each before it sees the other's pod, and the node then holds a
+// job and a placeholder that do not fit together (a kubelet refuses
+// whichever it admits second). evictPlaceholders never runs for that job
+// again, so the placeholder yields here, newest first, as kube-scheduler's
+// preemption would have made it: its Deployment recreates it, pending,
+// and the autoscaler adds a node for it (TestKarpenterLoop).
+func (e *Executor) yieldPlaceholders(ctx context.Context, w *World, v *View) error {
+	var errs []error
+	for ni, n := range v.Snap.Nodes {
+		if n.Placeholder.IsZero() || n.Allocated.Fits(n.Capacity) {
+			continue
+		}
+		var phs []*corev1.Pod
+		for i := range w.Pods {
+			pod := &w.Pods[i]
+			if pod.Spec.NodeName == n.Name && pod.Labels[v1alpha1.LabelPlaceholder] != "" && pod.Namespace == e.cfg.PlaceholderNamespace &&
+				pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				phs = append(phs, pod)
+			}
+		}
+		slices.SortFunc(phs, func(a, b *corev1.Pod) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+		for _, pod := range phs {
+			if n.Allocated.Fits(n.Capacity) {
+				break
+			}
+			if err := e.fault("yield placeholder " + pod.Name); err != nil {
+				return err
+			}
+			if err := e.c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting placeholder pod %s from overfilled node %s: %w", pod.Name, n.Name, err))
+				continue
+			}
+			pd := PodDemand(&pod.Spec)
+			n.Allocated = n.Allocated.Sub(pd)
+			n.Placeholder = n.Placeholder.Sub(pd)
+			v.extra[ni].add(-1, extendedRequests(&pod.Spec), true)
+			pod.DeletionTimestamp = &metav1.Time{Time: e.Now()}
+		}
+	}
+	if len(errs) > 0 {
+		return &apiError{err: errors.Join(errs...)}
+	}
+	return nil
+}
+
 // PlaceholderDeployment names the Deployment of a placeholder.
 func PlaceholderDeployment(name string) string { return "drover-placeholder-" + name }
 

@@ -540,6 +540,9 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		}
 		v = Build(w, e.Now(), opts)
 	}
+	if err := e.yieldPlaceholders(ctx, w, v); err != nil {
+		errs = append(errs, err)
+	}
 	stage(&res.Stages.Reconcile)
 	for _, key := range v.gangOrder {
 		ns, name, _ := strings.Cut(key, "/")

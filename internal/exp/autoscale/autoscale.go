@@ -79,6 +79,10 @@ func Experiments() []experiment.Experiment {
 				o = QuickOptions()
 			}
 			return Run(ctx, env, o)
+		}}, {Name: "autoscale-karpenter",
+		Description: "the Karpenter e2e's demand ramp (6 one-GPU jobs in 3 waves) with the real loop's launch delay and consolidation: reactive vs predictive (ladder), to set against the real loop (docs/autoscale.md)",
+		Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+			return RunRamp(ctx, env, DefaultRampOptions())
 		}}}
 }
 

@@ -62,6 +62,13 @@ type Config struct {
 	CheckpointDelay time.Duration
 	// Curve is the loss curve; default ExpCurve{2, 0.2, 4, 0.01}.
 	Curve cluster.EvalCurve
+	// Adopt, when set, picks nodes that another component created (a node
+	// autoscaler's, such as Karpenter's kwok provider, which creates Node
+	// objects without a kubelet behind them) for the stand-in to play as
+	// well: every step marks a picked node Ready with the capacity it was
+	// created with, removes the not-ready taint, and runs the pods bound to
+	// it like those on its own nodes. Deleted nodes are not picked.
+	Adopt func(*corev1.Node) bool
 }
 
 func (c *Config) defaults() {
@@ -105,6 +112,9 @@ type Kubelet struct {
 	sigterm map[string]time.Time
 	// ckptDone marks pods that wrote their SIGTERM checkpoint, by UID.
 	ckptDone map[string]bool
+	// adopted holds the names of the nodes Config.Adopt picked at the
+	// last step.
+	adopted map[string]bool
 }
 
 type trainer struct {
@@ -208,6 +218,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 }
 
 func (k *Kubelet) mine(node string) bool {
+	if k.adopted[node] {
+		return true
+	}
 	rest, ok := strings.CutPrefix(node, k.cfg.Prefix+"-")
 	if !ok {
 		return false
@@ -221,6 +234,11 @@ func (k *Kubelet) Step(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := time.Now()
+	if k.cfg.Adopt != nil {
+		if err := k.adopt(ctx); err != nil {
+			return err
+		}
+	}
 	var pods corev1.PodList
 	if err := k.c.List(ctx, &pods, client.HasLabels{v1alpha1.LabelJob}); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
@@ -317,6 +335,53 @@ func (k *Kubelet) Step(ctx context.Context) error {
 	_ = g.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("stand-in step: %d errors, first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+// adopt records the nodes Config.Adopt picks and marks those not yet
+// Ready so: a kubelet's registration, with the capacity the node's creator
+// gave it (its allocatable too, when that was left empty).
+func (k *Kubelet) adopt(ctx context.Context) error {
+	var nodes corev1.NodeList
+	if err := k.c.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	k.adopted = map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.DeletionTimestamp != nil || !k.cfg.Adopt(n) {
+			continue
+		}
+		k.adopted[n.Name] = true
+		ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		notReadyTaint := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if ready && !notReadyTaint {
+			continue
+		}
+		if !ready {
+			if len(n.Status.Allocatable) == 0 {
+				n.Status.Allocatable = n.Status.Capacity.DeepCopy()
+			}
+			n.Status.Phase = corev1.NodeRunning
+			n.Status.Conditions = append(slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady }),
+				corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "StandIn",
+					LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()})
+			if err := k.c.Status().Update(ctx, n); err != nil {
+				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+					continue // the next step retries
+				}
+				return fmt.Errorf("marking adopted node %s ready: %w", n.Name, err)
+			}
+		}
+		if notReadyTaint {
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+			if err := k.c.Update(ctx, n); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("removing the not-ready taint of adopted node %s: %w", n.Name, err)
+			}
+		}
 	}
 	return nil
 }
