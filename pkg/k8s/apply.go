@@ -40,8 +40,8 @@ type applier struct {
 	free []dres.Vector
 	// extra is the cycle's ledger of pods and extended resources per node,
 	// quota of ResourceQuota usage per namespace (validate.Extra).
-	extra []nodeExtra
-	quota map[string][]*nsQuota
+	extra []NodeExtra
+	quota map[string][]*NSQuota
 	// flights are the starts this applier put in flight (Executor.flights):
 	// validation and the ledger stay sequential, in the policy's order, but
 	// one job's status write, pod creations and Bindings need not wait for
@@ -71,7 +71,7 @@ func (a *applier) wait() error {
 }
 
 func newApplier(e *Executor, v *View, w *World) *applier {
-	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: cloneExtra(v.extra), quota: cloneQuotas(v.quotas)}
+	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: CloneExtra(v.Extra), quota: CloneQuotas(v.Quotas)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			a.free[i] = n.Free().Add(n.Placeholder)
@@ -91,12 +91,12 @@ var (
 // ResourceQuotas of its namespace (hard minus used, less what this
 // cycle's earlier starts and resizes took).
 func (a *applier) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
-	if err := a.v.placementExtra(a.extra, j, p, current); err != nil {
+	if err := a.v.PlacementExtra(a.extra, j, p, current); err != nil {
 		return err
 	}
-	if jv := a.v.jobs[j.ID]; jv != nil {
-		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
-			if why := quotaShort(jv.tj.Namespace, qs, a.v.jobQuota(jv, delta(j, p, current))); why != "" {
+	if jv := a.v.Jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.TJ.Namespace]; len(qs) > 0 {
+			if why := QuotaShort(jv.TJ.Namespace, qs, a.v.JobQuota(jv, delta(j, p, current))); why != "" {
 				return fmt.Errorf("%s: %s", ReasonQuotaExceeded, why)
 			}
 		}
@@ -116,14 +116,14 @@ func delta(j *cluster.Job, p, current cluster.Placement) []int {
 // Job implements validate.State: an opted-in pod or a TrainingJob whose
 // spec converted.
 func (a *applier) Job(id string) *cluster.JobState {
-	if pj := a.v.pods[id]; pj != nil {
-		return pj.st
+	if pj := a.v.PodJobs[id]; pj != nil {
+		return pj.St
 	}
-	if jv := a.v.jobs[id]; jv != nil {
-		return jv.st
+	if jv := a.v.Jobs[id]; jv != nil {
+		return jv.St
 	}
-	if gj := a.v.gangs[id]; gj != nil && gj.st != nil {
-		return gj.st
+	if gj := a.v.Gangs[id]; gj != nil && gj.St != nil {
+		return gj.St
 	}
 	return nil
 }
@@ -147,19 +147,19 @@ func (a *applier) Unsupported(act policy.Action) error {
 	case policy.ReleaseNode:
 		return fmt.Errorf("node release is left to the cluster autoscaler")
 	case policy.Migrate, policy.Resize:
-		if pj := a.v.pods[act.Target()]; pj != nil {
-			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.st.Job.ID)
+		if pj := a.v.PodJobs[act.Target()]; pj != nil {
+			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.St.Job.ID)
 		}
-		if gj := a.v.gangs[act.Target()]; gj != nil {
-			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.st.Job.ID)
+		if gj := a.v.Gangs[act.Target()]; gj != nil {
+			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.St.Job.ID)
 		}
 	case policy.Start:
-		if gj := a.v.gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.members) {
-			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.members), len(act.Placement))
+		if gj := a.v.Gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.Members) {
+			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.Members), len(act.Placement))
 		}
 	case policy.SetLabel:
 		if js := a.Job(act.Job); js != nil {
-			if err := checkSetLabel(js.Labels, act.Key, act.Value); err != nil {
+			if err := CheckSetLabel(js.Labels, act.Key, act.Value); err != nil {
 				return fmt.Errorf("job %s: cannot store the policy label: %w", act.Job, err)
 			}
 		}
@@ -180,14 +180,14 @@ func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
 	for ni, d := range p.DemandOn(j) {
 		a.free[ni] = a.free[ni].Sub(d.Scale(sign))
 	}
-	a.v.takeExtra(a.extra, j, p, sign)
-	if jv := a.v.jobs[j.ID]; jv != nil {
-		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
+	a.v.TakeExtra(a.extra, j, p, sign)
+	if jv := a.v.Jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.TJ.Namespace]; len(qs) > 0 {
 			counts := p.Counts(len(j.Groups))
 			for g := range counts {
 				counts[g] *= int(sign)
 			}
-			chargeQuota(qs, a.v.jobQuota(jv, counts))
+			ChargeQuota(qs, a.v.JobQuota(jv, counts))
 		}
 	}
 }
@@ -229,27 +229,27 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	// earlier one whose pods are still being created) finishes first, so
 	// that two writers never share the job.
 	e.awaitFlight(act.Target())
-	if pj := a.v.pods[act.Target()]; pj != nil {
+	if pj := a.v.PodJobs[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
-	if gj := a.v.gangs[act.Target()]; gj != nil {
+	if gj := a.v.Gangs[act.Target()]; gj != nil {
 		return a.applyGang(ctx, gj, act)
 	}
 	switch act := act.(type) {
 	case policy.Start:
-		jv := a.v.jobs[act.Job]
-		place := a.toStatus(jv.st.Job, act.Placement)
-		a.take(jv.st.Job, act.Placement, 1)
-		jv.st.Phase = cluster.Running
-		jv.st.Placement = act.Placement
-		if err := a.evictPlaceholders(ctx, jv.st.Job, act.Placement); err != nil {
+		jv := a.v.Jobs[act.Job]
+		place := a.toStatus(jv.St.Job, act.Placement)
+		a.take(jv.St.Job, act.Placement, 1)
+		jv.St.Phase = cluster.Running
+		jv.St.Placement = act.Placement
+		if err := a.evictPlaceholders(ctx, jv.St.Job, act.Placement); err != nil {
 			return err
 		}
 		desc := a.describe(act.Placement)
 		a.async(act.Job, func(commit func()) error { return a.start(ctx, jv, act, place, desc, now, commit) })
 		return nil
 	case policy.Preempt:
-		jv := a.v.jobs[act.Job]
+		jv := a.v.Jobs[act.Job]
 		grace := int64(math.Ceil(act.Grace))
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
@@ -270,14 +270,14 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}); err != nil {
 			return err
 		}
-		jv.st.Phase = cluster.Suspending
+		jv.St.Phase = cluster.Suspending
 		e.m.Actions.WithLabelValues("preempt").Inc()
-		e.event(jv.tj, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
+		e.event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
 		return e.deletePods(ctx, jv, jv.live(), grace)
 	case policy.Migrate:
-		jv := a.v.jobs[act.Job]
-		from := a.describe(jv.st.Placement)
-		place := a.toStatus(jv.st.Job, act.Placement)
+		jv := a.v.Jobs[act.Job]
+		from := a.describe(jv.St.Placement)
+		place := a.toStatus(jv.St.Job, act.Placement)
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
 				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
@@ -293,17 +293,17 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}); err != nil {
 			return err
 		}
-		a.take(jv.st.Job, jv.st.Placement, -1)
-		a.take(jv.st.Job, act.Placement, 1)
-		jv.st.Phase = cluster.Migrating
-		jv.st.Placement = act.Placement
+		a.take(jv.St.Job, jv.St.Placement, -1)
+		a.take(jv.St.Job, act.Placement, 1)
+		jv.St.Phase = cluster.Migrating
+		jv.St.Placement = act.Placement
 		e.m.Actions.WithLabelValues("migrate").Inc()
-		e.event(jv.tj, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
-		return e.deletePods(ctx, jv, jv.live(), jv.tj.Grace())
+		e.event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
+		return e.deletePods(ctx, jv, jv.live(), jv.TJ.Grace())
 	case policy.Resize:
-		jv := a.v.jobs[act.Job]
-		j := jv.st.Job
-		from, to := jv.st.Counts(), act.Placement.Counts(len(j.Groups))
+		jv := a.v.Jobs[act.Job]
+		j := jv.St.Job
+		from, to := jv.St.Counts(), act.Placement.Counts(len(j.Groups))
 		place := a.toStatus(j, act.Placement)
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
@@ -315,16 +315,16 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}); err != nil {
 			return err
 		}
-		a.take(j, jv.st.Placement, -1)
+		a.take(j, jv.St.Placement, -1)
 		a.take(j, act.Placement, 1)
-		jv.st.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
-		jv.st.Placement = act.Placement
+		jv.St.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
+		jv.St.Placement = act.Placement
 		e.m.Actions.WithLabelValues("resize").Inc()
-		e.event(jv.tj, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
+		e.event(jv.TJ, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
 		if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
 			return err
 		}
-		st := jv.tj.Status
+		st := jv.TJ.Status
 		if err := e.ensurePods(ctx, jv, &st); err != nil {
 			// The resize is written: whatever failed (a refused pod
 			// included) is the next cycle's reconcile's to finish, not a
@@ -333,7 +333,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}
 		return nil
 	case policy.Reject:
-		jv := a.v.jobs[act.Job]
+		jv := a.v.Jobs[act.Job]
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
 				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
@@ -346,13 +346,13 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}); err != nil {
 			return err
 		}
-		jv.st.Phase = cluster.Rejected
+		jv.St.Phase = cluster.Rejected
 		e.m.Actions.WithLabelValues("reject").Inc()
-		e.event(jv.tj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+		e.event(jv.TJ, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
 		return nil
 	case policy.Wait:
-		jv := a.v.jobs[act.Job]
-		if jv.tj.Status.Reason == act.Reason {
+		jv := a.v.Jobs[act.Job]
+		if jv.TJ.Status.Reason == act.Reason {
 			return nil
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -369,16 +369,16 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}); err != nil {
 			return err
 		}
-		e.event(jv.tj, false, "Waiting", "%s", act.Reason)
+		e.event(jv.TJ, false, "Waiting", "%s", act.Reason)
 		return nil
 	case policy.SetLabel:
-		jv := a.v.jobs[act.Job]
-		if v, ok := jv.st.Labels[act.Key]; ok && v == act.Value {
+		jv := a.v.Jobs[act.Job]
+		if v, ok := jv.St.Labels[act.Key]; ok && v == act.Value {
 			return nil
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			labels, _ := PolicyLabels(o) // only valid labels are written back
-			if err := checkSetLabel(labels, act.Key, act.Value); err != nil {
+			if err := CheckSetLabel(labels, act.Key, act.Value); err != nil {
 				return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
 			}
 			if labels == nil {
@@ -390,10 +390,10 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		}); err != nil {
 			return err
 		}
-		if jv.st.Labels == nil {
-			jv.st.Labels = map[string]string{}
+		if jv.St.Labels == nil {
+			jv.St.Labels = map[string]string{}
 		}
-		jv.st.Labels[act.Key] = act.Value
+		jv.St.Labels[act.Key] = act.Value
 		return nil
 	case policy.SetPlaceholders:
 		e.m.Actions.WithLabelValues("placeholders").Inc()
@@ -420,7 +420,7 @@ func (a *applier) async(id string, f func(commit func()) error) {
 // commit is called once the status write succeeded: from then on a cycle
 // that reads the job sees it placed (its capacity charged), while its
 // pods may still be in flight (Executor.flights).
-func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
+func (a *applier) start(ctx context.Context, jv *Job, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
 	e := a.e
 	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
@@ -456,17 +456,17 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 	}
 	commit()
 	verb := "admitted"
-	if jv.tj.Status.Attempt > 1 {
+	if jv.TJ.Status.Attempt > 1 {
 		verb = "resumed"
 	}
 	e.m.Actions.WithLabelValues("start").Inc()
-	e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
-	st := jv.tj.Status
+	e.event(jv.TJ, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
+	st := jv.TJ.Status
 	err := e.ensurePods(ctx, jv, &st)
 	if ref := (*refusedPod)(nil); errors.As(err, &ref) {
 		// The pods this start created are gone again (ensurePods):
 		// release the placement now, not a cycle later.
-		attempt := jv.tj.Status.Attempt
+		attempt := jv.TJ.Status.Attempt
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted || o.Status.Attempt != attempt {
 				return &apiError{err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
@@ -476,7 +476,7 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 		}); err != nil {
 			return err
 		}
-		e.refusedEvent(jv.tj, ref)
+		e.refusedEvent(jv.TJ, ref)
 		return nil
 	}
 	return err
@@ -518,7 +518,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 		// Placeholder pods hold pod slots too, which the cycle's ledger
 		// (charged with this job already) counted as free for a real job.
 		x := &a.extra[ni]
-		fits := func() bool { return d.Fits(n.Free()) && (x.podCap < 0 || x.pods <= x.podCap) }
+		fits := func() bool { return d.Fits(n.Free()) && (x.PodCap < 0 || x.Pods <= x.PodCap) }
 		if n.Placeholder.IsZero() || fits() {
 			continue
 		}
@@ -539,7 +539,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			pd := PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
-			x.add(-1, extendedRequests(&pod.Spec), true)
+			x.Add(-1, ExtendedRequests(&pod.Spec), true)
 			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
 		}
 	}

@@ -43,7 +43,7 @@ func TestStatusConflictRetried(t *testing.T) {
 	}
 	e := New(Config{}, cl, nil, nil, nil, logr.Discard())
 	before := conflicts(e)
-	jv := &jobView{tj: cur, st: cluster.NewJobState(&cluster.Job{ID: "ns/j"})}
+	jv := &Job{TJ: cur, St: cluster.NewJobState(&cluster.Job{ID: "ns/j"})}
 	err := e.updateStatus(context.Background(), jv, func(o *v1alpha1.TrainingJob) error {
 		o.Status.Preemptions++
 		now := metav1.Now()
@@ -63,8 +63,8 @@ func TestStatusConflictRetried(t *testing.T) {
 	if conflicts(e) != before+1 {
 		t.Errorf("conflicts counter %v -> %v, want +1", before, conflicts(e))
 	}
-	if jv.tj.ResourceVersion != got.ResourceVersion {
-		t.Errorf("executor holds rv %s, server %s", jv.tj.ResourceVersion, got.ResourceVersion)
+	if jv.TJ.ResourceVersion != got.ResourceVersion {
+		t.Errorf("executor holds rv %s, server %s", jv.TJ.ResourceVersion, got.ResourceVersion)
 	}
 }
 

@@ -201,7 +201,7 @@ func TestBuildGangs(t *testing.T) {
 	if v.Snap.Pending.Len() != 0 {
 		t.Fatalf("an incomplete gang (2 of 3 pods) is queued: %v", queueIDs(v))
 	}
-	if gj := v.gangs[GangJobID("ns", "pt")]; gj == nil || gj.waiting != "waiting for the gang's pods: 2 of minMember 3 exist" {
+	if gj := v.Gangs[GangJobID("ns", "pt")]; gj == nil || gj.Waiting != "waiting for the gang's pods: 2 of minMember 3 exist" {
 		t.Fatalf("incomplete gang: %+v", gj)
 	}
 

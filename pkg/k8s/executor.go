@@ -367,17 +367,17 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 	for _, id := range ids {
 		reason := why[id]
 		switch {
-		case v.pods[id] != nil:
-			if err := e.setPodScheduled(ctx, v.pods[id].pod, reason); err != nil {
+		case v.PodJobs[id] != nil:
+			if err := e.setPodScheduled(ctx, v.PodJobs[id].Pod, reason); err != nil {
 				errs = append(errs, err)
 			}
-		case v.gangs[id] != nil:
-			if err := e.gangWaiting(ctx, v.gangs[id], reason); err != nil {
+		case v.Gangs[id] != nil:
+			if err := e.gangWaiting(ctx, v.Gangs[id], reason); err != nil {
 				errs = append(errs, err)
 			}
-		case v.jobs[id] != nil:
-			jv := v.jobs[id]
-			if jv.tj.Status.Reason == reason {
+		case v.Jobs[id] != nil:
+			jv := v.Jobs[id]
+			if jv.TJ.Status.Reason == reason {
 				continue
 			}
 			code, _, _ := strings.Cut(reason, ":")
@@ -400,7 +400,7 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			if unschedulable {
 				kind = code // Unschedulable or QuotaExceeded, a Warning
 			}
-			e.event(jv.tj, unschedulable, kind, "%s", reason)
+			e.event(jv.TJ, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)
@@ -499,11 +499,11 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		changed bool
 		err     error
 	}
-	outs := make([]outcome, len(v.order))
+	outs := make([]outcome, len(v.Order))
 	var rg errgroup.Group
 	rg.SetLimit(startWorkers)
-	for i, key := range v.order {
-		jv := v.jobs[key]
+	for i, key := range v.Order {
+		jv := v.Jobs[key]
 		if busy[key] {
 			// Its start's pods are still being created: nothing to bring
 			// in line yet, and two writers must not share the job.
@@ -516,7 +516,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		})
 	}
 	_ = rg.Wait()
-	for i, key := range v.order {
+	for i, key := range v.Order {
 		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 			if errors.Is(err, ErrNotLeader) {
@@ -524,7 +524,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 			}
 		}
 		changed = changed || outs[i].changed
-		if v.jobs[key].fresh {
+		if v.Jobs[key].Fresh {
 			fresh = append(fresh, key)
 		}
 	}
@@ -532,18 +532,18 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		// Completions and requeues change what the policy sees: rebuild
 		// from the objects as written.
 		for i := range w.Jobs {
-			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.ended != nil {
-				w.Jobs[i] = *jv.ended
+			if jv := v.Jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.Ended != nil {
+				w.Jobs[i] = *jv.Ended
 			} else if jv != nil {
-				w.Jobs[i] = *jv.tj
+				w.Jobs[i] = *jv.TJ
 			}
 		}
 		v = Build(w, e.Now(), opts)
 	}
 	stage(&res.Stages.Reconcile)
-	for _, key := range v.gangOrder {
+	for _, key := range v.GangOrder {
 		ns, name, _ := strings.Cut(key, "/")
-		if err := e.reconcileGang(ctx, v, v.gangs[GangJobID(ns, name)]); err != nil {
+		if err := e.reconcileGang(ctx, v, v.Gangs[GangJobID(ns, name)]); err != nil {
 			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
 		}
 	}
@@ -569,8 +569,8 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 				}
 				continue
 			}
-			if tm := (*tooManyPods)(nil); errors.As(err, &tm) {
-				e.crowded.note(tm)
+			if tm := (*TooManyPods)(nil); errors.As(err, &tm) {
+				e.crowded.Note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)
@@ -608,8 +608,8 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 func (e *Executor) markPending(ctx context.Context, v *View, fresh []string) []error {
 	var errs []error
 	for _, key := range fresh {
-		jv := v.jobs[key]
-		if jv == nil || jv.st == nil || jv.st.Phase != cluster.Pending || jv.tj.Status.Phase != "" {
+		jv := v.Jobs[key]
+		if jv == nil || jv.St == nil || jv.St.Phase != cluster.Pending || jv.TJ.Status.Phase != "" {
 			continue
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -637,8 +637,8 @@ func (e *Executor) observe(v *View) {
 	}
 	e.m.Running.Set(float64(len(v.Snap.Running)))
 	stuck := 0
-	for _, jv := range v.jobs {
-		stuck += len(jv.stuck)
+	for _, jv := range v.Jobs {
+		stuck += len(jv.Stuck)
 	}
 	e.m.StuckPods.Set(float64(stuck))
 }
@@ -680,15 +680,15 @@ func (e errPrecondition) Error() string { return e.msg }
 // on a resourceVersion conflict with the object re-read from the API
 // server (mutate is applied again, so it must check its preconditions on
 // the object it is given). It never overwrites a newer version blindly.
-func (e *Executor) updateStatus(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
+func (e *Executor) updateStatus(ctx context.Context, jv *Job, mutate func(*v1alpha1.TrainingJob) error) error {
 	return e.write(ctx, jv, "status", mutate)
 }
 
-func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate func(*v1alpha1.TrainingJob) error) error {
-	if err := e.fault("update " + what + " " + JobKey(jv.tj)); err != nil {
+func (e *Executor) write(ctx context.Context, jv *Job, what string, mutate func(*v1alpha1.TrainingJob) error) error {
+	if err := e.fault("update " + what + " " + JobKey(jv.TJ)); err != nil {
 		return err
 	}
-	obj := jv.tj.DeepCopy()
+	obj := jv.TJ.DeepCopy()
 	for try := 0; ; try++ {
 		before := markOf(obj)
 		if err := mutate(obj); err != nil {
@@ -704,7 +704,7 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		err := e.c.Status().Update(ctx, obj)
 		if err == nil {
 			e.m.transition(before, obj, e.Now())
-			jv.tj = obj
+			jv.TJ = obj
 			e.mu.Lock()
 			e.written[JobKey(obj)] = obj.DeepCopy()
 			if what == "status" {
@@ -878,15 +878,15 @@ func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fau
 		if f.At != "" {
 			reason += " (at " + f.At + ")"
 		}
-		jv := ap.v.jobs[f.Job]
-		if jv == nil || jv.st == nil {
+		jv := ap.v.Jobs[f.Job]
+		if jv == nil || jv.St == nil {
 			// A plain pod or a gang: reject it (validated: still pending).
 			if err := ap.apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
 				errs = append(errs, fmt.Errorf("job %s: after a policy panic: %w", f.Job, err))
 			}
 			continue
 		}
-		if jv.st.Phase != cluster.Pending {
+		if jv.St.Phase != cluster.Pending {
 			continue // decided for in this cycle after all (cannot happen: its actions were discarded)
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -905,8 +905,8 @@ func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fau
 			}
 			continue
 		}
-		jv.st.Phase = cluster.Rejected // out of the queue for the rest of the cycle
-		e.event(jv.tj, true, ReasonPolicyPanic, "%s", reason)
+		jv.St.Phase = cluster.Rejected // out of the queue for the rest of the cycle
+		e.event(jv.TJ, true, ReasonPolicyPanic, "%s", reason)
 	}
 	return errs
 }

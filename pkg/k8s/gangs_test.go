@@ -114,9 +114,9 @@ func TestGangJobs(t *testing.T) {
 					t.Errorf("replicas of the queued gang (-want +got):\n%s", d)
 				}
 			}
-			gj := v.gangs[GangJobID("ns", "pg")]
-			if !strings.HasPrefix(gj.waiting, tc.want.waiting) || (tc.want.waiting == "") != (gj.waiting == "") {
-				t.Errorf("waiting %q, want %q...", gj.waiting, tc.want.waiting)
+			gj := v.Gangs[GangJobID("ns", "pg")]
+			if !strings.HasPrefix(gj.Waiting, tc.want.waiting) || (tc.want.waiting == "") != (gj.Waiting == "") {
+				t.Errorf("waiting %q, want %q...", gj.Waiting, tc.want.waiting)
 			}
 		})
 	}

@@ -200,8 +200,8 @@ func (e *Executor) observeJobs(w *World, v *View) {
 	busy := e.inFlight()
 	cur := func(i int) *v1alpha1.TrainingJob {
 		key := JobKey(&w.Jobs[i])
-		if jv := v.jobs[key]; jv != nil && !busy[key] {
-			return jv.tj
+		if jv := v.Jobs[key]; jv != nil && !busy[key] {
+			return jv.TJ
 		}
 		return &w.Jobs[i]
 	}

@@ -300,7 +300,7 @@ func TestQueueAndPositions(t *testing.T) {
 	// "late" starts: within the period nothing is rewritten; after it, the
 	// window moves and the job that left it loses its position.
 	v = Build(read(), now, Options{DefaultDuration: 100})
-	v.jobs["ns/late"].st.Phase = cluster.Running
+	v.Jobs["ns/late"].St.Phase = cluster.Running
 	now = now.Add(time.Second)
 	if err := e.publishQueue(context.Background(), v); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func podState(p *corev1.Pod, schedulerName string) string {
 	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		return podLive
 	}
-	if gangOf(p, schedulerName) != "" {
+	if GangOf(p, schedulerName) != "" {
 		return podLive
 	}
 	if job := p.Labels[v1alpha1.LabelJob]; job != "" {

@@ -41,21 +41,21 @@ const maxEvals = 64
 // in earlier cycles and with what its pods did: completion and failure,
 // progress reports, pods to create, bind or delete, stuck terminations. It
 // reports whether the job's phase changed.
-func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, error) {
-	tj := jv.tj
-	if jv.invalid != nil {
+func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error) {
+	tj := jv.TJ
+	if jv.Invalid != nil {
 		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			o.Status.Phase = v1alpha1.PhaseFailed
-			o.Status.Reason = "invalid spec: " + jv.invalid.Error()
+			o.Status.Reason = "invalid spec: " + jv.Invalid.Error()
 			setTerminal(&o.Status, v1alpha1.PhaseFailed, o.Status.Reason)
 			return nil
 		})
 		if err == nil {
-			e.event(jv.tj, true, "InvalidSpec", "%v", jv.invalid)
+			e.event(jv.TJ, true, "InvalidSpec", "%v", jv.Invalid)
 		}
 		return true, err
 	}
-	for _, p := range jv.stuck {
+	for _, p := range jv.Stuck {
 		e.mu.Lock()
 		first := !e.reported[p.UID]
 		e.reported[p.UID] = true
@@ -68,19 +68,19 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 	before := tj.Status.Phase
 	next := tj.Status.DeepCopy()
 	e.copyProgress(jv, next)
-	if len(jv.stuck) > 0 {
+	if len(jv.Stuck) > 0 {
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionTrue,
-			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.stuck))})
+			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.Stuck))})
 	} else if meta.IsStatusConditionTrue(next.Conditions, v1alpha1.ConditionStuck) {
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
 	}
 
-	if jv.badLabels != nil {
+	if jv.BadLabels != nil {
 		// Someone wrote labels the scheduler would not have: keep the
 		// valid ones, drop the rest, and say so.
-		next.PolicyLabels = maps.Clone(jv.st.Labels)
-		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.badLabels)
-		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.badLabels.Error())
+		next.PolicyLabels = maps.Clone(jv.St.Labels)
+		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.BadLabels)
+		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.BadLabels.Error())
 	}
 	var podErr error
 	switch tj.Status.Phase {
@@ -91,16 +91,16 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		}
 		first := tj.Spec.ReplicaGroups[0].Name
 		switch {
-		case len(jv.failed) > 0:
-			p := jv.failed[0]
+		case len(jv.Failed) > 0:
+			p := jv.Failed[0]
 			e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
 			podErr = e.deletePods(ctx, jv, jv.live(), 0)
 			e.event(tj, true, "Failed", "%s", next.Reason)
-		case desired[first] > 0 && int32(jv.succeeded[first]) >= desired[first]:
+		case desired[first] > 0 && int32(jv.Succeeded[first]) >= desired[first]:
 			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
 			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
 			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
-		case jv.badPlacement != nil:
+		case jv.BadPlacement != nil:
 			// The stored placement fails the checks a policy's Start is
 			// held to (someone edited the status): never act on it.
 			// Requeue the job at the head, like a lost node; the policy
@@ -109,19 +109,19 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 			next.Placement = nil
 			next.Migrating = false
 			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = ReasonPlacementRefused + ": " + jv.badPlacement.Error() + "; requeued"
+			next.Reason = ReasonPlacementRefused + ": " + jv.BadPlacement.Error() + "; requeued"
 			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
 			e.event(tj, true, ReasonPlacementRefused, "%s", next.Reason)
-		case len(jv.missingNodes) > 0:
+		case len(jv.MissingNodes) > 0:
 			// A node of the placement is gone: the job cannot run as
 			// placed. Requeue it at the head like a preemption.
 			next.Phase = v1alpha1.PhaseSuspended
 			next.Placement = nil
 			next.Migrating = false
 			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = "node " + jv.missingNodes[0] + " is gone"
+			next.Reason = "node " + jv.MissingNodes[0] + " is gone"
 			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
-			e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.missingNodes[0])
+			e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.MissingNodes[0])
 		default:
 			if next.Migrating && !jv.waiting() {
 				next.Migrating = false
@@ -139,7 +139,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 				break
 			}
 			running := map[string]int32{}
-			for _, p := range jv.pods {
+			for _, p := range jv.Pods {
 				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(tj.Status.Attempt)) {
 					running[p.Labels[v1alpha1.LabelGroup]]++
 				}
@@ -174,7 +174,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		// Nothing to write, or only what a running job reports: kept in
 		// memory (and in this cycle's snapshot) until ProgressPeriod
 		// passes or another status write of the job carries it.
-		s := &jv.tj.Status
+		s := &jv.TJ.Status
 		s.Phase, s.Replicas = next.Phase, next.Replicas
 		s.Progress, s.Evals, s.ProgressCategory = next.Progress, next.Evals, next.ProgressCategory
 		return before != s.Phase, podErr
@@ -188,7 +188,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		unset := *next
 		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
 		if semantic.DeepEqual(&unset, &tj.Status) {
-			jv.fresh = true
+			jv.Fresh = true
 			return false, podErr
 		}
 	}
@@ -216,10 +216,10 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		// cycle's World, which the cycle rewrites (with ended) to rebuild
 		// its snapshot.
 		tj = tj.DeepCopy()
-		jv.tj = tj
+		jv.TJ = tj
 		ended := tj.DeepCopy()
 		ended.Status = *next.DeepCopy()
-		jv.ended = ended
+		jv.Ended = ended
 		e.late([]*flight{e.launch(JobKey(tj), func(func()) error { return write() })})
 		return true, podErr
 	}
@@ -227,7 +227,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 	if err == nil && podErr != nil {
 		err = podErr
 	}
-	return before != jv.tj.Status.Phase, err
+	return before != jv.TJ.Status.Phase, err
 }
 
 func (e *Executor) finish(s *v1alpha1.TrainingJobStatus, phase v1alpha1.TrainingJobPhase, reason string) {
@@ -268,8 +268,8 @@ func podMessage(p *corev1.Pod) string {
 
 // category is the policy's "category" label when set, else the progress
 // quartile.
-func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
-	for k, v := range jv.st.Labels {
+func category(jv *Job, s *v1alpha1.TrainingJobStatus) string {
+	for k, v := range jv.St.Labels {
 		if k == "category" || strings.HasSuffix(k, "/category") {
 			return v
 		}
@@ -291,9 +291,9 @@ func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
 }
 
 // live returns the job's pods that are not terminating.
-func (jv *jobView) live() []*corev1.Pod {
+func (jv *Job) live() []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, p := range jv.pods {
+	for _, p := range jv.Pods {
 		if p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
@@ -302,9 +302,9 @@ func (jv *jobView) live() []*corev1.Pod {
 }
 
 // waiting reports whether terminating pods (not yet stuck) remain.
-func (jv *jobView) waiting() bool {
-	for _, p := range jv.pods {
-		if p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
+func (jv *Job) waiting() bool {
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp != nil && !slices.Contains(jv.Stuck, p) {
 			return true
 		}
 	}
@@ -322,14 +322,14 @@ func (jv *jobView) waiting() bool {
 // this check or by hand, is dropped with its checkpoint, so that the
 // trainers' real reports are read again and no replacement pod resumes
 // from a checkpoint that a forged report named.
-func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
+func (e *Executor) copyProgress(jv *Job, s *v1alpha1.TrainingJobStatus) {
 	now := e.Now()
-	best := e.observedReport(JobKey(jv.tj), jv.tj.UID)
+	best := e.observedReport(JobKey(jv.TJ), jv.TJ.UID)
 	if best != nil && e.future(best, now) {
 		best = nil
 	}
-	for _, p := range jv.pods {
-		if !metav1.IsControlledBy(p, jv.tj) {
+	for _, p := range jv.Pods {
+		if !metav1.IsControlledBy(p, jv.TJ) {
 			continue
 		}
 		r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
@@ -346,13 +346,13 @@ func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
 		return
 	}
-	ps := &v1alpha1.ProgressStatus{Fraction: clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
+	ps := &v1alpha1.ProgressStatus{Fraction: Clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
 	if s.Progress != nil {
 		ps.Checkpoint, ps.CheckpointFraction = s.Progress.Checkpoint, s.Progress.CheckpointFraction
 	}
 	if best.Checkpoint != "" {
 		ps.Checkpoint = best.Checkpoint
-		ps.CheckpointFraction = clamp01(best.CheckpointProgress)
+		ps.CheckpointFraction = Clamp01(best.CheckpointProgress)
 	}
 	s.Progress = ps
 	if best.Metric != nil {
@@ -370,14 +370,14 @@ func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 // bound, so a restarted scheduler completes the same binding; binding a
 // pod that is already bound is refused by the API server. Together these
 // make every step safe to repeat.
-func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.TrainingJobStatus) error {
-	tj := jv.tj
+func (e *Executor) ensurePods(ctx context.Context, jv *Job, s *v1alpha1.TrainingJobStatus) error {
+	tj := jv.TJ
 	attempt := strconv.Itoa(int(s.Attempt))
 	type key struct{ group, node string }
 	have := map[key][]*corev1.Pod{}
 	used := map[string]map[int]bool{}
 	var stale []*corev1.Pod
-	for _, p := range jv.pods {
+	for _, p := range jv.Pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -386,7 +386,7 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 			continue
 		}
 		g := p.Labels[v1alpha1.LabelGroup]
-		k := key{g, podNode(p)}
+		k := key{g, PodNode(p)}
 		have[k] = append(have[k], p)
 		if used[g] == nil {
 			used[g] = map[int]bool{}
@@ -695,7 +695,7 @@ func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
 
 // deletePods deletes pods with the given grace period (the container gets
 // SIGTERM and that long to checkpoint).
-func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.Pod, grace int64) error {
+func (e *Executor) deletePods(ctx context.Context, jv *Job, pods []*corev1.Pod, grace int64) error {
 	var errs []error
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {

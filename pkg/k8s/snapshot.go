@@ -55,46 +55,46 @@ type World struct {
 }
 
 // jobView ties a TrainingJob to its JobState and its pods.
-type jobView struct {
-	tj *v1alpha1.TrainingJob
+type Job struct {
+	TJ *v1alpha1.TrainingJob
 	// ended is the job as a pipelined reconcile ended it, its status
 	// write in flight (the flight owns tj meanwhile).
-	ended *v1alpha1.TrainingJob
-	st    *cluster.JobState
+	Ended *v1alpha1.TrainingJob
+	St    *cluster.JobState
 	// pods are the job's replica pods that are not finished, any attempt.
-	pods []*corev1.Pod
+	Pods []*corev1.Pod
 	// finished are pods of the current attempt that completed.
-	succeeded map[string]int // per group; nil until one has
-	failed    []*corev1.Pod
+	Succeeded map[string]int // per group; nil until one has
+	Failed    []*corev1.Pod
 	// stuck are terminating pods past their deadline plus the slack.
-	stuck []*corev1.Pod
+	Stuck []*corev1.Pod
 	// ext is each group's per-replica extended resources (see
 	// View.groupExtra), computed on first use; quota what one replica
 	// counts against a ResourceQuota (View.jobQuota).
 	ext, quota []corev1.ResourceList
 	extDone    bool
 	// missingNodes lists placement nodes that no longer exist.
-	missingNodes []string
-	invalid      error
+	MissingNodes []string
+	Invalid      error
 	// badLabels says which stored policy labels were dropped (reconcile
 	// writes the kept ones back and reports it).
-	badLabels error
+	BadLabels error
 	// badPlacement says why status.placement cannot be acted on
 	// (committed.go); reconcile requeues the job.
-	badPlacement error
+	BadPlacement error
 	// done are the current attempt's pods that succeeded.
 	done []*corev1.Pod
 	// fresh is set by reconcile on a new job (no phase yet) whose only
 	// status change would be Pending: the cycle writes it after the
 	// policy ran, and only if the job is still pending then.
-	fresh bool
+	Fresh bool
 }
 
 // group returns the index of the job's replica group with this name.
 // Jobs have a few groups: a walk costs less than a map per job per cycle.
-func (jv *jobView) group(name string) (int, bool) {
-	for g := range jv.st.Job.Groups {
-		if jv.st.Job.Groups[g].Name == name {
+func (jv *Job) group(name string) (int, bool) {
+	for g := range jv.St.Job.Groups {
+		if jv.St.Job.Groups[g].Name == name {
 			return g, true
 		}
 	}
@@ -107,13 +107,13 @@ type View struct {
 	nodeIdx map[string]int
 	// extra is each node's pods and extended resources (extra.go), by
 	// index.
-	extra []nodeExtra
+	Extra []NodeExtra
 	// quotas are each namespace's unscoped ResourceQuotas (admission.go);
 	// reserved the same with the minimum of each queued job charged.
-	quotas, reserved map[string][]*nsQuota
-	jobs             map[string]*jobView
-	pods             map[string]*podJob // opted-in plain pods, by job ID
-	order            []string           // job keys, sorted
+	Quotas, reserved map[string][]*NSQuota
+	Jobs             map[string]*Job
+	PodJobs          map[string]*PodJob // opted-in plain pods, by job ID
+	Order            []string           // job keys, sorted
 	// held are pending jobs kept out of the policy's queue, with the
 	// reason: a pod still carrying scheduling gates, or a job that no
 	// node could ever accept (Unschedulable). They are never bound and
@@ -122,8 +122,8 @@ type View struct {
 	// heldOrder lists held job IDs in queue order.
 	heldOrder []string
 	// gangs are PodGroup gangs by job ID; gangOrder their ns/name keys.
-	gangs     map[string]*gangJob
-	gangOrder []string
+	Gangs     map[string]*Gang
+	GangOrder []string
 }
 
 // Options tune how the snapshot is built.
@@ -209,9 +209,9 @@ func Build(w *World, now time.Time, o Options) *View {
 	v := &View{
 		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Catalog: o.Catalog},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
-		jobs:    make(map[string]*jobView, len(w.Jobs)),
-		pods:    map[string]*podJob{},
-		quotas:  buildQuotas(w.Quotas),
+		Jobs:    make(map[string]*Job, len(w.Jobs)),
+		PodJobs: map[string]*PodJob{},
+		Quotas:  buildQuotas(w.Quotas),
 	}
 	table := o.Nodes
 	if table == nil {
@@ -226,15 +226,15 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.Snap.Eligibility.Reset()
 	}
 	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
-	v.extra = make([]nodeExtra, len(seen))
+	v.Extra = make([]NodeExtra, len(seen))
 	for i, n := range seen {
 		if n == nil { // gone: kept as last seen, so that indices stay
 			v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Gone: true}
-			v.extra[i] = nodeExtra{podCap: -1}
+			v.Extra[i] = NodeExtra{PodCap: -1}
 			continue
 		}
 		v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Ready: nodeReady(n)}
-		v.extra[i] = newNodeExtra(n)
+		v.Extra[i] = newNodeExtra(n)
 		v.nodeIdx[n.Name] = i
 	}
 
@@ -244,20 +244,20 @@ func Build(w *World, now time.Time, o Options) *View {
 		if tj.Status.Phase.Terminal() || tj.DeletionTimestamp != nil {
 			continue
 		}
-		jv := &jobView{tj: tj}
+		jv := &Job{TJ: tj}
 		job, err := o.Jobs.get(tj, o)
 		key := ""
 		if err != nil {
-			jv.invalid = err
+			jv.Invalid = err
 			key = JobKey(tj)
 		} else {
-			jv.st = cluster.NewJobState(job)
+			jv.St = cluster.NewJobState(job)
 			key = job.ID // JobKey(tj), converted once
 		}
-		v.jobs[key] = jv
-		v.order = append(v.order, key)
+		v.Jobs[key] = jv
+		v.Order = append(v.Order, key)
 	}
-	slices.Sort(v.order)
+	slices.Sort(v.Order)
 	o.Jobs.sweep()
 
 	queued := make([]qItem, 0, len(w.Jobs))
@@ -268,7 +268,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		p := &w.Pods[i]
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		inScope := o.InScope == nil || o.InScope(p.Namespace)
-		if name := gangOf(p, o.SchedulerName); name != "" && inScope {
+		if name := GangOf(p, o.SchedulerName); name != "" && inScope {
 			v.addGangPod(p, name)
 			continue
 		}
@@ -279,25 +279,25 @@ func Build(w *World, now time.Time, o Options) *View {
 			continue
 		}
 		if name, ok := p.Labels[v1alpha1.LabelJob]; ok {
-			jv := v.jobs[p.Namespace+"/"+name]
-			if jv == nil || jv.invalid != nil {
+			jv := v.Jobs[p.Namespace+"/"+name]
+			if jv == nil || jv.Invalid != nil {
 				if !done {
 					v.chargeForeign(p)
 				}
 				continue
 			}
-			cur := p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(jv.tj.Status.Attempt))
+			cur := p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(jv.TJ.Status.Attempt))
 			switch {
 			case done && cur && p.Status.Phase == corev1.PodSucceeded:
-				if jv.succeeded == nil {
-					jv.succeeded = map[string]int{}
+				if jv.Succeeded == nil {
+					jv.Succeeded = map[string]int{}
 				}
-				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
+				jv.Succeeded[p.Labels[v1alpha1.LabelGroup]]++
 				jv.done = append(jv.done, p)
 			case done && cur:
-				jv.failed = append(jv.failed, p)
+				jv.Failed = append(jv.Failed, p)
 			case !done:
-				jv.pods = append(jv.pods, p)
+				jv.Pods = append(jv.Pods, p)
 			}
 			continue
 		}
@@ -319,21 +319,21 @@ func Build(w *World, now time.Time, o Options) *View {
 
 	gq, requeued := v.buildGangs(w, now, o)
 	queued = append(queued, gq...)
-	for _, key := range v.order {
-		jv := v.jobs[key]
-		if jv.invalid != nil {
+	for _, key := range v.Order {
+		jv := v.Jobs[key]
+		if jv.Invalid != nil {
 			continue
 		}
 		v.fillJob(jv, now, o)
-		switch jv.st.Phase {
+		switch jv.St.Phase {
 		case cluster.Pending:
-			if jv.tj.Status.RequeuedAt != nil {
-				requeued = append(requeued, rqItem{jv.tj.Status.RequeuedAt.Time, jv.st})
+			if jv.TJ.Status.RequeuedAt != nil {
+				requeued = append(requeued, rqItem{jv.TJ.Status.RequeuedAt.Time, jv.St})
 			} else {
-				queued = append(queued, qItem{jv.tj.CreationTimestamp.Time, jv.st.Job.ID, jv.st})
+				queued = append(queued, qItem{jv.TJ.CreationTimestamp.Time, jv.St.Job.ID, jv.St})
 			}
 		default:
-			v.Snap.Running = append(v.Snap.Running, jv.st)
+			v.Snap.Running = append(v.Snap.Running, jv.St)
 		}
 	}
 	// Every pod is charged: the free extended resources are known.
@@ -369,12 +369,12 @@ func Build(w *World, now time.Time, o Options) *View {
 	v.Snap.Pending = queue.ReadOnly()
 	v.checkCommitted()
 	v.markFull(o.Crowded)
-	if len(v.quotas) > 0 {
+	if len(v.Quotas) > 0 {
 		if v.reserved == nil {
-			v.reserved = cloneQuotas(v.quotas)
+			v.reserved = CloneQuotas(v.Quotas)
 		}
-		for _, key := range v.order {
-			if jv := v.jobs[key]; jv.invalid == nil && v.held[key] == "" {
+		for _, key := range v.Order {
+			if jv := v.Jobs[key]; jv.Invalid == nil && v.held[key] == "" {
 				v.capToQuota(jv)
 			}
 		}
@@ -493,7 +493,7 @@ func (v *View) chargeForeign(p *corev1.Pod) {
 }
 
 // podNode is the node a replica pod runs on or was assigned to.
-func podNode(p *corev1.Pod) string {
+func PodNode(p *corev1.Pod) string {
 	if p.Spec.NodeName != "" {
 		return p.Spec.NodeName
 	}
@@ -502,8 +502,8 @@ func podNode(p *corev1.Pod) string {
 
 // fillJob derives the job's phase, placement and progress from its status
 // and pods, and charges its resources to nodes.
-func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
-	tj, st := jv.tj, jv.st
+func (v *View) fillJob(jv *Job, now time.Time, o Options) {
+	tj, st := jv.TJ, jv.St
 	t := o.Seconds(now)
 	st.Preemptions = int(tj.Status.Preemptions)
 	st.Migrations = int(tj.Status.Migrations)
@@ -522,13 +522,13 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
 		}
 	}
-	st.Labels, jv.badLabels = PolicyLabels(tj)
+	st.Labels, jv.BadLabels = PolicyLabels(tj)
 	for _, e := range tj.Status.Evals {
 		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
 	}
 	st.Updated = t
 	if p := tj.Status.Progress; p != nil {
-		st.WorkLeft = st.Job.Work * (1 - clamp01(p.Fraction))
+		st.WorkLeft = st.Job.Work * (1 - Clamp01(p.Fraction))
 		st.Updated = o.Seconds(p.ReportedAt.Time)
 	}
 
@@ -537,18 +537,18 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	// longer waited for, but its resources stay charged.
 	var live []*corev1.Pod
 	var graceEnds float64
-	for _, p := range jv.pods {
+	for _, p := range jv.Pods {
 		if p.DeletionTimestamp == nil {
 			live = append(live, p)
 			continue
 		}
 		d := p.DeletionTimestamp.Time
 		if now.After(d.Add(o.StuckAfter)) {
-			jv.stuck = append(jv.stuck, p)
+			jv.Stuck = append(jv.Stuck, p)
 		} else if s := o.Seconds(d); s > graceEnds {
 			graceEnds = s
 		}
-		if ni, ok := v.nodeIdx[podNode(p)]; ok {
+		if ni, ok := v.nodeIdx[PodNode(p)]; ok {
 			n := v.Snap.Nodes[ni]
 			dm := PodDemand(&p.Spec)
 			n.Allocated = n.Allocated.Add(dm)
@@ -562,7 +562,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
 		st.Phase = cluster.Running
-		st.Placement, jv.badPlacement = v.storedPlacement(jv)
+		st.Placement, jv.BadPlacement = v.storedPlacement(jv)
 		// Charge the placement (pods to be created included) rather than
 		// the pods seen: the informer cache may not show pods created a
 		// moment ago, and the placement is what the scheduler committed to.
@@ -574,7 +574,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 		}
 		for _, p := range live {
 			g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
-			ni, nok := v.nodeIdx[podNode(p)]
+			ni, nok := v.nodeIdx[PodNode(p)]
 			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
 				if nok {
 					v.charge(ni, p, false)
@@ -601,17 +601,17 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	case v1alpha1.PhaseSuspended:
 		// Preempted: Suspending while its pods checkpoint, then pending.
 		for _, p := range live {
-			if ni, ok := v.nodeIdx[podNode(p)]; ok {
+			if ni, ok := v.nodeIdx[PodNode(p)]; ok {
 				v.charge(ni, p, true)
 			}
 		}
 		if waiting || len(live) > 0 {
 			st.Phase = cluster.Suspending
 			st.GraceEnds = graceEnds
-			for _, p := range jv.pods {
+			for _, p := range jv.Pods {
 				g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
-				ni, nok := v.nodeIdx[podNode(p)]
-				if gok && nok && p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
+				ni, nok := v.nodeIdx[PodNode(p)]
+				if gok && nok && p.DeletionTimestamp != nil && !slices.Contains(jv.Stuck, p) {
 					st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
 				}
 			}
@@ -622,7 +622,7 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 	default: // Pending or unset
 		st.Phase = cluster.Pending
 		for _, p := range live {
-			if ni, ok := v.nodeIdx[podNode(p)]; ok {
+			if ni, ok := v.nodeIdx[PodNode(p)]; ok {
 				v.charge(ni, p, true)
 			}
 		}
@@ -642,22 +642,22 @@ func (v *View) charge(ni int, p *corev1.Pod, releasing bool) {
 	}
 }
 
-func (v *View) chargeJob(jv *jobView, a cluster.Assignment) {
-	g := &jv.st.Job.Groups[a.Group]
+func (v *View) chargeJob(jv *Job, a cluster.Assignment) {
+	g := &jv.St.Job.Groups[a.Group]
 	n := v.Snap.Nodes[a.Node]
 	n.Allocated = n.Allocated.Add(g.Demand)
 	n.Usage = n.Usage.Add(g.EffectiveUsage())
-	v.extra[a.Node].add(1, v.groupExtra(jv.st.Job.ID, a.Group), false)
-	if !slices.Contains(n.Jobs, jv.st) {
-		n.Jobs = append(n.Jobs, jv.st)
+	v.Extra[a.Node].Add(1, v.groupExtra(jv.St.Job.ID, a.Group), false)
+	if !slices.Contains(n.Jobs, jv.St) {
+		n.Jobs = append(n.Jobs, jv.St)
 	}
 }
 
-func (v *View) linkNodes(jv *jobView) {
-	for _, ni := range jv.st.Placement.Nodes() {
+func (v *View) linkNodes(jv *Job) {
+	for _, ni := range jv.St.Placement.Nodes() {
 		n := v.Snap.Nodes[ni]
-		if !slices.Contains(n.Jobs, jv.st) {
-			n.Jobs = append(n.Jobs, jv.st)
+		if !slices.Contains(n.Jobs, jv.St) {
+			n.Jobs = append(n.Jobs, jv.St)
 		}
 	}
 }
@@ -895,7 +895,7 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-func clamp01(x float64) float64 { return min(max(x, 0), 1) }
+func Clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
 // Reasons a pending job is held out of the queue.
 const (
@@ -943,14 +943,14 @@ func (v *View) hold(st *cluster.JobState, now time.Time, o Options) bool {
 		v.setHeld(st.Job.ID, why)
 		return true
 	}
-	if gj := v.gangs[st.Job.ID]; gj != nil {
+	if gj := v.Gangs[st.Job.ID]; gj != nil {
 		if why := v.minResourcesShort(gj); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
 	}
-	if jv := v.jobs[st.Job.ID]; jv != nil {
-		if why := backingOff(jv.tj, now); why != "" {
+	if jv := v.Jobs[st.Job.ID]; jv != nil {
+		if why := backingOff(jv.TJ, now); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
@@ -978,13 +978,13 @@ func (v *View) Held() ([]string, map[string]string) { return v.heldOrder, v.held
 // gate on an opted-in pod or on a TrainingJob replica template.
 func (v *View) gated(id string) string {
 	var gates []corev1.PodSchedulingGate
-	if pj := v.pods[id]; pj != nil {
-		gates = pj.pod.Spec.SchedulingGates
-	} else if jv := v.jobs[id]; jv != nil {
-		for i := range jv.tj.Spec.ReplicaGroups {
-			gates = append(gates, jv.tj.Spec.ReplicaGroups[i].Template.Spec.SchedulingGates...)
+	if pj := v.PodJobs[id]; pj != nil {
+		gates = pj.Pod.Spec.SchedulingGates
+	} else if jv := v.Jobs[id]; jv != nil {
+		for i := range jv.TJ.Spec.ReplicaGroups {
+			gates = append(gates, jv.TJ.Spec.ReplicaGroups[i].Template.Spec.SchedulingGates...)
 		}
-	} else if gj := v.gangs[id]; gj != nil {
+	} else if gj := v.Gangs[id]; gj != nil {
 		gates = gj.gates
 	}
 	if len(gates) == 0 {
@@ -1020,8 +1020,8 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 			why = cluster.WhyNot(&n.Node, static)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
-		case ext != nil && (&nodeExtra{podCap: -1, extCap: v.extra[i].extCap}).short(1, ext) != "":
-			why = "Insufficient " + string(shortExt(v.extra[i].extCap, ext))
+		case ext != nil && (&NodeExtra{PodCap: -1, extCap: v.Extra[i].extCap}).short(1, ext) != "":
+			why = "Insufficient " + string(shortExt(v.Extra[i].extCap, ext))
 		default:
 			return ""
 		}

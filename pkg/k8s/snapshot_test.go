@@ -136,9 +136,9 @@ func TestBuildStuck(t *testing.T) {
 		stuck int
 	}{{5 * time.Second, cluster.Suspending, 0}, {time.Minute, cluster.Pending, 1}} {
 		v := Build(w, t0.Add(c.after), Options{DefaultDuration: 100, StuckAfter: 10 * time.Second})
-		jv := v.jobs["ns/j"]
-		if jv.st.Phase != c.phase || len(jv.stuck) != c.stuck {
-			t.Errorf("after %v: phase %s stuck %d, want %s %d", c.after, jv.st.Phase, len(jv.stuck), c.phase, c.stuck)
+		jv := v.Jobs["ns/j"]
+		if jv.St.Phase != c.phase || len(jv.Stuck) != c.stuck {
+			t.Errorf("after %v: phase %s stuck %d, want %s %d", c.after, jv.St.Phase, len(jv.Stuck), c.phase, c.stuck)
 		}
 		if v.Snap.Nodes[0].Allocated[dres.CPU] != 2000 {
 			t.Errorf("after %v: the terminating pod's CPU is not charged: %v", c.after, v.Snap.Nodes[0].Allocated)
@@ -209,43 +209,6 @@ func TestBuildOptIn(t *testing.T) {
 	}
 	if c := v.Snap.Nodes[0].Allocated[dres.CPU]; c != 1000 {
 		t.Errorf("node a allocated %dm CPU, want the bound pod's 1000m", c)
-	}
-}
-
-// The JobCache reuses a converted job until its spec generation (or model
-// label) changes, and forgets jobs that are gone.
-func TestJobCache(t *testing.T) {
-	tj := testJob("a", t0, 1, "4", "1")
-	tj.Generation = 1
-	c := NewJobCache()
-	o := Options{DefaultDuration: 3600, Jobs: c}
-	j1, err := c.get(&tj, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sweep()
-	if j2, _ := c.get(&tj, o); j2 != j1 {
-		t.Error("unchanged spec was converted again")
-	}
-	tj.Spec.Priority = 7
-	tj.Generation = 2
-	j3, _ := c.get(&tj, o)
-	if j3 == j1 || j3.Priority != 7 {
-		t.Errorf("changed spec not reconverted: priority %d", j3.Priority)
-	}
-	tj.Labels = map[string]string{"drover.dev/model": "vae"}
-	if j4, _ := c.get(&tj, o); j4 == j3 || j4.Model != "vae" {
-		t.Error("changed model label not reconverted")
-	}
-	c.sweep()
-	c.sweep() // not seen since the last sweep
-	if len(c.m) != 0 {
-		t.Errorf("cache kept %d jobs that are gone", len(c.m))
-	}
-	other := testJob("b", t0, 1, "4", "1")
-	other.UID = tj.UID // a UID reused by another job must not return a's job
-	if jb, _ := c.get(&other, o); jb.ID != JobKey(&other) {
-		t.Errorf("got job %s for %s", jb.ID, JobKey(&other))
 	}
 }
 

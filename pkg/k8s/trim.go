@@ -70,7 +70,7 @@ func finishedReplica(p *corev1.Pod, schedulerName string) bool {
 		return false
 	}
 	owner := metav1.GetControllerOf(p)
-	return p.Labels[v1alpha1.LabelJob] != "" && owner != nil && owner.Kind == "TrainingJob" && gangOf(p, schedulerName) == ""
+	return p.Labels[v1alpha1.LabelJob] != "" && owner != nil && owner.Kind == "TrainingJob" && GangOf(p, schedulerName) == ""
 }
 
 // trimPod is a finished replica pod as the scheduler keeps it. A cycle
