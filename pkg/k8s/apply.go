@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/validate"
@@ -33,15 +34,15 @@ import (
 // the Kubernetes executor.
 type applier struct {
 	e *Executor
-	v *View
-	w *World
+	v *view.View
+	w *view.World
 	// free is what each node can still take this cycle, placeholder
 	// capacity included.
 	free []dres.Vector
 	// extra is the cycle's ledger of pods and extended resources per node,
 	// quota of ResourceQuota usage per namespace (validate.Extra).
-	extra []NodeExtra
-	quota map[string][]*NSQuota
+	extra []view.NodeExtra
+	quota map[string][]*view.NSQuota
 	// flights are the starts this applier put in flight (Executor.flights):
 	// validation and the ledger stay sequential, in the policy's order, but
 	// one job's status write, pod creations and Bindings need not wait for
@@ -70,8 +71,8 @@ func (a *applier) wait() error {
 	return errors.Join(errs...)
 }
 
-func newApplier(e *Executor, v *View, w *World) *applier {
-	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: CloneExtra(v.Extra), quota: CloneQuotas(v.Quotas)}
+func newApplier(e *Executor, v *view.View, w *view.World) *applier {
+	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: view.CloneExtra(v.Extra), quota: view.CloneQuotas(v.Quotas)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			a.free[i] = n.Free().Add(n.Placeholder)
@@ -96,8 +97,8 @@ func (a *applier) FitsExtra(j *cluster.Job, p, current cluster.Placement) error 
 	}
 	if jv := a.v.Jobs[j.ID]; jv != nil {
 		if qs := a.quota[jv.TJ.Namespace]; len(qs) > 0 {
-			if why := QuotaShort(jv.TJ.Namespace, qs, a.v.JobQuota(jv, delta(j, p, current))); why != "" {
-				return fmt.Errorf("%s: %s", ReasonQuotaExceeded, why)
+			if why := view.QuotaShort(jv.TJ.Namespace, qs, a.v.JobQuota(jv, delta(j, p, current))); why != "" {
+				return fmt.Errorf("%s: %s", view.ReasonQuotaExceeded, why)
 			}
 		}
 	}
@@ -159,7 +160,7 @@ func (a *applier) Unsupported(act policy.Action) error {
 		}
 	case policy.SetLabel:
 		if js := a.Job(act.Job); js != nil {
-			if err := CheckSetLabel(js.Labels, act.Key, act.Value); err != nil {
+			if err := view.CheckSetLabel(js.Labels, act.Key, act.Value); err != nil {
 				return fmt.Errorf("job %s: cannot store the policy label: %w", act.Job, err)
 			}
 		}
@@ -187,7 +188,7 @@ func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
 			for g := range counts {
 				counts[g] *= int(sign)
 			}
-			ChargeQuota(qs, a.v.JobQuota(jv, counts))
+			view.ChargeQuota(qs, a.v.JobQuota(jv, counts))
 		}
 	}
 }
@@ -273,7 +274,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		jv.St.Phase = cluster.Suspending
 		e.m.Actions.WithLabelValues("preempt").Inc()
 		e.event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
-		return e.deletePods(ctx, jv, jv.live(), grace)
+		return e.deletePods(ctx, jv, jv.Live(), grace)
 	case policy.Migrate:
 		jv := a.v.Jobs[act.Job]
 		from := a.describe(jv.St.Placement)
@@ -299,7 +300,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 		jv.St.Placement = act.Placement
 		e.m.Actions.WithLabelValues("migrate").Inc()
 		e.event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
-		return e.deletePods(ctx, jv, jv.live(), jv.TJ.Grace())
+		return e.deletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
 	case policy.Resize:
 		jv := a.v.Jobs[act.Job]
 		j := jv.St.Job
@@ -377,8 +378,8 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 			return nil
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			labels, _ := PolicyLabels(o) // only valid labels are written back
-			if err := CheckSetLabel(labels, act.Key, act.Value); err != nil {
+			labels, _ := view.PolicyLabels(o) // only valid labels are written back
+			if err := view.CheckSetLabel(labels, act.Key, act.Value); err != nil {
 				return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
 			}
 			if labels == nil {
@@ -420,7 +421,7 @@ func (a *applier) async(id string, f func(commit func()) error) {
 // commit is called once the status write succeeded: from then on a cycle
 // that reads the job sees it placed (its capacity charged), while its
 // pods may still be in flight (Executor.flights).
-func (a *applier) start(ctx context.Context, jv *Job, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
+func (a *applier) start(ctx context.Context, jv *view.Job, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
 	e := a.e
 	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
@@ -536,10 +537,10 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			if err := a.e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 				return &apiError{err: fmt.Errorf("evicting placeholder pod %s: %w", pod.Name, err)}
 			}
-			pd := PodDemand(&pod.Spec)
+			pd := view.PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
-			x.Add(-1, ExtendedRequests(&pod.Spec), true)
+			x.Add(-1, view.ExtendedRequests(&pod.Spec), true)
 			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
 		}
 	}
@@ -576,7 +577,7 @@ func (a *applier) setPlaceholders(ctx context.Context, ps []cluster.Placeholder)
 		if p.PlacementGroup != "" {
 			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 				Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: LabelPlacementGroup, Operator: corev1.NodeSelectorOpIn, Values: []string{p.PlacementGroup}}}}}}}}
+					Key: view.LabelPlacementGroup, Operator: corev1.NodeSelectorOpIn, Values: []string{p.PlacementGroup}}}}}}}}
 		}
 		err := e.createOrUpdate(ctx, d, func() {
 			d.Labels = labels
@@ -655,7 +656,7 @@ func resourceList(v dres.Vector) corev1.ResourceList {
 		l[corev1.ResourceMemory] = *resource.NewQuantity(v[dres.Memory], resource.BinarySI)
 	}
 	if v[dres.GPU] > 0 {
-		l[GPUResource] = *resource.NewQuantity(v[dres.GPU], resource.DecimalSI)
+		l[view.GPUResource] = *resource.NewQuantity(v[dres.GPU], resource.DecimalSI)
 	}
 	if v[dres.Storage] > 0 {
 		l[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(v[dres.Storage], resource.BinarySI)

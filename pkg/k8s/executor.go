@@ -25,6 +25,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -43,13 +44,13 @@ type Executor struct {
 
 	cycle uint64
 	// jobs caches converted TrainingJob specs between cycles.
-	jobs *JobCache
+	jobs *view.JobCache
 	// nodes keeps node indices stable between cycles.
-	nodes *NodeTable
+	nodes *view.NodeTable
 	// elig keeps node constraints' eligible sets between cycles.
 	elig *cluster.Eligibility
 	// crowded remembers nodes whose pod slots a refused start lacked.
-	crowded Crowded
+	crowded view.Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again
 	// PodGroupRetry later, so that gangs are read within that of the CRD
@@ -220,8 +221,8 @@ type CycleStages struct {
 const PodGroupRetry = 2 * time.Second
 
 // Read lists the world from the (cached) client.
-func (e *Executor) Read(ctx context.Context) (*World, error) {
-	w := &World{}
+func (e *Executor) Read(ctx context.Context) (*view.World, error) {
+	w := &view.World{}
 	var nodes corev1.NodeList
 	var nodeOpts []client.ListOption
 	if e.indexed {
@@ -261,7 +262,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i := range w.Jobs {
-		key := JobKey(&w.Jobs[i])
+		key := view.JobKey(&w.Jobs[i])
 		if mine, ok := e.written[key]; ok {
 			if olderThan(w.Jobs[i].ResourceVersion, mine.ResourceVersion) {
 				w.Jobs[i] = *mine.DeepCopy()
@@ -282,7 +283,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			}
 			var done corev1.PodList
 			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
-				return nil, fmt.Errorf("listing finished pods of %s: %w", JobKey(tj), err)
+				return nil, fmt.Errorf("listing finished pods of %s: %w", view.JobKey(tj), err)
 			}
 			for k := range done.Items {
 				if finished == nil {
@@ -302,7 +303,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	// the bookkeeping does not grow with the jobs that ever ran.
 	present := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
-		key := JobKey(&w.Jobs[i])
+		key := view.JobKey(&w.Jobs[i])
 		present[key] = true
 		if dp := e.progress[key]; dp != nil {
 			dp.overlay(&w.Jobs[i])
@@ -361,7 +362,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 // View.hold): the TrainingJob's status.reason and a Warning Event when it
 // changes, PodScheduled=False on an opted-in pod, the reason on a gang's
 // PodGroup and pods.
-func (e *Executor) reportHeld(ctx context.Context, v *View) error {
+func (e *Executor) reportHeld(ctx context.Context, v *view.View) error {
 	ids, why := v.Held()
 	var errs []error
 	for _, id := range ids {
@@ -381,7 +382,7 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 				continue
 			}
 			code, _, _ := strings.Cut(reason, ":")
-			unschedulable := code == ReasonUnschedulable || code == ReasonQuotaExceeded
+			unschedulable := code == view.ReasonUnschedulable || code == view.ReasonQuotaExceeded
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
@@ -466,25 +467,25 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	}
 	e.cycle++
 	if e.jobs == nil {
-		e.jobs = NewJobCache()
+		e.jobs = view.NewJobCache()
 	}
 	if e.nodes == nil {
-		e.nodes = NewNodeTable()
+		e.nodes = view.NewNodeTable()
 	}
 	if e.elig == nil {
 		e.elig = cluster.NewEligibility()
 	}
 	if e.crowded == nil {
-		e.crowded = Crowded{}
+		e.crowded = view.Crowded{}
 	}
-	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
+	opts := view.Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
 		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants,
 		PlaceholderNamespace: e.cfg.PlaceholderNamespace}
 	if len(e.cfg.Namespaces) > 0 {
 		opts.InScope = e.cfg.InScope
 	}
-	v := Build(w, e.Now(), opts)
+	v := view.Build(w, e.Now(), opts)
 	errs := e.lateErrs()
 	changed := false
 	var fresh []string
@@ -532,18 +533,18 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		// Completions and requeues change what the policy sees: rebuild
 		// from the objects as written.
 		for i := range w.Jobs {
-			if jv := v.Jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.Ended != nil {
+			if jv := v.Jobs[view.JobKey(&w.Jobs[i])]; jv != nil && jv.Ended != nil {
 				w.Jobs[i] = *jv.Ended
 			} else if jv != nil {
 				w.Jobs[i] = *jv.TJ
 			}
 		}
-		v = Build(w, e.Now(), opts)
+		v = view.Build(w, e.Now(), opts)
 	}
 	stage(&res.Stages.Reconcile)
 	for _, key := range v.GangOrder {
 		ns, name, _ := strings.Cut(key, "/")
-		if err := e.reconcileGang(ctx, v, v.Gangs[GangJobID(ns, name)]); err != nil {
+		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
 			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
 		}
 	}
@@ -569,7 +570,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 				}
 				continue
 			}
-			if tm := (*TooManyPods)(nil); errors.As(err, &tm) {
+			if tm := (*view.TooManyPods)(nil); errors.As(err, &tm) {
 				e.crowded.Note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
@@ -605,7 +606,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 // markPending writes phase Pending on the new jobs of this cycle that the
 // policy left pending (reconcile deferred it: see jobView.fresh). A job
 // that was started or rejected has had its own status write instead.
-func (e *Executor) markPending(ctx context.Context, v *View, fresh []string) []error {
+func (e *Executor) markPending(ctx context.Context, v *view.View, fresh []string) []error {
 	var errs []error
 	for _, key := range fresh {
 		jv := v.Jobs[key]
@@ -627,7 +628,7 @@ func (e *Executor) markPending(ctx context.Context, v *View, fresh []string) []e
 	return errs
 }
 
-func (e *Executor) observe(v *View) {
+func (e *Executor) observe(v *view.View) {
 	counts := map[string]int{"TE": 0, "BE": 0}
 	for js := range v.Snap.Pending.All() {
 		counts[js.Job.Class.String()]++
@@ -680,12 +681,12 @@ func (e errPrecondition) Error() string { return e.msg }
 // on a resourceVersion conflict with the object re-read from the API
 // server (mutate is applied again, so it must check its preconditions on
 // the object it is given). It never overwrites a newer version blindly.
-func (e *Executor) updateStatus(ctx context.Context, jv *Job, mutate func(*v1alpha1.TrainingJob) error) error {
+func (e *Executor) updateStatus(ctx context.Context, jv *view.Job, mutate func(*v1alpha1.TrainingJob) error) error {
 	return e.write(ctx, jv, "status", mutate)
 }
 
-func (e *Executor) write(ctx context.Context, jv *Job, what string, mutate func(*v1alpha1.TrainingJob) error) error {
-	if err := e.fault("update " + what + " " + JobKey(jv.TJ)); err != nil {
+func (e *Executor) write(ctx context.Context, jv *view.Job, what string, mutate func(*v1alpha1.TrainingJob) error) error {
+	if err := e.fault("update " + what + " " + view.JobKey(jv.TJ)); err != nil {
 		return err
 	}
 	obj := jv.TJ.DeepCopy()
@@ -697,7 +698,7 @@ func (e *Executor) write(ctx context.Context, jv *Job, what string, mutate func(
 		deriveStatus(obj)
 		// Users see the tenant they are charged to (kubectl's wide
 		// Tenant column), on a write the scheduler makes anyway.
-		obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
+		obj.Status.Tenant = view.Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
 		// Only the status subresource: policy state lives there too
 		// (status.policyLabels), so the scheduler needs no update or
 		// patch on TrainingJobs themselves, which tenants own.
@@ -706,26 +707,26 @@ func (e *Executor) write(ctx context.Context, jv *Job, what string, mutate func(
 			e.m.transition(before, obj, e.Now())
 			jv.TJ = obj
 			e.mu.Lock()
-			e.written[JobKey(obj)] = obj.DeepCopy()
+			e.written[view.JobKey(obj)] = obj.DeepCopy()
 			if what == "status" {
 				// The write carried any deferred progress (jv.tj has it
 				// laid over; a re-read object got it below).
-				delete(e.progress, JobKey(obj))
+				delete(e.progress, view.JobKey(obj))
 			}
 			e.mu.Unlock()
 			return nil
 		}
 		if !apierrors.IsConflict(err) || try >= 5 {
-			return &apiError{err: fmt.Errorf("updating %s of %s: %w", what, JobKey(obj), err)}
+			return &apiError{err: fmt.Errorf("updating %s of %s: %w", what, view.JobKey(obj), err)}
 		}
 		e.m.Conflicts.Inc()
 		fresh := &v1alpha1.TrainingJob{}
 		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", JobKey(obj), err)}
+			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", view.JobKey(obj), err)}
 		}
 		if what == "status" {
 			e.mu.Lock()
-			if dp := e.progress[JobKey(fresh)]; dp != nil {
+			if dp := e.progress[view.JobKey(fresh)]; dp != nil {
 				dp.overlay(fresh)
 			}
 			e.mu.Unlock()

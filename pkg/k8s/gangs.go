@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -45,7 +46,7 @@ import (
 // are refused.
 
 // applyGang carries out a validated action on a gang.
-func (a *applier) applyGang(ctx context.Context, gj *Gang, act policy.Action) error {
+func (a *applier) applyGang(ctx context.Context, gj *view.Gang, act policy.Action) error {
 	e := a.e
 	switch act := act.(type) {
 	case policy.Start:
@@ -86,8 +87,8 @@ func (a *applier) applyGang(ctx context.Context, gj *Gang, act policy.Action) er
 					return err
 				}
 			}
-			if gj.PG != nil && gj.PG.Annotations[AnnotationReason] != "" {
-				if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{AnnotationReason: ""}); err != nil {
+			if gj.PG != nil && gj.PG.Annotations[view.AnnotationReason] != "" {
+				if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: ""}); err != nil {
 					return err
 				}
 			}
@@ -102,7 +103,7 @@ func (a *applier) applyGang(ctx context.Context, gj *Gang, act policy.Action) er
 		if gj.PG != nil {
 			now := e.Now().UTC().Format(time.RFC3339Nano)
 			n := gj.St.Preemptions + 1
-			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{AnnotationPreemptions: strconv.Itoa(n), AnnotationRequeuedAt: now}); err != nil {
+			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationPreemptions: strconv.Itoa(n), view.AnnotationRequeuedAt: now}); err != nil {
 				return err
 			}
 		}
@@ -128,12 +129,12 @@ func (a *applier) applyGang(ctx context.Context, gj *Gang, act policy.Action) er
 	case policy.Reject:
 		gj.St.Phase = cluster.Rejected
 		if gj.PG != nil {
-			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{AnnotationRejected: act.Reason, AnnotationReason: act.Reason}); err != nil {
+			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationRejected: act.Reason, view.AnnotationReason: act.Reason}); err != nil {
 				return err
 			}
 		}
 		for _, p := range gj.Members {
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationRejected, act.Reason)
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, view.AnnotationRejected, act.Reason)
 			if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
 				return &apiError{err: fmt.Errorf("marking pod %s rejected: %w", p.Name, err)}
 			}
@@ -163,22 +164,22 @@ func (a *applier) applyGang(ctx context.Context, gj *Gang, act policy.Action) er
 // PodGroup and PodScheduled=False (reason Unschedulable, or
 // SchedulingGated) on its unbound pods, each only when it changed; with
 // no PodGroup, an Event on each pod whose reason changed.
-func (e *Executor) gangWaiting(ctx context.Context, gj *Gang, reason string) error {
-	if gj.PG != nil && gj.PG.Annotations[AnnotationReason] != reason {
-		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{AnnotationReason: reason}); err != nil {
+func (e *Executor) gangWaiting(ctx context.Context, gj *view.Gang, reason string) error {
+	if gj.PG != nil && gj.PG.Annotations[view.AnnotationReason] != reason {
+		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: reason}); err != nil {
 			return err
 		}
 		e.gangEvent(gj, false, "Waiting", "%s", reason)
 	}
 	for _, p := range gj.Pods {
-		if PodNode(p) != "" || p.DeletionTimestamp != nil {
+		if view.PodNode(p) != "" || p.DeletionTimestamp != nil {
 			continue
 		}
 		if gj.PG == nil && !podScheduledSays(p, reason) {
 			// No PodGroup to carry the Event: each pod gets one when its
 			// reason changes (PodGroupNotFound, a Warning).
 			kind := "Waiting"
-			if code, _, _ := strings.Cut(reason, ":"); code == ReasonPodGroupNotFound {
+			if code, _, _ := strings.Cut(reason, ":"); code == view.ReasonPodGroupNotFound {
 				kind = code
 			}
 			e.event(p, kind != "Waiting", kind, "%s", reason)
@@ -219,7 +220,7 @@ func (e *Executor) annotatePodGroup(ctx context.Context, pg *schedv1alpha1.PodGr
 	return nil
 }
 
-func (e *Executor) gangEvent(gj *Gang, warning bool, reason, format string, args ...any) {
+func (e *Executor) gangEvent(gj *view.Gang, warning bool, reason, format string, args ...any) {
 	if gj.PG != nil {
 		e.event(gj.PG, warning, reason, format, args...)
 		return
@@ -234,7 +235,7 @@ func (e *Executor) gangEvent(gj *Gang, warning bool, reason, format string, args
 // PodGroup's status as scheduler-plugins' PodGroup controller does
 // (podGroupPhase): phase, running, succeeded and failed counts, occupiedBy,
 // and the time scheduling started.
-func (e *Executor) reconcileGang(ctx context.Context, v *View, gj *Gang) error {
+func (e *Executor) reconcileGang(ctx context.Context, v *view.View, gj *view.Gang) error {
 	var errs []error
 	if gj.St != nil && gj.St.Phase == cluster.Running {
 		for _, p := range gj.Members {

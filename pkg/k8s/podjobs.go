@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -24,7 +25,7 @@ import (
 // policy labels are not persisted.
 
 // applyPod carries out a validated action on an opted-in pod.
-func (a *applier) applyPod(ctx context.Context, pj *PodJob, act policy.Action) error {
+func (a *applier) applyPod(ctx context.Context, pj *view.PodJob, act policy.Action) error {
 	e := a.e
 	switch act := act.(type) {
 	case policy.Start:
@@ -61,7 +62,7 @@ func (a *applier) applyPod(ctx context.Context, pj *PodJob, act policy.Action) e
 		return nil
 	case policy.Reject:
 		pj.St.Phase = cluster.Rejected
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationRejected, act.Reason)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, view.AnnotationRejected, act.Reason)
 		if err := e.c.Patch(ctx, pj.Pod, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
 			return &apiError{err: fmt.Errorf("marking pod %s rejected: %w", pj.Pod.Name, err)}
 		}

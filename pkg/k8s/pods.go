@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s/report"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // semantic is equality.Semantic, which compares metav1.Time by instant,
@@ -41,7 +42,7 @@ const maxEvals = 64
 // in earlier cycles and with what its pods did: completion and failure,
 // progress reports, pods to create, bind or delete, stuck terminations. It
 // reports whether the job's phase changed.
-func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error) {
+func (e *Executor) reconcile(ctx context.Context, v *view.View, jv *view.Job) (bool, error) {
 	tj := jv.TJ
 	if jv.Invalid != nil {
 		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -80,7 +81,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 		// valid ones, drop the rest, and say so.
 		next.PolicyLabels = maps.Clone(jv.St.Labels)
 		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.BadLabels)
-		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.BadLabels.Error())
+		e.log.Info("dropped invalid policy labels", "job", view.JobKey(tj), "error", jv.BadLabels.Error())
 	}
 	var podErr error
 	switch tj.Status.Phase {
@@ -94,11 +95,11 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 		case len(jv.Failed) > 0:
 			p := jv.Failed[0]
 			e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
-			podErr = e.deletePods(ctx, jv, jv.live(), 0)
+			podErr = e.deletePods(ctx, jv, jv.Live(), 0)
 			e.event(tj, true, "Failed", "%s", next.Reason)
 		case desired[first] > 0 && int32(jv.Succeeded[first]) >= desired[first]:
 			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
-			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
 			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
 		case jv.BadPlacement != nil:
 			// The stored placement fails the checks a policy's Start is
@@ -109,9 +110,9 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 			next.Placement = nil
 			next.Migrating = false
 			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = ReasonPlacementRefused + ": " + jv.BadPlacement.Error() + "; requeued"
-			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
-			e.event(tj, true, ReasonPlacementRefused, "%s", next.Reason)
+			next.Reason = view.ReasonPlacementRefused + ": " + jv.BadPlacement.Error() + "; requeued"
+			podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+			e.event(tj, true, view.ReasonPlacementRefused, "%s", next.Reason)
 		case len(jv.MissingNodes) > 0:
 			// A node of the placement is gone: the job cannot run as
 			// placed. Requeue it at the head like a preemption.
@@ -120,10 +121,10 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 			next.Migrating = false
 			next.RequeuedAt = &metav1.Time{Time: e.Now()}
 			next.Reason = "node " + jv.MissingNodes[0] + " is gone"
-			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+			podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
 			e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.MissingNodes[0])
 		default:
-			if next.Migrating && !jv.waiting() {
+			if next.Migrating && !jv.Waiting() {
 				next.Migrating = false
 				meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
 					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
@@ -135,7 +136,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 				// change) rather than hold it while retrying every cycle.
 				e.refused(next, ref)
 				e.refusedEvent(tj, ref)
-				podErr = e.deletePods(ctx, jv, jv.live(), 0)
+				podErr = e.deletePods(ctx, jv, jv.Live(), 0)
 				break
 			}
 			running := map[string]int32{}
@@ -160,7 +161,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 		// Replica pods of a job that holds no placement are leftovers (a
 		// scheduler that stopped between the status write and the
 		// deletions): delete them.
-		podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
 		if next.Phase == "" {
 			next.Phase = v1alpha1.PhasePending
 		}
@@ -169,8 +170,8 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 	// The tenant the job is charged to, once for a job written before it
 	// was shown or after the config's mapping changed (every status
 	// write sets it too).
-	next.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
-	if e.deferProgress(JobKey(tj), next, &tj.Status) {
+	next.Tenant = view.Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
+	if e.deferProgress(view.JobKey(tj), next, &tj.Status) {
 		// Nothing to write, or only what a running job reports: kept in
 		// memory (and in this cycle's snapshot) until ProgressPeriod
 		// passes or another status write of the job carries it.
@@ -220,7 +221,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *Job) (bool, error
 		ended := tj.DeepCopy()
 		ended.Status = *next.DeepCopy()
 		jv.Ended = ended
-		e.late([]*flight{e.launch(JobKey(tj), func(func()) error { return write() })})
+		e.late([]*flight{e.launch(view.JobKey(tj), func(func()) error { return write() })})
 		return true, podErr
 	}
 	err := write()
@@ -268,7 +269,7 @@ func podMessage(p *corev1.Pod) string {
 
 // category is the policy's "category" label when set, else the progress
 // quartile.
-func category(jv *Job, s *v1alpha1.TrainingJobStatus) string {
+func category(jv *view.Job, s *v1alpha1.TrainingJobStatus) string {
 	for k, v := range jv.St.Labels {
 		if k == "category" || strings.HasSuffix(k, "/category") {
 			return v
@@ -290,27 +291,6 @@ func category(jv *Job, s *v1alpha1.TrainingJobStatus) string {
 	}
 }
 
-// live returns the job's pods that are not terminating.
-func (jv *Job) live() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range jv.Pods {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// waiting reports whether terminating pods (not yet stuck) remain.
-func (jv *Job) waiting() bool {
-	for _, p := range jv.Pods {
-		if p.DeletionTimestamp != nil && !slices.Contains(jv.Stuck, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // copyProgress copies the newest trainer report found on the job's pods
 // into the status, and appends its metric to the eval history. Only pods
 // the job controls (the owner reference the scheduler sets, with the
@@ -322,9 +302,9 @@ func (jv *Job) waiting() bool {
 // this check or by hand, is dropped with its checkpoint, so that the
 // trainers' real reports are read again and no replacement pod resumes
 // from a checkpoint that a forged report named.
-func (e *Executor) copyProgress(jv *Job, s *v1alpha1.TrainingJobStatus) {
+func (e *Executor) copyProgress(jv *view.Job, s *v1alpha1.TrainingJobStatus) {
 	now := e.Now()
-	best := e.observedReport(JobKey(jv.TJ), jv.TJ.UID)
+	best := e.observedReport(view.JobKey(jv.TJ), jv.TJ.UID)
 	if best != nil && e.future(best, now) {
 		best = nil
 	}
@@ -346,13 +326,13 @@ func (e *Executor) copyProgress(jv *Job, s *v1alpha1.TrainingJobStatus) {
 	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
 		return
 	}
-	ps := &v1alpha1.ProgressStatus{Fraction: Clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
+	ps := &v1alpha1.ProgressStatus{Fraction: view.Clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
 	if s.Progress != nil {
 		ps.Checkpoint, ps.CheckpointFraction = s.Progress.Checkpoint, s.Progress.CheckpointFraction
 	}
 	if best.Checkpoint != "" {
 		ps.Checkpoint = best.Checkpoint
-		ps.CheckpointFraction = Clamp01(best.CheckpointProgress)
+		ps.CheckpointFraction = view.Clamp01(best.CheckpointProgress)
 	}
 	s.Progress = ps
 	if best.Metric != nil {
@@ -370,7 +350,7 @@ func (e *Executor) copyProgress(jv *Job, s *v1alpha1.TrainingJobStatus) {
 // bound, so a restarted scheduler completes the same binding; binding a
 // pod that is already bound is refused by the API server. Together these
 // make every step safe to repeat.
-func (e *Executor) ensurePods(ctx context.Context, jv *Job, s *v1alpha1.TrainingJobStatus) error {
+func (e *Executor) ensurePods(ctx context.Context, jv *view.Job, s *v1alpha1.TrainingJobStatus) error {
 	tj := jv.TJ
 	attempt := strconv.Itoa(int(s.Attempt))
 	type key struct{ group, node string }
@@ -386,7 +366,7 @@ func (e *Executor) ensurePods(ctx context.Context, jv *Job, s *v1alpha1.Training
 			continue
 		}
 		g := p.Labels[v1alpha1.LabelGroup]
-		k := key{g, PodNode(p)}
+		k := key{g, view.PodNode(p)}
 		have[k] = append(have[k], p)
 		if used[g] == nil {
 			used[g] = map[int]bool{}
@@ -488,7 +468,7 @@ func (r *refusedPod) Unwrap() error { return r.err }
 
 // permanent reports whether the refusal cannot change without a new spec.
 func (r *refusedPod) permanent() bool {
-	return r.reason == ReasonInvalidPod || r.reason == ReasonPodSecurity
+	return r.reason == view.ReasonInvalidPod || r.reason == view.ReasonPodSecurity
 }
 
 // classifyRefusal returns the refusal of pod p that err is, or nil when
@@ -497,15 +477,15 @@ func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
 	reason := ""
 	switch {
 	case apierrors.IsInvalid(err):
-		reason = ReasonInvalidPod
+		reason = view.ReasonInvalidPod
 	case !apierrors.IsForbidden(err):
 		return nil
 	case strings.Contains(err.Error(), "violates PodSecurity"):
-		reason = ReasonPodSecurity
+		reason = view.ReasonPodSecurity
 	case strings.Contains(err.Error(), "exceeded quota"):
-		reason = ReasonQuotaExceeded
+		reason = view.ReasonQuotaExceeded
 	default:
-		reason = ReasonPodRefused
+		reason = view.ReasonPodRefused
 	}
 	return &refusedPod{reason: reason, err: fmt.Errorf("the API server refuses replica pod %s/%s: %w", p.Namespace, p.Name, err)}
 }
@@ -545,7 +525,7 @@ func (e *Executor) refusedEvent(tj *v1alpha1.TrainingJob, ref *refusedPod) {
 		e.event(tj, true, "Failed", "%s: %s", ref.reason, ref.Error())
 		return
 	}
-	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), RefusalBackoff)
+	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), view.RefusalBackoff)
 }
 
 func joinErrs(errs []error) error {
@@ -695,7 +675,7 @@ func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
 
 // deletePods deletes pods with the given grace period (the container gets
 // SIGTERM and that long to checkpoint).
-func (e *Executor) deletePods(ctx context.Context, jv *Job, pods []*corev1.Pod, grace int64) error {
+func (e *Executor) deletePods(ctx context.Context, jv *view.Job, pods []*corev1.Pod, grace int64) error {
 	var errs []error
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {

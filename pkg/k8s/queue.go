@@ -13,6 +13,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // QueueOptions tune ReadQueue; they should match the scheduler's config.
@@ -28,11 +29,11 @@ type QueueOptions struct {
 // ReadQueue reads nodes, pods and TrainingJobs from the API server (or any
 // reader) and returns the queue as the scheduler would build it now. Wait
 // reasons are those the scheduler last wrote.
-func ReadQueue(ctx context.Context, c client.Reader, o QueueOptions) ([]QueueEntry, error) {
+func ReadQueue(ctx context.Context, c client.Reader, o QueueOptions) ([]view.QueueEntry, error) {
 	if o.SchedulerName == "" {
 		o.SchedulerName = "drover"
 	}
-	w := &World{}
+	w := &view.World{}
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
@@ -58,7 +59,7 @@ func ReadQueue(ctx context.Context, c client.Reader, o QueueOptions) ([]QueueEnt
 	}
 	var cfg Config
 	cfg.Defaults()
-	v := Build(w, time.Now(), Options{DefaultDuration: cfg.DefaultDurationSeconds, StuckAfter: cfg.StuckAfter.Duration,
+	v := view.Build(w, time.Now(), view.Options{DefaultDuration: cfg.DefaultDurationSeconds, StuckAfter: cfg.StuckAfter.Duration,
 		SchedulerName: o.SchedulerName})
 	return v.Queue(), nil
 }
@@ -68,7 +69,7 @@ func ReadQueue(ctx context.Context, c client.Reader, o QueueOptions) ([]QueueEnt
 // every cfg.QueuePositionPeriod and only where it changed, so the writes
 // it costs are bounded however long the queue is. It runs after the
 // cycle's actions, so a job started this cycle gets no position.
-func (e *Executor) publishQueue(ctx context.Context, v *View) error {
+func (e *Executor) publishQueue(ctx context.Context, v *view.View) error {
 	now := e.Now()
 	if !e.positioned.IsZero() && now.Sub(e.positioned) < e.cfg.QueuePositionPeriod.Duration {
 		return nil

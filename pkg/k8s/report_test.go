@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s/report"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // A report dated beyond the clock skew is not read, whether it comes from
@@ -63,7 +64,7 @@ func TestFutureReportsIgnored(t *testing.T) {
 			e := New(cfg, nil, nil, nil, nil, logr.Discard())
 			e.Now = func() time.Time { return now }
 			tj := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "uid-j"}}
-			jv := &Job{TJ: tj}
+			jv := &view.Job{TJ: tj}
 			pod := func(i int, r report.Report, owner types.UID) *corev1.Pod {
 				b, err := report.Patch(r)
 				if err != nil {

@@ -8,7 +8,7 @@
 // All scheduler state lives in the API server (TrainingJob status and
 // annotations, and the pods themselves), so a restarted scheduler, or a new
 // leader, carries on where the old one stopped. See docs/kubernetes.md.
-package k8s
+package view
 
 import (
 	"cmp"
@@ -1075,4 +1075,25 @@ func (t *NodeTable) extFree() *extFree {
 		return nil
 	}
 	return t.ext
+}
+
+// Live returns the job's pods that are not terminating.
+func (jv *Job) Live() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Waiting reports whether terminating pods (not yet stuck) remain.
+func (jv *Job) Waiting() bool {
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp != nil && !slices.Contains(jv.Stuck, p) {
+			return true
+		}
+	}
+	return false
 }
