@@ -238,169 +238,210 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	}
 	switch act := act.(type) {
 	case policy.Start:
-		jv := a.v.Jobs[act.Job]
-		place := a.toStatus(jv.St.Job, act.Placement)
-		a.take(jv.St.Job, act.Placement, 1)
-		jv.St.Phase = cluster.Running
-		jv.St.Placement = act.Placement
-		if err := a.evictPlaceholders(ctx, jv.St.Job, act.Placement); err != nil {
-			return err
-		}
-		desc := a.describe(act.Placement)
-		a.async(act.Job, func(commit func()) error { return a.start(ctx, jv, act, place, desc, now, commit) })
-		return nil
+		return a.applyStart(ctx, act, now)
 	case policy.Preempt:
-		jv := a.v.Jobs[act.Job]
-		grace := int64(math.Ceil(act.Grace))
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Phase = v1alpha1.PhaseSuspended
-			o.Status.Placement = nil
-			o.Status.Migrating = false
-			o.Status.Preemptions++
-			o.Status.RequeuedAt = &now
-			o.Status.Reason = preemptReason(act)
-			o.Status.Replicas = nil
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
-				Reason: "Preempted", Message: o.Status.Reason})
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue,
-				Reason: "Preempted", Message: o.Status.Reason})
-			return nil
-		}); err != nil {
-			return err
-		}
-		jv.St.Phase = cluster.Suspending
-		e.m.Actions.WithLabelValues("preempt").Inc()
-		e.event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
-		return e.deletePods(ctx, jv, jv.Live(), grace)
+		return a.applyPreempt(ctx, act, now)
 	case policy.Migrate:
-		jv := a.v.Jobs[act.Job]
-		from := a.describe(jv.St.Placement)
-		place := a.toStatus(jv.St.Job, act.Placement)
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Phase = v1alpha1.PhaseAdmitted
-			o.Status.Placement = place
-			o.Status.Attempt++
-			o.Status.Migrating = true
-			o.Status.Migrations++
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionTrue,
-				Reason: "Checkpointing", Message: fmt.Sprintf("from %s to %s: %s", from, a.describe(act.Placement), act.Reason)})
-			return nil
-		}); err != nil {
-			return err
-		}
-		a.take(jv.St.Job, jv.St.Placement, -1)
-		a.take(jv.St.Job, act.Placement, 1)
-		jv.St.Phase = cluster.Migrating
-		jv.St.Placement = act.Placement
-		e.m.Actions.WithLabelValues("migrate").Inc()
-		e.event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
-		return e.deletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
+		return a.applyMigrate(ctx, act, now)
 	case policy.Resize:
-		jv := a.v.Jobs[act.Job]
-		j := jv.St.Job
-		from, to := jv.St.Counts(), act.Placement.Counts(len(j.Groups))
-		place := a.toStatus(j, act.Placement)
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Placement = place
-			o.Status.Resizes++
-			return nil
-		}); err != nil {
-			return err
-		}
-		a.take(j, jv.St.Placement, -1)
-		a.take(j, act.Placement, 1)
-		jv.St.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
-		jv.St.Placement = act.Placement
-		e.m.Actions.WithLabelValues("resize").Inc()
-		e.event(jv.TJ, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
-		if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
-			return err
-		}
-		st := jv.TJ.Status
-		if err := e.ensurePods(ctx, jv, &st); err != nil {
-			// The resize is written: whatever failed (a refused pod
-			// included) is the next cycle's reconcile's to finish, not a
-			// refusal of the action.
-			return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
-		}
-		return nil
+		return a.applyResize(ctx, act, now)
 	case policy.Reject:
-		jv := a.v.Jobs[act.Job]
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Phase = v1alpha1.PhaseRejected
-			o.Status.Reason = act.Reason
-			o.Status.CompletionTime = &now
-			setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
-			return nil
-		}); err != nil {
-			return err
-		}
-		jv.St.Phase = cluster.Rejected
-		e.m.Actions.WithLabelValues("reject").Inc()
-		e.event(jv.TJ, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
-		return nil
+		return a.applyReject(ctx, act, now)
 	case policy.Wait:
-		jv := a.v.Jobs[act.Job]
-		if jv.TJ.Status.Reason == act.Reason {
-			return nil
-		}
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			o.Status.Reason = act.Reason
-			if o.Status.Phase == "" {
-				o.Status.Phase = v1alpha1.PhasePending // a new job's first write
-			}
-			if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
-				// Offered to the policy again: no longer held.
-				meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
-					Reason: "Queued", Message: act.Reason})
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		e.event(jv.TJ, false, "Waiting", "%s", act.Reason)
-		return nil
+		return a.applyWait(ctx, act)
 	case policy.SetLabel:
-		jv := a.v.Jobs[act.Job]
-		if v, ok := jv.St.Labels[act.Key]; ok && v == act.Value {
-			return nil
-		}
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			labels, _ := view.PolicyLabels(o) // only valid labels are written back
-			if err := view.CheckSetLabel(labels, act.Key, act.Value); err != nil {
-				return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
-			}
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[act.Key] = act.Value
-			o.Status.PolicyLabels = labels
-			return nil
-		}); err != nil {
-			return err
-		}
-		if jv.St.Labels == nil {
-			jv.St.Labels = map[string]string{}
-		}
-		jv.St.Labels[act.Key] = act.Value
-		return nil
+		return a.applySetLabel(ctx, act)
 	case policy.SetPlaceholders:
 		e.m.Actions.WithLabelValues("placeholders").Inc()
 		return a.setPlaceholders(ctx, act.Placeholders)
 	}
 	return fmt.Errorf("unsupported action %T", act)
+}
+
+// applyStart carries out a validated action of its kind for apply.
+func (a *applier) applyStart(ctx context.Context, act policy.Start, now metav1.Time) error {
+	jv := a.v.Jobs[act.Job]
+	place := a.toStatus(jv.St.Job, act.Placement)
+	a.take(jv.St.Job, act.Placement, 1)
+	jv.St.Phase = cluster.Running
+	jv.St.Placement = act.Placement
+	if err := a.evictPlaceholders(ctx, jv.St.Job, act.Placement); err != nil {
+		return err
+	}
+	desc := a.describe(act.Placement)
+	a.async(act.Job, func(commit func()) error { return a.start(ctx, jv, act, place, desc, now, commit) })
+	return nil
+}
+
+// applyPreempt carries out a validated action of its kind for apply.
+func (a *applier) applyPreempt(ctx context.Context, act policy.Preempt, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	grace := int64(math.Ceil(act.Grace))
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Phase = v1alpha1.PhaseSuspended
+		o.Status.Placement = nil
+		o.Status.Migrating = false
+		o.Status.Preemptions++
+		o.Status.RequeuedAt = &now
+		o.Status.Reason = preemptReason(act)
+		o.Status.Replicas = nil
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+			Reason: "Preempted", Message: o.Status.Reason})
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue,
+			Reason: "Preempted", Message: o.Status.Reason})
+		return nil
+	}); err != nil {
+		return err
+	}
+	jv.St.Phase = cluster.Suspending
+	e.m.Actions.WithLabelValues("preempt").Inc()
+	e.event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
+	return e.deletePods(ctx, jv, jv.Live(), grace)
+}
+
+// applyMigrate carries out a validated action of its kind for apply.
+func (a *applier) applyMigrate(ctx context.Context, act policy.Migrate, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	from := a.describe(jv.St.Placement)
+	place := a.toStatus(jv.St.Job, act.Placement)
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Phase = v1alpha1.PhaseAdmitted
+		o.Status.Placement = place
+		o.Status.Attempt++
+		o.Status.Migrating = true
+		o.Status.Migrations++
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionTrue,
+			Reason: "Checkpointing", Message: fmt.Sprintf("from %s to %s: %s", from, a.describe(act.Placement), act.Reason)})
+		return nil
+	}); err != nil {
+		return err
+	}
+	a.take(jv.St.Job, jv.St.Placement, -1)
+	a.take(jv.St.Job, act.Placement, 1)
+	jv.St.Phase = cluster.Migrating
+	jv.St.Placement = act.Placement
+	e.m.Actions.WithLabelValues("migrate").Inc()
+	e.event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
+	return e.deletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
+}
+
+// applyResize carries out a validated action of its kind for apply.
+func (a *applier) applyResize(ctx context.Context, act policy.Resize, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	j := jv.St.Job
+	from, to := jv.St.Counts(), act.Placement.Counts(len(j.Groups))
+	place := a.toStatus(j, act.Placement)
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Placement = place
+		o.Status.Resizes++
+		return nil
+	}); err != nil {
+		return err
+	}
+	a.take(j, jv.St.Placement, -1)
+	a.take(j, act.Placement, 1)
+	jv.St.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
+	jv.St.Placement = act.Placement
+	e.m.Actions.WithLabelValues("resize").Inc()
+	e.event(jv.TJ, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
+	if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
+		return err
+	}
+	st := jv.TJ.Status
+	if err := e.ensurePods(ctx, jv, &st); err != nil {
+		// The resize is written: whatever failed (a refused pod
+		// included) is the next cycle's reconcile's to finish, not a
+		// refusal of the action.
+		return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
+	}
+	return nil
+}
+
+// applyReject carries out a validated action of its kind for apply.
+func (a *applier) applyReject(ctx context.Context, act policy.Reject, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Phase = v1alpha1.PhaseRejected
+		o.Status.Reason = act.Reason
+		o.Status.CompletionTime = &now
+		setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
+		return nil
+	}); err != nil {
+		return err
+	}
+	jv.St.Phase = cluster.Rejected
+	e.m.Actions.WithLabelValues("reject").Inc()
+	e.event(jv.TJ, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+	return nil
+}
+
+// applyWait carries out a validated action of its kind for apply.
+func (a *applier) applyWait(ctx context.Context, act policy.Wait) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	if jv.TJ.Status.Reason == act.Reason {
+		return nil
+	}
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		o.Status.Reason = act.Reason
+		if o.Status.Phase == "" {
+			o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+			// Offered to the policy again: no longer held.
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+				Reason: "Queued", Message: act.Reason})
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	e.event(jv.TJ, false, "Waiting", "%s", act.Reason)
+	return nil
+}
+
+// applySetLabel carries out a validated action of its kind for apply.
+func (a *applier) applySetLabel(ctx context.Context, act policy.SetLabel) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	if v, ok := jv.St.Labels[act.Key]; ok && v == act.Value {
+		return nil
+	}
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		labels, _ := view.PolicyLabels(o) // only valid labels are written back
+		if err := view.CheckSetLabel(labels, act.Key, act.Value); err != nil {
+			return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[act.Key] = act.Value
+		o.Status.PolicyLabels = labels
+		return nil
+	}); err != nil {
+		return err
+	}
+	if jv.St.Labels == nil {
+		jv.St.Labels = map[string]string{}
+	}
+	jv.St.Labels[act.Key] = act.Value
+	return nil
 }
 
 // async runs the API calls of a validated start of job id on the

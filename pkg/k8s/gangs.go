@@ -50,114 +50,138 @@ func (a *applier) applyGang(ctx context.Context, gj *view.Gang, act policy.Actio
 	e := a.e
 	switch act := act.(type) {
 	case policy.Start:
-		pods, err := gj.PlacedPods(act.Placement)
-		if err != nil {
-			return err
-		}
-		if len(pods) != len(gj.Members) {
-			return fmt.Errorf("placement binds %d of the gang's %d pods: all or none", len(pods), len(gj.Members))
-		}
-		a.take(gj.St.Job, act.Placement, 1)
-		gj.St.Phase = cluster.Running
-		gj.St.Placement = act.Placement
-		if err := a.evictPlaceholders(ctx, gj.St.Job, act.Placement); err != nil {
-			return err
-		}
-		nodes := make([]string, len(pods))
-		for i := range pods {
-			nodes[i] = a.v.Snap.Nodes[act.Placement[i].Node].Name
-		}
-		desc := a.describe(act.Placement)
-		// The API calls run on the cycle's start workers, as a
-		// TrainingJob's do: one gang's calls stay in order, but gangs do
-		// not wait for each other's round trips.
-		a.async(act.Job, func(func()) error {
-			// Every pod is marked with its node before any is bound, so
-			// that a scheduler that dies half way binds the rest to the
-			// same nodes (reconcileGang) rather than leaving a partial
-			// gang.
-			for i, p := range pods {
-				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNode, nodes[i])
-				if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-					return &apiError{err: fmt.Errorf("assigning pod %s to %s: %w", p.Name, nodes[i], err)}
-				}
-			}
-			for i, p := range pods {
-				if err := e.bind(ctx, p, nodes[i]); err != nil {
-					return err
-				}
-			}
-			if gj.PG != nil && gj.PG.Annotations[view.AnnotationReason] != "" {
-				if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: ""}); err != nil {
-					return err
-				}
-			}
-			e.m.Actions.WithLabelValues("start").Inc()
-			e.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", e.pol.Name(), len(pods), desc)
-			return nil
-		})
-		return nil
+		return a.startGang(ctx, gj, act)
 	case policy.Preempt:
-		gj.St.Phase = cluster.Suspending
-		e.m.Actions.WithLabelValues("preempt").Inc()
-		if gj.PG != nil {
-			now := e.Now().UTC().Format(time.RFC3339Nano)
-			n := gj.St.Preemptions + 1
-			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationPreemptions: strconv.Itoa(n), view.AnnotationRequeuedAt: now}); err != nil {
-				return err
-			}
-		}
-		// Every pod of the gang goes, its unbound members too: the gang
-		// queues again whole.
-		var victims []*corev1.Pod
-		for _, p := range gj.Pods {
-			if p.DeletionTimestamp == nil {
-				victims = append(victims, p)
-			}
-		}
-		e.gangEvent(gj, false, "Preempted", "%s; deleting its %d pods", preemptReason(act), len(victims))
-		grace := int64(math.Ceil(act.Grace))
-		for _, p := range victims {
-			if err := e.fault("delete pod " + p.Name); err != nil {
-				return err
-			}
-			if err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
-				return &apiError{err: fmt.Errorf("preempting pod %s: %w", p.Name, err)}
-			}
-		}
-		return nil
+		return a.preemptGang(ctx, gj, act)
 	case policy.Reject:
-		gj.St.Phase = cluster.Rejected
-		if gj.PG != nil {
-			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationRejected: act.Reason, view.AnnotationReason: act.Reason}); err != nil {
-				return err
-			}
-		}
-		for _, p := range gj.Members {
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, view.AnnotationRejected, act.Reason)
-			if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
-				return &apiError{err: fmt.Errorf("marking pod %s rejected: %w", p.Name, err)}
-			}
-		}
-		e.m.Actions.WithLabelValues("reject").Inc()
-		e.gangEvent(gj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
-		return nil
+		return a.rejectGang(ctx, gj, act)
 	case policy.Wait:
 		return e.gangWaiting(ctx, gj, act.Reason)
 	case policy.SetLabel:
-		if gj.PG == nil || gj.St.Labels[act.Key] == act.Value {
-			return nil
-		}
-		labels := map[string]string{}
-		for k, v := range gj.St.Labels {
-			labels[k] = v
-		}
-		labels[act.Key] = act.Value
-		b, _ := json.Marshal(labels)
-		gj.St.Labels = labels
-		return e.annotatePodGroup(ctx, gj.PG, map[string]string{v1alpha1.AnnotationLabels: string(b)})
+		return a.labelGang(ctx, gj, act)
 	}
 	return fmt.Errorf("unsupported action %T for a PodGroup gang", act)
+}
+
+// startGang carries out a validated action of its kind on a gang for applyGang.
+func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start) error {
+	e := a.e
+	pods, err := gj.PlacedPods(act.Placement)
+	if err != nil {
+		return err
+	}
+	if len(pods) != len(gj.Members) {
+		return fmt.Errorf("placement binds %d of the gang's %d pods: all or none", len(pods), len(gj.Members))
+	}
+	a.take(gj.St.Job, act.Placement, 1)
+	gj.St.Phase = cluster.Running
+	gj.St.Placement = act.Placement
+	if err := a.evictPlaceholders(ctx, gj.St.Job, act.Placement); err != nil {
+		return err
+	}
+	nodes := make([]string, len(pods))
+	for i := range pods {
+		nodes[i] = a.v.Snap.Nodes[act.Placement[i].Node].Name
+	}
+	desc := a.describe(act.Placement)
+	// The API calls run on the cycle's start workers, as a
+	// TrainingJob's do: one gang's calls stay in order, but gangs do
+	// not wait for each other's round trips.
+	a.async(act.Job, func(func()) error {
+		// Every pod is marked with its node before any is bound, so
+		// that a scheduler that dies half way binds the rest to the
+		// same nodes (reconcileGang) rather than leaving a partial
+		// gang.
+		for i, p := range pods {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNode, nodes[i])
+			if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				return &apiError{err: fmt.Errorf("assigning pod %s to %s: %w", p.Name, nodes[i], err)}
+			}
+		}
+		for i, p := range pods {
+			if err := e.bind(ctx, p, nodes[i]); err != nil {
+				return err
+			}
+		}
+		if gj.PG != nil && gj.PG.Annotations[view.AnnotationReason] != "" {
+			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: ""}); err != nil {
+				return err
+			}
+		}
+		e.m.Actions.WithLabelValues("start").Inc()
+		e.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", e.pol.Name(), len(pods), desc)
+		return nil
+	})
+	return nil
+}
+
+// preemptGang carries out a validated action of its kind on a gang for applyGang.
+func (a *applier) preemptGang(ctx context.Context, gj *view.Gang, act policy.Preempt) error {
+	e := a.e
+	gj.St.Phase = cluster.Suspending
+	e.m.Actions.WithLabelValues("preempt").Inc()
+	if gj.PG != nil {
+		now := e.Now().UTC().Format(time.RFC3339Nano)
+		n := gj.St.Preemptions + 1
+		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationPreemptions: strconv.Itoa(n), view.AnnotationRequeuedAt: now}); err != nil {
+			return err
+		}
+	}
+	// Every pod of the gang goes, its unbound members too: the gang
+	// queues again whole.
+	var victims []*corev1.Pod
+	for _, p := range gj.Pods {
+		if p.DeletionTimestamp == nil {
+			victims = append(victims, p)
+		}
+	}
+	e.gangEvent(gj, false, "Preempted", "%s; deleting its %d pods", preemptReason(act), len(victims))
+	grace := int64(math.Ceil(act.Grace))
+	for _, p := range victims {
+		if err := e.fault("delete pod " + p.Name); err != nil {
+			return err
+		}
+		if err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
+			return &apiError{err: fmt.Errorf("preempting pod %s: %w", p.Name, err)}
+		}
+	}
+	return nil
+}
+
+// rejectGang carries out a validated action of its kind on a gang for applyGang.
+func (a *applier) rejectGang(ctx context.Context, gj *view.Gang, act policy.Reject) error {
+	e := a.e
+	gj.St.Phase = cluster.Rejected
+	if gj.PG != nil {
+		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationRejected: act.Reason, view.AnnotationReason: act.Reason}); err != nil {
+			return err
+		}
+	}
+	for _, p := range gj.Members {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, view.AnnotationRejected, act.Reason)
+		if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+			return &apiError{err: fmt.Errorf("marking pod %s rejected: %w", p.Name, err)}
+		}
+	}
+	e.m.Actions.WithLabelValues("reject").Inc()
+	e.gangEvent(gj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+	return nil
+}
+
+// labelGang carries out a validated action of its kind on a gang for applyGang.
+func (a *applier) labelGang(ctx context.Context, gj *view.Gang, act policy.SetLabel) error {
+	e := a.e
+	if gj.PG == nil || gj.St.Labels[act.Key] == act.Value {
+		return nil
+	}
+	labels := map[string]string{}
+	for k, v := range gj.St.Labels {
+		labels[k] = v
+	}
+	labels[act.Key] = act.Value
+	b, _ := json.Marshal(labels)
+	gj.St.Labels = labels
+	return e.annotatePodGroup(ctx, gj.PG, map[string]string{v1alpha1.AnnotationLabels: string(b)})
 }
 
 // gangWaiting records why a gang waits: drover.dev/reason on its
