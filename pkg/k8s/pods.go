@@ -56,25 +56,11 @@ func (e *Executor) reconcile(ctx context.Context, v *view.View, jv *view.Job) (b
 		}
 		return true, err
 	}
-	for _, p := range jv.Stuck {
-		e.mu.Lock()
-		first := !e.reported[p.UID]
-		e.reported[p.UID] = true
-		e.mu.Unlock()
-		if first {
-			e.event(tj, true, "TerminationStuck", "pod %s is still terminating %s after its grace period ended; no longer waiting for it",
-				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
-		}
-	}
+	e.reportStuck(jv)
 	before := tj.Status.Phase
 	next := tj.Status.DeepCopy()
 	e.copyProgress(jv, next)
-	if len(jv.Stuck) > 0 {
-		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionTrue,
-			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.Stuck))})
-	} else if meta.IsStatusConditionTrue(next.Conditions, v1alpha1.ConditionStuck) {
-		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
-	}
+	stuckCondition(jv, next)
 
 	if jv.BadLabels != nil {
 		// Someone wrote labels the scheduler would not have: keep the
@@ -86,77 +72,7 @@ func (e *Executor) reconcile(ctx context.Context, v *view.View, jv *view.Job) (b
 	var podErr error
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
-		desired := map[string]int32{}
-		for _, a := range tj.Status.Placement {
-			desired[a.Group] += a.Count
-		}
-		first := tj.Spec.ReplicaGroups[0].Name
-		switch {
-		case len(jv.Failed) > 0:
-			p := jv.Failed[0]
-			e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
-			podErr = e.deletePods(ctx, jv, jv.Live(), 0)
-			e.event(tj, true, "Failed", "%s", next.Reason)
-		case desired[first] > 0 && int32(jv.Succeeded[first]) >= desired[first]:
-			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
-			podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
-			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
-		case jv.BadPlacement != nil:
-			// The stored placement fails the checks a policy's Start is
-			// held to (someone edited the status): never act on it.
-			// Requeue the job at the head, like a lost node; the policy
-			// places it afresh.
-			next.Phase = v1alpha1.PhaseSuspended
-			next.Placement = nil
-			next.Migrating = false
-			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = view.ReasonPlacementRefused + ": " + jv.BadPlacement.Error() + "; requeued"
-			podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
-			e.event(tj, true, view.ReasonPlacementRefused, "%s", next.Reason)
-		case len(jv.MissingNodes) > 0:
-			// A node of the placement is gone: the job cannot run as
-			// placed. Requeue it at the head like a preemption.
-			next.Phase = v1alpha1.PhaseSuspended
-			next.Placement = nil
-			next.Migrating = false
-			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = "node " + jv.MissingNodes[0] + " is gone"
-			podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
-			e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.MissingNodes[0])
-		default:
-			if next.Migrating && !jv.Waiting() {
-				next.Migrating = false
-				meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
-					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
-			}
-			podErr = e.ensurePods(ctx, jv, next)
-			if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
-				// The API server refuses the job's pods: release the
-				// placement (or fail the job for a refusal that cannot
-				// change) rather than hold it while retrying every cycle.
-				e.refused(next, ref)
-				e.refusedEvent(tj, ref)
-				podErr = e.deletePods(ctx, jv, jv.Live(), 0)
-				break
-			}
-			running := map[string]int32{}
-			for _, p := range jv.Pods {
-				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(tj.Status.Attempt)) {
-					running[p.Labels[v1alpha1.LabelGroup]]++
-				}
-			}
-			next.Replicas = next.Replicas[:0]
-			all := !next.Migrating
-			for _, g := range tj.Spec.ReplicaGroups {
-				next.Replicas = append(next.Replicas, v1alpha1.GroupStatus{Name: g.Name, Desired: desired[g.Name], Running: running[g.Name]})
-				if running[g.Name] < desired[g.Name] {
-					all = false
-				}
-			}
-			if all && next.Phase == v1alpha1.PhaseAdmitted {
-				next.Phase = v1alpha1.PhaseRunning
-			}
-		}
+		podErr = e.reconcilePlaced(ctx, jv, next)
 	case v1alpha1.PhaseSuspended, v1alpha1.PhasePending, "":
 		// Replica pods of a job that holds no placement are leftovers (a
 		// scheduler that stopped between the status write and the
@@ -171,6 +87,129 @@ func (e *Executor) reconcile(ctx context.Context, v *view.View, jv *view.Job) (b
 	// was shown or after the config's mapping changed (every status
 	// write sets it too).
 	next.Tenant = view.Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
+	return e.writeReconciled(ctx, jv, before, next, podErr)
+}
+
+// reportStuck raises an Event, once per pod, for the job's pods
+// terminating past their grace period.
+func (e *Executor) reportStuck(jv *view.Job) {
+	tj := jv.TJ
+	for _, p := range jv.Stuck {
+		e.mu.Lock()
+		first := !e.reported[p.UID]
+		e.reported[p.UID] = true
+		e.mu.Unlock()
+		if first {
+			e.event(tj, true, "TerminationStuck", "pod %s is still terminating %s after its grace period ended; no longer waiting for it",
+				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
+		}
+	}
+}
+
+// stuckCondition sets or clears the Stuck condition in next.
+func stuckCondition(jv *view.Job, next *v1alpha1.TrainingJobStatus) {
+	if len(jv.Stuck) > 0 {
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionTrue,
+			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.Stuck))})
+	} else if meta.IsStatusConditionTrue(next.Conditions, v1alpha1.ConditionStuck) {
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
+	}
+}
+
+// reconcilePlaced reconciles a job that holds a placement (Admitted or
+// Running): its end, a placement it cannot keep, or its pods; it
+// returns the pod calls' error.
+func (e *Executor) reconcilePlaced(ctx context.Context, jv *view.Job, next *v1alpha1.TrainingJobStatus) error {
+	tj := jv.TJ
+	var podErr error
+	desired := map[string]int32{}
+	for _, a := range tj.Status.Placement {
+		desired[a.Group] += a.Count
+	}
+	first := tj.Spec.ReplicaGroups[0].Name
+	switch {
+	case len(jv.Failed) > 0:
+		p := jv.Failed[0]
+		e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
+		podErr = e.deletePods(ctx, jv, jv.Live(), 0)
+		e.event(tj, true, "Failed", "%s", next.Reason)
+	case desired[first] > 0 && int32(jv.Succeeded[first]) >= desired[first]:
+		e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
+	case jv.BadPlacement != nil:
+		// The stored placement fails the checks a policy's Start is
+		// held to (someone edited the status): never act on it.
+		// Requeue the job at the head, like a lost node; the policy
+		// places it afresh.
+		next.Phase = v1alpha1.PhaseSuspended
+		next.Placement = nil
+		next.Migrating = false
+		next.RequeuedAt = &metav1.Time{Time: e.Now()}
+		next.Reason = view.ReasonPlacementRefused + ": " + jv.BadPlacement.Error() + "; requeued"
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		e.event(tj, true, view.ReasonPlacementRefused, "%s", next.Reason)
+	case len(jv.MissingNodes) > 0:
+		// A node of the placement is gone: the job cannot run as
+		// placed. Requeue it at the head like a preemption.
+		next.Phase = v1alpha1.PhaseSuspended
+		next.Placement = nil
+		next.Migrating = false
+		next.RequeuedAt = &metav1.Time{Time: e.Now()}
+		next.Reason = "node " + jv.MissingNodes[0] + " is gone"
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.MissingNodes[0])
+	default:
+		podErr = e.reconcileRunning(ctx, jv, next, desired)
+	}
+	return podErr
+}
+
+// reconcileRunning creates and binds the pods of a job that keeps its
+// placement and counts its running replicas into next.
+func (e *Executor) reconcileRunning(ctx context.Context, jv *view.Job, next *v1alpha1.TrainingJobStatus, desired map[string]int32) error {
+	tj := jv.TJ
+	var podErr error
+	if next.Migrating && !jv.Waiting() {
+		next.Migrating = false
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
+			Reason: "Restored", Message: "new replicas created from the last checkpoint"})
+	}
+	podErr = e.ensurePods(ctx, jv, next)
+	if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
+		// The API server refuses the job's pods: release the
+		// placement (or fail the job for a refusal that cannot
+		// change) rather than hold it while retrying every cycle.
+		e.refused(next, ref)
+		e.refusedEvent(tj, ref)
+		podErr = e.deletePods(ctx, jv, jv.Live(), 0)
+		return podErr
+	}
+	running := map[string]int32{}
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(tj.Status.Attempt)) {
+			running[p.Labels[v1alpha1.LabelGroup]]++
+		}
+	}
+	next.Replicas = next.Replicas[:0]
+	all := !next.Migrating
+	for _, g := range tj.Spec.ReplicaGroups {
+		next.Replicas = append(next.Replicas, v1alpha1.GroupStatus{Name: g.Name, Desired: desired[g.Name], Running: running[g.Name]})
+		if running[g.Name] < desired[g.Name] {
+			all = false
+		}
+	}
+	if all && next.Phase == v1alpha1.PhaseAdmitted {
+		next.Phase = v1alpha1.PhaseRunning
+	}
+	return podErr
+}
+
+// writeReconciled writes the status reconcile computed (next; before is
+// the phase it started from), deferred, skipped or in flight as the job
+// allows, and reports whether the phase changed.
+func (e *Executor) writeReconciled(ctx context.Context, jv *view.Job, before v1alpha1.TrainingJobPhase, next *v1alpha1.TrainingJobStatus, podErr error) (bool, error) {
+	tj := jv.TJ
 	if e.deferProgress(view.JobKey(tj), next, &tj.Status) {
 		// Nothing to write, or only what a running job reports: kept in
 		// memory (and in this cycle's snapshot) until ProgressPeriod
