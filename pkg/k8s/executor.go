@@ -466,6 +466,62 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		}
 	}
 	e.cycle++
+	opts := e.snapshotOptions()
+	v := view.Build(w, e.Now(), opts)
+	errs := e.lateErrs()
+	if err := e.leading(); err != nil {
+		return res, err // before the reconcile writes
+	}
+	v, fresh, errs, stop := e.reconcileAll(ctx, w, v, opts, busy, errs)
+	if stop {
+		return nil, errors.Join(errs...)
+	}
+	stage(&res.Stages.Reconcile)
+	for _, key := range v.GangOrder {
+		ns, name, _ := strings.Cut(key, "/")
+		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
+			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
+		}
+	}
+	if err := e.reportHeld(ctx, v); err != nil {
+		errs = append(errs, err)
+	}
+	e.observe(v)
+	acts, faults := e.schedule(v.Snap)
+	res.Actions, res.Faults = acts, faults
+	if err := e.leading(); err != nil {
+		// The policy may have run long: check again before its writes.
+		return res, errors.Join(append(errs, err)...)
+	}
+	stage(&res.Stages.Decide)
+	ap := newApplier(e, v, w)
+	errs = e.applyAll(ctx, ap, v, acts, res, errs)
+	if pipelined {
+		e.late(ap.flights)
+	} else if err := ap.wait(); err != nil {
+		errs = append(errs, err)
+	}
+	stage(&res.Stages.Apply)
+	defer stage(&res.Stages.After)
+	if err := e.leading(); err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.contain(ctx, ap, faults)...)
+	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.markPending(ctx, v, fresh)...)
+	}
+	e.observeJobs(w, v)
+	if err := e.publishQueue(ctx, v); err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// snapshotOptions are the options of this cycle's snapshot, with the
+// caches kept from one cycle to the next.
+func (e *Executor) snapshotOptions() view.Options {
 	if e.jobs == nil {
 		e.jobs = view.NewJobCache()
 	}
@@ -478,20 +534,23 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	if e.crowded == nil {
 		e.crowded = view.Crowded{}
 	}
-	opts := view.Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
+	o := view.Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
 		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants,
 		PlaceholderNamespace: e.cfg.PlaceholderNamespace}
 	if len(e.cfg.Namespaces) > 0 {
-		opts.InScope = e.cfg.InScope
+		o.InScope = e.cfg.InScope
 	}
-	v := view.Build(w, e.Now(), opts)
-	errs := e.lateErrs()
+	return o
+}
+
+// reconcileAll reconciles the jobs of view v built from w (those in busy
+// excepted: their starts are in flight) concurrently, appends their
+// errors to errs, and rebuilds the view when a job's phase changed. It
+// returns the jobs whose Pending write waits for the policy (fresh), and
+// stop when the lease was lost.
+func (e *Executor) reconcileAll(ctx context.Context, w *view.World, v *view.View, opts view.Options, busy map[string]bool, errs []error) (_ *view.View, fresh []string, _ []error, stop bool) {
 	changed := false
-	var fresh []string
-	if err := e.leading(); err != nil {
-		return res, err // before the reconcile writes
-	}
 	// Jobs are reconciled concurrently (each touches only its own job, its
 	// pods and the executor's locked bookkeeping): a cycle in which
 	// hundreds of jobs complete writes their statuses startWorkers at a
@@ -521,7 +580,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 			if errors.Is(err, ErrNotLeader) {
-				return nil, errors.Join(errs...)
+				return v, fresh, errs, true
 			}
 		}
 		changed = changed || outs[i].changed
@@ -541,25 +600,13 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		}
 		v = view.Build(w, e.Now(), opts)
 	}
-	stage(&res.Stages.Reconcile)
-	for _, key := range v.GangOrder {
-		ns, name, _ := strings.Cut(key, "/")
-		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
-			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
-		}
-	}
-	if err := e.reportHeld(ctx, v); err != nil {
-		errs = append(errs, err)
-	}
-	e.observe(v)
-	acts, faults := e.schedule(v.Snap)
-	res.Actions, res.Faults = acts, faults
-	if err := e.leading(); err != nil {
-		// The policy may have run long: check again before its writes.
-		return res, errors.Join(append(errs, err)...)
-	}
-	stage(&res.Stages.Decide)
-	ap := newApplier(e, v, w)
+	return v, fresh, errs, false
+}
+
+// applyAll validates and carries out the policy's actions in order:
+// a refused one is recorded in res, an API error appended to errs (and
+// the rest skipped when it is fatal).
+func (e *Executor) applyAll(ctx context.Context, ap *applier, v *view.View, acts []policy.Action, res *CycleResult, errs []error) []error {
 	for _, a := range acts {
 		if err := ap.apply(ctx, a); err != nil {
 			var fatal *apiError
@@ -580,27 +627,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 			continue
 		}
 	}
-	if pipelined {
-		e.late(ap.flights)
-	} else if err := ap.wait(); err != nil {
-		errs = append(errs, err)
-	}
-	stage(&res.Stages.Apply)
-	defer stage(&res.Stages.After)
-	if err := e.leading(); err != nil {
-		return res, errors.Join(append(errs, err)...)
-	}
-	if ctx.Err() == nil {
-		errs = append(errs, e.contain(ctx, ap, faults)...)
-	}
-	if ctx.Err() == nil {
-		errs = append(errs, e.markPending(ctx, v, fresh)...)
-	}
-	e.observeJobs(w, v)
-	if err := e.publishQueue(ctx, v); err != nil {
-		errs = append(errs, err)
-	}
-	return res, errors.Join(errs...)
+	return errs
 }
 
 // markPending writes phase Pending on the new jobs of this cycle that the
