@@ -271,34 +271,55 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 			}
 		}
 	}
-	if e.indexed {
-		// The finished pods of running jobs: how a job completes or fails.
-		// A pod that finished between the two lists is in both: the
-		// finished copy is the newer one.
-		var finished map[types.UID]bool
-		for i := range w.Jobs {
-			tj := &w.Jobs[i]
-			if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
-				continue
-			}
-			var done corev1.PodList
-			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
-				return nil, fmt.Errorf("listing finished pods of %s: %w", view.JobKey(tj), err)
-			}
-			for k := range done.Items {
-				if finished == nil {
-					finished = map[types.UID]bool{}
-				}
-				finished[done.Items[k].UID] = true
-			}
-			w.Pods = append(w.Pods, done.Items...)
-		}
-		if len(finished) > 0 {
-			w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
-				return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-			})
-		}
+	if err := e.readFinished(ctx, w); err != nil {
+		return nil, err
 	}
+	e.forgetGone(w)
+	if err := e.readGroupsQuotas(ctx, w, opts); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// readFinished adds the finished pods of running jobs to w (with the
+// live indexes, Read's pod list holds live pods only). e.mu is held.
+func (e *Executor) readFinished(ctx context.Context, w *view.World) error {
+	if !e.indexed {
+		return nil
+	}
+	// The finished pods of running jobs: how a job completes or fails.
+	// A pod that finished between the two lists is in both: the
+	// finished copy is the newer one.
+	var finished map[types.UID]bool
+	for i := range w.Jobs {
+		tj := &w.Jobs[i]
+		if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
+			continue
+		}
+		var done corev1.PodList
+		if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
+			return fmt.Errorf("listing finished pods of %s: %w", view.JobKey(tj), err)
+		}
+		for k := range done.Items {
+			if finished == nil {
+				finished = map[types.UID]bool{}
+			}
+			finished[done.Items[k].UID] = true
+		}
+		w.Pods = append(w.Pods, done.Items...)
+	}
+	if len(finished) > 0 {
+		w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
+			return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+		})
+	}
+	return nil
+}
+
+// forgetGone overlays deferred progress on w's jobs, adds the pods this
+// executor made that the cache does not show yet, and drops the
+// bookkeeping of jobs not in w. e.mu is held.
+func (e *Executor) forgetGone(w *view.World) {
 	// Forget jobs that are gone (or finished, with the live indexes), so
 	// the bookkeeping does not grow with the jobs that ever ran.
 	present := make(map[string]bool, len(w.Jobs))
@@ -333,11 +354,17 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 			delete(e.rejected, k)
 		}
 	}
+}
+
+// readGroupsQuotas lists PodGroups (unless their CRD was found missing
+// less than PodGroupRetry ago), ResourceQuotas and placeholder
+// Deployments into w.
+func (e *Executor) readGroupsQuotas(ctx context.Context, w *view.World, opts []client.ListOption) error {
 	if time.Since(e.noPodGroups) > PodGroupRetry {
 		var pgs schedv1alpha1.PodGroupList
 		if err := e.c.List(ctx, &pgs, opts...); err != nil {
 			if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "no matches for kind") {
-				return nil, fmt.Errorf("listing podgroups: %w", err)
+				return fmt.Errorf("listing podgroups: %w", err)
 			}
 			e.noPodGroups = time.Now() // no PodGroup CRD: gangs from the Volcano annotation only
 		} else {
@@ -347,15 +374,15 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 	// ResourceQuotas, for admission against namespace quota (admission.go).
 	var quotas corev1.ResourceQuotaList
 	if err := e.c.List(ctx, &quotas, opts...); err != nil {
-		return nil, fmt.Errorf("listing resourcequotas: %w", err)
+		return fmt.Errorf("listing resourcequotas: %w", err)
 	}
 	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
-		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
+		return fmt.Errorf("listing placeholder deployments: %w", err)
 	}
 	w.Deployments = deps.Items
-	return w, nil
+	return nil
 }
 
 // reportHeld tells users why the jobs held out of the queue wait (see
