@@ -439,38 +439,11 @@ func (e *Executor) ensurePods(ctx context.Context, jv *view.Job, s *v1alpha1.Tra
 				}
 			}
 		}
-		for range int(a.Count) - len(pods) {
-			if used[a.Group] == nil {
-				used[a.Group] = map[int]bool{}
-			}
-			idx := 0
-			for used[a.Group][idx] {
-				idx++
-			}
-			used[a.Group][idx] = true
-			p, err := e.newPod(tj, s, a.Group, idx, a.Node)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := e.createPod(ctx, p); err != nil {
-				if ref := (*refusedPod)(nil); errors.As(err, &ref) {
-					// The rest would be refused too, or start a job that
-					// cannot have all its pods: stop, and take back the
-					// pods this call created (they have not run).
-					if derr := e.deletePods(ctx, jv, created, 0); derr != nil {
-						return joinErrs([]error{err, derr})
-					}
-					return err
-				}
-				errs = append(errs, err)
-				continue
-			}
-			created = append(created, p)
-			if err := e.bind(ctx, p, a.Node); err != nil {
-				errs = append(errs, err)
-			}
+		added, stop := e.createReplicas(ctx, jv, s, a, int(a.Count)-len(pods), used, &created)
+		if stop != nil {
+			return stop
 		}
+		errs = append(errs, added...)
 	}
 	// Pods of the current attempt on (group, node) pairs no longer in the
 	// placement (a resize moved them).
@@ -488,6 +461,48 @@ func (e *Executor) ensurePods(ctx context.Context, jv *view.Job, s *v1alpha1.Tra
 		}
 	}
 	return joinErrs(errs)
+}
+
+// createReplicas creates and binds n new pods of assignment a for
+// ensurePods, each at the lowest index of its group not in used, and
+// adds them to created. A refused pod stops it: the pods created so far
+// are deleted and the refusal returned as stop.
+func (e *Executor) createReplicas(ctx context.Context, jv *view.Job, s *v1alpha1.TrainingJobStatus, a v1alpha1.Assignment, n int,
+	used map[string]map[int]bool, created *[]*corev1.Pod) (errs []error, stop error) {
+	tj := jv.TJ
+	for range n {
+		if used[a.Group] == nil {
+			used[a.Group] = map[int]bool{}
+		}
+		idx := 0
+		for used[a.Group][idx] {
+			idx++
+		}
+		used[a.Group][idx] = true
+		p, err := e.newPod(tj, s, a.Group, idx, a.Node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := e.createPod(ctx, p); err != nil {
+			if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+				// The rest would be refused too, or start a job that
+				// cannot have all its pods: stop, and take back the
+				// pods this call created (they have not run).
+				if derr := e.deletePods(ctx, jv, *created, 0); derr != nil {
+					return nil, joinErrs([]error{err, derr})
+				}
+				return nil, err
+			}
+			errs = append(errs, err)
+			continue
+		}
+		*created = append(*created, p)
+		if err := e.bind(ctx, p, a.Node); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs, nil
 }
 
 // refusedPod is a replica pod the API server refused to create, with
