@@ -504,15 +504,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		return nil, errors.Join(errs...)
 	}
 	stage(&res.Stages.Reconcile)
-	for _, key := range v.GangOrder {
-		ns, name, _ := strings.Cut(key, "/")
-		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
-			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
-		}
-	}
-	if err := e.reportHeld(ctx, v); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, e.reconcileGangs(ctx, v)...)
 	e.observe(v)
 	acts, faults := e.schedule(v.Snap)
 	res.Actions, res.Faults = acts, faults
@@ -533,6 +525,30 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	if err := e.leading(); err != nil {
 		return res, errors.Join(append(errs, err)...)
 	}
+	errs = append(errs, e.afterApply(ctx, w, v, ap, faults, fresh)...)
+	return res, errors.Join(errs...)
+}
+
+// reconcileGangs reconciles the PodGroup gangs of v and tells the held
+// jobs' users why they wait.
+func (e *Executor) reconcileGangs(ctx context.Context, v *view.View) []error {
+	var errs []error
+	for _, key := range v.GangOrder {
+		ns, name, _ := strings.Cut(key, "/")
+		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
+			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
+		}
+	}
+	if err := e.reportHeld(ctx, v); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// afterApply contains the policy's faults, writes Pending on the fresh
+// jobs it left pending, and publishes the metrics and the queue.
+func (e *Executor) afterApply(ctx context.Context, w *view.World, v *view.View, ap *applier, faults []policy.Fault, fresh []string) []error {
+	var errs []error
 	if ctx.Err() == nil {
 		errs = append(errs, e.contain(ctx, ap, faults)...)
 	}
@@ -543,7 +559,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	if err := e.publishQueue(ctx, v); err != nil {
 		errs = append(errs, err)
 	}
-	return res, errors.Join(errs...)
+	return errs
 }
 
 // snapshotOptions are the options of this cycle's snapshot, with the
