@@ -218,6 +218,57 @@ func Build(w *World, now time.Time, o Options) *View {
 		table = NewNodeTable()
 		o.Nodes = table // jobs' extended-resource constraints read its extFree
 	}
+	v.readNodes(w, o, table)
+
+	// Jobs first, so pods can be attached to them.
+	v.readJobs(w, o)
+
+	queued := v.readPods(w, o)
+
+	gq, requeued := v.buildGangs(w, now, o)
+	queued = append(queued, gq...)
+	for _, key := range v.Order {
+		jv := v.Jobs[key]
+		if jv.Invalid != nil {
+			continue
+		}
+		v.fillJob(jv, now, o)
+		switch jv.St.Phase {
+		case cluster.Pending:
+			if jv.TJ.Status.RequeuedAt != nil {
+				requeued = append(requeued, rqItem{jv.TJ.Status.RequeuedAt.Time, jv.St})
+			} else {
+				queued = append(queued, qItem{jv.TJ.CreationTimestamp.Time, jv.St.Job.ID, jv.St})
+			}
+		default:
+			v.Snap.Running = append(v.Snap.Running, jv.St)
+		}
+	}
+	// Every pod is charged: the free extended resources are known.
+	if table.ext.update(v) {
+		v.Snap.Eligibility.Reset()
+	}
+	v.enqueue(queued, requeued, now, o)
+	v.checkCommitted()
+	v.markFull(o.Crowded)
+	if len(v.Quotas) > 0 {
+		if v.reserved == nil {
+			v.reserved = CloneQuotas(v.Quotas)
+		}
+		for _, key := range v.Order {
+			if jv := v.Jobs[key]; jv.Invalid == nil && v.held[key] == "" {
+				v.capToQuota(jv)
+			}
+		}
+	}
+
+	v.readPlaceholders(w)
+	return v
+}
+
+// readNodes indexes w's nodes through table (o.Eligibility reset when
+// a node changed) into the snapshot's nodes and their extra resources.
+func (v *View) readNodes(w *World, o Options, table *NodeTable) {
 	seen := table.assign(w.Nodes)
 	v.Snap.Eligibility = o.Eligibility
 	if v.Snap.Eligibility == nil {
@@ -237,7 +288,11 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.Extra[i] = newNodeExtra(n)
 		v.nodeIdx[n.Name] = i
 	}
+}
 
+// readJobs adds w's unfinished TrainingJobs, converted (or kept aside
+// with their error), in key order.
+func (v *View) readJobs(w *World, o Options) {
 	// Jobs first, so pods can be attached to them.
 	for i := range w.Jobs {
 		tj := &w.Jobs[i]
@@ -260,6 +315,12 @@ func Build(w *World, now time.Time, o Options) *View {
 	slices.Sort(v.Order)
 	o.Jobs.sweep()
 
+}
+
+// readPods attaches replica pods to their jobs and gang pods to their
+// gangs, makes opted-in plain pods jobs (returned for the queue), and
+// charges every other unfinished bound pod to its node.
+func (v *View) readPods(w *World, o Options) []qItem {
 	queued := make([]qItem, 0, len(w.Jobs))
 	// Pods: replica pods go to their job, opted-in plain pods become jobs; everything else bound to a node
 	// and not finished takes capacity there (placeholders as placeholder
@@ -316,30 +377,12 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 		v.chargeForeign(p)
 	}
+	return queued
+}
 
-	gq, requeued := v.buildGangs(w, now, o)
-	queued = append(queued, gq...)
-	for _, key := range v.Order {
-		jv := v.Jobs[key]
-		if jv.Invalid != nil {
-			continue
-		}
-		v.fillJob(jv, now, o)
-		switch jv.St.Phase {
-		case cluster.Pending:
-			if jv.TJ.Status.RequeuedAt != nil {
-				requeued = append(requeued, rqItem{jv.TJ.Status.RequeuedAt.Time, jv.St})
-			} else {
-				queued = append(queued, qItem{jv.TJ.CreationTimestamp.Time, jv.St.Job.ID, jv.St})
-			}
-		default:
-			v.Snap.Running = append(v.Snap.Running, jv.St)
-		}
-	}
-	// Every pod is charged: the free extended resources are known.
-	if table.ext.update(v) {
-		v.Snap.Eligibility.Reset()
-	}
+// enqueue builds the pending queue from the requeued and the queued
+// jobs, leaving out the ones held.
+func (v *View) enqueue(queued []qItem, requeued []rqItem, now time.Time, o Options) {
 	// A preempted job goes back to the head of the queue, the most recently
 	// preempted first (as the simulator's PushFront does); the rest wait in
 	// arrival order.
@@ -367,19 +410,11 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
-	v.checkCommitted()
-	v.markFull(o.Crowded)
-	if len(v.Quotas) > 0 {
-		if v.reserved == nil {
-			v.reserved = CloneQuotas(v.Quotas)
-		}
-		for _, key := range v.Order {
-			if jv := v.Jobs[key]; jv.Invalid == nil && v.held[key] == "" {
-				v.capToQuota(jv)
-			}
-		}
-	}
+}
 
+// readPlaceholders reads the placeholder Deployments into the snapshot,
+// by name.
+func (v *View) readPlaceholders(w *World) {
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
 		name := d.Labels[v1alpha1.LabelPlaceholder]
@@ -396,7 +431,6 @@ func Build(w *World, now time.Time, o Options) *View {
 		})
 	}
 	slices.SortFunc(v.Snap.Placeholders, func(a, b cluster.Placeholder) int { return strings.Compare(a.Name, b.Name) })
-	return v
 }
 
 // NodeTable gives each node a fixed index in the snapshot for as long as
