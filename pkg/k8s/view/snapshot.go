@@ -538,100 +538,13 @@ func PodNode(p *corev1.Pod) string {
 // and pods, and charges its resources to nodes.
 func (v *View) fillJob(jv *Job, now time.Time, o Options) {
 	tj, st := jv.TJ, jv.St
-	t := o.Seconds(now)
-	st.Preemptions = int(tj.Status.Preemptions)
-	st.Migrations = int(tj.Status.Migrations)
-	st.Resizes = int(tj.Status.Resizes)
-	st.Reason = tj.Status.Reason
-	st.Enqueued = st.Job.Submit
-	if tj.Status.RequeuedAt != nil {
-		st.Enqueued = o.Seconds(tj.Status.RequeuedAt.Time)
-	}
-	if tj.Status.StartTime != nil {
-		st.FirstStart = o.Seconds(tj.Status.StartTime.Time)
-	}
-	st.LastStart = st.FirstStart
-	for _, c := range tj.Status.Conditions {
-		if c.Type == v1alpha1.ConditionAdmitted && c.Status == "True" {
-			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
-		}
-	}
-	st.Labels, jv.BadLabels = PolicyLabels(tj)
-	for _, e := range tj.Status.Evals {
-		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
-	}
-	st.Updated = t
-	if p := tj.Status.Progress; p != nil {
-		st.WorkLeft = st.Job.Work * (1 - Clamp01(p.Fraction))
-		st.Updated = o.Seconds(p.ReportedAt.Time)
-	}
-
-	// Terminating pods hold their node's resources until they are gone,
-	// marked as releasing; one stuck past its deadline is reported and no
-	// longer waited for, but its resources stay charged.
-	var live []*corev1.Pod
-	var graceEnds float64
-	for _, p := range jv.Pods {
-		if p.DeletionTimestamp == nil {
-			live = append(live, p)
-			continue
-		}
-		d := p.DeletionTimestamp.Time
-		if now.After(d.Add(o.StuckAfter)) {
-			jv.Stuck = append(jv.Stuck, p)
-		} else if s := o.Seconds(d); s > graceEnds {
-			graceEnds = s
-		}
-		if ni, ok := v.nodeIdx[PodNode(p)]; ok {
-			n := v.Snap.Nodes[ni]
-			dm := PodDemand(&p.Spec)
-			n.Allocated = n.Allocated.Add(dm)
-			n.Usage = n.Usage.Add(dm)
-			n.Releasing = n.Releasing.Add(dm)
-			v.chargeExtra(ni, p, false)
-		}
-	}
+	fillStatus(jv, now, o)
+	live, graceEnds := v.chargeTerminating(jv, now, o)
 	waiting := graceEnds > 0 // terminating pods not yet stuck
-
 	switch tj.Status.Phase {
 	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
 		st.Phase = cluster.Running
-		st.Placement, jv.BadPlacement = v.storedPlacement(jv)
-		// Charge the placement (pods to be created included) rather than
-		// the pods seen: the informer cache may not show pods created a
-		// moment ago, and the placement is what the scheduler committed to.
-		// Live pods beyond the placement (about to be deleted) are charged
-		// too.
-		want := map[[2]int]int{}
-		for _, a := range st.Placement {
-			want[[2]int{a.Group, a.Node}]++
-		}
-		for _, p := range live {
-			g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
-			ni, nok := v.nodeIdx[PodNode(p)]
-			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
-				if nok {
-					v.charge(ni, p, false)
-				}
-				continue
-			}
-			k := [2]int{g, ni}
-			if want[k] > 0 {
-				want[k]--
-				continue
-			}
-			v.charge(ni, p, false)
-		}
-		for _, a := range st.Placement {
-			v.chargeJob(jv, a)
-		}
-		switch {
-		case tj.Status.Migrating && waiting:
-			st.Phase = cluster.Migrating
-			st.PauseEnds = graceEnds
-		case tj.Status.Phase == v1alpha1.PhaseRunning:
-			st.Rate = st.Job.SpeedAt(st.Counts(), len(st.Placement.Nodes()))
-		}
+		v.fillPlaced(jv, live, graceEnds)
 	case v1alpha1.PhaseSuspended:
 		// Preempted: Suspending while its pods checkpoint, then pending.
 		for _, p := range live {
@@ -660,6 +573,113 @@ func (v *View) fillJob(jv *Job, now time.Time, o Options) {
 				v.charge(ni, p, true)
 			}
 		}
+	}
+}
+
+// fillStatus copies what a TrainingJob's status says of it (counts,
+// times, policy labels, evaluations, progress) into its JobState.
+func fillStatus(jv *Job, now time.Time, o Options) {
+	tj, st := jv.TJ, jv.St
+	t := o.Seconds(now)
+	st.Preemptions = int(tj.Status.Preemptions)
+	st.Migrations = int(tj.Status.Migrations)
+	st.Resizes = int(tj.Status.Resizes)
+	st.Reason = tj.Status.Reason
+	st.Enqueued = st.Job.Submit
+	if tj.Status.RequeuedAt != nil {
+		st.Enqueued = o.Seconds(tj.Status.RequeuedAt.Time)
+	}
+	if tj.Status.StartTime != nil {
+		st.FirstStart = o.Seconds(tj.Status.StartTime.Time)
+	}
+	st.LastStart = st.FirstStart
+	for _, c := range tj.Status.Conditions {
+		if c.Type == v1alpha1.ConditionAdmitted && c.Status == "True" {
+			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
+		}
+	}
+	st.Labels, jv.BadLabels = PolicyLabels(tj)
+	for _, e := range tj.Status.Evals {
+		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
+	}
+	st.Updated = t
+	if p := tj.Status.Progress; p != nil {
+		st.WorkLeft = st.Job.Work * (1 - Clamp01(p.Fraction))
+		st.Updated = o.Seconds(p.ReportedAt.Time)
+	}
+}
+
+// chargeTerminating charges the job's terminating pods to their nodes
+// as releasing until they are gone (one stuck past its deadline is
+// reported and no longer waited for, but its resources stay charged);
+// it returns the live pods and when the last grace period not yet
+// stuck ends (0: none).
+func (v *View) chargeTerminating(jv *Job, now time.Time, o Options) (live []*corev1.Pod, graceEnds float64) {
+	// Terminating pods hold their node's resources until they are gone,
+	// marked as releasing; one stuck past its deadline is reported and no
+	// longer waited for, but its resources stay charged.
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+			continue
+		}
+		d := p.DeletionTimestamp.Time
+		if now.After(d.Add(o.StuckAfter)) {
+			jv.Stuck = append(jv.Stuck, p)
+		} else if s := o.Seconds(d); s > graceEnds {
+			graceEnds = s
+		}
+		if ni, ok := v.nodeIdx[PodNode(p)]; ok {
+			n := v.Snap.Nodes[ni]
+			dm := PodDemand(&p.Spec)
+			n.Allocated = n.Allocated.Add(dm)
+			n.Usage = n.Usage.Add(dm)
+			n.Releasing = n.Releasing.Add(dm)
+			v.chargeExtra(ni, p, false)
+		}
+	}
+	return live, graceEnds
+}
+
+// fillPlaced fills an Admitted or Running job: its stored placement,
+// charged whole, and its phase and rate.
+func (v *View) fillPlaced(jv *Job, live []*corev1.Pod, graceEnds float64) {
+	tj, st := jv.TJ, jv.St
+	st.Placement, jv.BadPlacement = v.storedPlacement(jv)
+	// Charge the placement (pods to be created included) rather than
+	// the pods seen: the informer cache may not show pods created a
+	// moment ago, and the placement is what the scheduler committed to.
+	// Live pods beyond the placement (about to be deleted) are charged
+	// too.
+	want := map[[2]int]int{}
+	for _, a := range st.Placement {
+		want[[2]int{a.Group, a.Node}]++
+	}
+	for _, p := range live {
+		g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
+		ni, nok := v.nodeIdx[PodNode(p)]
+		if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
+			if nok {
+				v.charge(ni, p, false)
+			}
+			continue
+		}
+		k := [2]int{g, ni}
+		if want[k] > 0 {
+			want[k]--
+			continue
+		}
+		v.charge(ni, p, false)
+	}
+	for _, a := range st.Placement {
+		v.chargeJob(jv, a)
+	}
+	switch {
+	case tj.Status.Migrating && graceEnds > 0: // terminating pods not yet stuck
+		st.Phase = cluster.Migrating
+		st.PauseEnds = graceEnds
+	case tj.Status.Phase == v1alpha1.PhaseRunning:
+		st.Rate = st.Job.SpeedAt(st.Counts(), len(st.Placement.Nodes()))
 	}
 }
 
