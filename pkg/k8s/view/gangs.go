@@ -270,71 +270,14 @@ func (v *View) buildGang(gj *Gang, now time.Time, o Options) (*cluster.JobState,
 	if len(gj.Pods) == 0 {
 		return nil, nil
 	}
-	gj.created = gj.Pods[0].CreationTimestamp.Time
-	for _, p := range gj.Pods {
-		if p.CreationTimestamp.Time.Before(gj.created) {
-			gj.created = p.CreationTimestamp.Time
-		}
-	}
-	minMember := 0
-	gj.rejected = gj.podRejected
-	if pg := gj.PG; pg != nil {
-		gj.created = pg.CreationTimestamp.Time
-		minMember = int(pg.Spec.MinMember)
-		gj.rejected = pg.Annotations[AnnotationRejected] != ""
-		if s := pg.Annotations[AnnotationRequeuedAt]; s != "" {
-			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-				gj.requeued = &t
-			}
-		}
-	}
+	minMember := gangMeta(gj)
 	id := GangJobID(gj.ns, gj.name)
-	// Members: pods not terminating, bound (or assigned by drover, the
-	// binding not yet done) or not.
-	var terminating, members, bound, unbound []*corev1.Pod
-	for _, p := range ranked(gj.Pods) {
-		switch {
-		case p.DeletionTimestamp != nil:
-			terminating = append(terminating, p)
-			continue
-		case PodNode(p) != "":
-			bound = append(bound, p)
-		default:
-			unbound = append(unbound, p)
-		}
-		members = append(members, p)
-	}
+	terminating, members, bound, unbound := splitMembers(gj.Pods)
 
 	// Terminating members hold their nodes until they are gone: the gang
 	// is Suspending (preempted) while any do, whatever was recreated.
 	if len(terminating) > 0 {
-		_ = v.gangState(gj, members, id, o)
-		st := gj.St
-		var graceEnds float64
-		for _, p := range terminating {
-			if ni, ok := v.nodeIdx[PodNode(p)]; ok {
-				v.charge(ni, p, true)
-				st.Placement = append(st.Placement, cluster.Assignment{Group: 0, Node: ni})
-			}
-			if d := p.DeletionTimestamp.Time; !now.After(d.Add(o.StuckAfter)) {
-				graceEnds = max(graceEnds, o.Seconds(d))
-			}
-		}
-		for _, p := range members {
-			if ni, ok := v.nodeIdx[PodNode(p)]; ok {
-				v.charge(ni, p, false)
-			}
-		}
-		if len(st.Placement) == 0 || len(st.Job.Groups) == 0 {
-			gj.Waiting = "waiting for the preempted pods to terminate"
-			return nil, nil
-		}
-		st.Phase = cluster.Suspending
-		st.GraceEnds = graceEnds
-		// The placement of terminating pods is charged as Releasing above;
-		// keep it in the state for policies that wait for it.
-		v.Snap.Running = append(v.Snap.Running, st)
-		v.linkGang(st)
+		v.suspendedGang(gj, terminating, members, id, now, o)
 		return nil, nil
 	}
 	if gj.PG == nil && gj.labelled {
@@ -374,6 +317,81 @@ func (v *View) buildGang(gj *Gang, now time.Time, o Options) (*cluster.JobState,
 		return nil, nil
 	}
 	return gj.St, nil
+}
+
+// gangMeta reads when the gang was created, whether it was rejected
+// and when requeued, from its pods and PodGroup, and returns its
+// minMember (0 without a PodGroup).
+func gangMeta(gj *Gang) (minMember int) {
+	gj.created = gj.Pods[0].CreationTimestamp.Time
+	for _, p := range gj.Pods {
+		if p.CreationTimestamp.Time.Before(gj.created) {
+			gj.created = p.CreationTimestamp.Time
+		}
+	}
+	gj.rejected = gj.podRejected
+	if pg := gj.PG; pg != nil {
+		gj.created = pg.CreationTimestamp.Time
+		minMember = int(pg.Spec.MinMember)
+		gj.rejected = pg.Annotations[AnnotationRejected] != ""
+		if s := pg.Annotations[AnnotationRequeuedAt]; s != "" {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				gj.requeued = &t
+			}
+		}
+	}
+	return minMember
+}
+
+// splitMembers sorts a gang's pods (ranked) into the terminating ones
+// and the members, bound (or assigned by drover, the binding not yet
+// done) or not.
+func splitMembers(pods []*corev1.Pod) (terminating, members, bound, unbound []*corev1.Pod) {
+	for _, p := range ranked(pods) {
+		switch {
+		case p.DeletionTimestamp != nil:
+			terminating = append(terminating, p)
+			continue
+		case PodNode(p) != "":
+			bound = append(bound, p)
+		default:
+			unbound = append(unbound, p)
+		}
+		members = append(members, p)
+	}
+	return terminating, members, bound, unbound
+}
+
+// suspendedGang makes a gang with terminating members Suspending,
+// charged to their nodes, unless nothing of it is placed.
+func (v *View) suspendedGang(gj *Gang, terminating, members []*corev1.Pod, id string, now time.Time, o Options) {
+	_ = v.gangState(gj, members, id, o)
+	st := gj.St
+	var graceEnds float64
+	for _, p := range terminating {
+		if ni, ok := v.nodeIdx[PodNode(p)]; ok {
+			v.charge(ni, p, true)
+			st.Placement = append(st.Placement, cluster.Assignment{Group: 0, Node: ni})
+		}
+		if d := p.DeletionTimestamp.Time; !now.After(d.Add(o.StuckAfter)) {
+			graceEnds = max(graceEnds, o.Seconds(d))
+		}
+	}
+	for _, p := range members {
+		if ni, ok := v.nodeIdx[PodNode(p)]; ok {
+			v.charge(ni, p, false)
+		}
+	}
+	if len(st.Placement) == 0 || len(st.Job.Groups) == 0 {
+		gj.Waiting = "waiting for the preempted pods to terminate"
+		return
+	}
+	st.Phase = cluster.Suspending
+	st.GraceEnds = graceEnds
+	// The placement of terminating pods is charged as Releasing above;
+	// keep it in the state for policies that wait for it.
+	v.Snap.Running = append(v.Snap.Running, st)
+	v.linkGang(st)
 }
 
 // runningGang makes the running job of a gang's bound members, charged to
