@@ -258,7 +258,9 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	return fmt.Errorf("unsupported action %T", act)
 }
 
-// applyStart carries out a validated action of its kind for apply.
+// applyStart charges a Start to the cycle's free room, evicts the
+// placeholders in its way and launches its status write, pods and
+// Binding on the start workers.
 func (a *applier) applyStart(ctx context.Context, act policy.Start, now metav1.Time) error {
 	jv := a.v.Jobs[act.Job]
 	place := a.toStatus(jv.St.Job, act.Placement)
@@ -273,7 +275,8 @@ func (a *applier) applyStart(ctx context.Context, act policy.Start, now metav1.T
 	return nil
 }
 
-// applyPreempt carries out a validated action of its kind for apply.
+// applyPreempt marks the job Suspended (requeued at the head) and
+// deletes its pods with the grace period to checkpoint.
 func (a *applier) applyPreempt(ctx context.Context, act policy.Preempt, now metav1.Time) error {
 	e := a.e
 	jv := a.v.Jobs[act.Job]
@@ -303,7 +306,8 @@ func (a *applier) applyPreempt(ctx context.Context, act policy.Preempt, now meta
 	return e.deletePods(ctx, jv, jv.Live(), grace)
 }
 
-// applyMigrate carries out a validated action of its kind for apply.
+// applyMigrate writes the job's new placement and next attempt and
+// deletes its pods to checkpoint; reconcile recreates them there.
 func (a *applier) applyMigrate(ctx context.Context, act policy.Migrate, now metav1.Time) error {
 	e := a.e
 	jv := a.v.Jobs[act.Job]
@@ -333,7 +337,8 @@ func (a *applier) applyMigrate(ctx context.Context, act policy.Migrate, now meta
 	return e.deletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
 }
 
-// applyResize carries out a validated action of its kind for apply.
+// applyResize writes the job's new placement and brings its pods in
+// line with it at once.
 func (a *applier) applyResize(ctx context.Context, act policy.Resize, now metav1.Time) error {
 	e := a.e
 	jv := a.v.Jobs[act.Job]
@@ -369,7 +374,7 @@ func (a *applier) applyResize(ctx context.Context, act policy.Resize, now metav1
 	return nil
 }
 
-// applyReject carries out a validated action of its kind for apply.
+// applyReject ends the job as Rejected with the policy's reason.
 func (a *applier) applyReject(ctx context.Context, act policy.Reject, now metav1.Time) error {
 	e := a.e
 	jv := a.v.Jobs[act.Job]
@@ -391,7 +396,7 @@ func (a *applier) applyReject(ctx context.Context, act policy.Reject, now metav1
 	return nil
 }
 
-// applyWait carries out a validated action of its kind for apply.
+// applyWait records why the job waits, when the reason changed.
 func (a *applier) applyWait(ctx context.Context, act policy.Wait) error {
 	e := a.e
 	jv := a.v.Jobs[act.Job]
@@ -416,7 +421,7 @@ func (a *applier) applyWait(ctx context.Context, act policy.Wait) error {
 	return nil
 }
 
-// applySetLabel carries out a validated action of its kind for apply.
+// applySetLabel writes one policy label to the job's status.
 func (a *applier) applySetLabel(ctx context.Context, act policy.SetLabel) error {
 	e := a.e
 	jv := a.v.Jobs[act.Job]

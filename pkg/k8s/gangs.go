@@ -63,7 +63,8 @@ func (a *applier) applyGang(ctx context.Context, gj *view.Gang, act policy.Actio
 	return fmt.Errorf("unsupported action %T for a PodGroup gang", act)
 }
 
-// startGang carries out a validated action of its kind on a gang for applyGang.
+// startGang binds all of the gang's pods or none: each pod is marked
+// with its node, then bound, on the start workers.
 func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start) error {
 	e := a.e
 	pods, err := gj.PlacedPods(act.Placement)
@@ -115,7 +116,8 @@ func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start
 	return nil
 }
 
-// preemptGang carries out a validated action of its kind on a gang for applyGang.
+// preemptGang records the preemption on the PodGroup and deletes every
+// pod of the gang with the grace period.
 func (a *applier) preemptGang(ctx context.Context, gj *view.Gang, act policy.Preempt) error {
 	e := a.e
 	gj.St.Phase = cluster.Suspending
@@ -148,7 +150,7 @@ func (a *applier) preemptGang(ctx context.Context, gj *view.Gang, act policy.Pre
 	return nil
 }
 
-// rejectGang carries out a validated action of its kind on a gang for applyGang.
+// rejectGang marks the PodGroup and the gang's pods rejected.
 func (a *applier) rejectGang(ctx context.Context, gj *view.Gang, act policy.Reject) error {
 	e := a.e
 	gj.St.Phase = cluster.Rejected
@@ -168,7 +170,7 @@ func (a *applier) rejectGang(ctx context.Context, gj *view.Gang, act policy.Reje
 	return nil
 }
 
-// labelGang carries out a validated action of its kind on a gang for applyGang.
+// labelGang writes one policy label to the PodGroup's annotation.
 func (a *applier) labelGang(ctx context.Context, gj *view.Gang, act policy.SetLabel) error {
 	e := a.e
 	if gj.PG == nil || gj.St.Labels[act.Key] == act.Value {
