@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	dres "github.com/drover-sched/drover/pkg/resource"
 )
@@ -98,6 +100,13 @@ func (b *podB) replicaOf(job string) *podB {
 	b.p.Labels = map[string]string{v1alpha1.LabelJob: job, v1alpha1.LabelGroup: "worker", v1alpha1.LabelAttempt: "1"}
 	b.p.Annotations = map[string]string{v1alpha1.AnnotationNode: b.p.Spec.NodeName}
 	b.p.Spec.Containers[0].Resources.Requests[GPUResource] = resource.MustParse("1")
+	return b
+}
+
+// gang makes the pod drover's, a member of PodGroup pg.
+func (b *podB) gang(pg string) *podB {
+	b.p.Spec.SchedulerName = "drover"
+	b.p.Labels = map[string]string{LabelPodGroup: pg}
 	return b
 }
 
@@ -219,13 +228,37 @@ func TestBuildTable(t *testing.T) {
 				return j
 			}()}},
 		want: summary{Nodes: []string{"a:true"}, Invalid: []string{"ns/bad"}},
+	}, {
+		name: "a PodGroup gang with minMember pods is one pending job",
+		w: World{Nodes: []corev1.Node{makeNode("a").obj()},
+			PodGroups: []schedv1alpha1.PodGroup{podGroup("pg", 2)},
+			Pods:      []corev1.Pod{makePod("pg-0", "", "1").gang("pg").obj(), makePod("pg-1", "", "1").gang("pg").obj()}},
+		want: summary{Nodes: []string{"a:true"}, Queue: []string{"podgroup:ns/pg"}},
+	}, {
+		name: "a PodGroup gang short of minMember pods is not queued",
+		w: World{Nodes: []corev1.Node{makeNode("a").obj()},
+			PodGroups: []schedv1alpha1.PodGroup{podGroup("pg", 3)},
+			Pods:      []corev1.Pod{makePod("pg-0", "", "1").gang("pg").obj(), makePod("pg-1", "", "1").gang("pg").obj()}},
+		want: summary{Nodes: []string{"a:true"}},
+	}, {
+		name: "a gang whose members are bound runs on their nodes",
+		w: World{Nodes: []corev1.Node{makeNode("a").obj(), makeNode("b").obj()},
+			PodGroups: []schedv1alpha1.PodGroup{podGroup("pg", 2)},
+			Pods:      []corev1.Pod{makePod("pg-0", "a", "1").gang("pg").obj(), makePod("pg-1", "b", "1").gang("pg").obj()}},
+		want: summary{Nodes: []string{"a:true", "b:true"}, Running: map[string]string{"podgroup:ns/pg": "Running"},
+			Used: map[string]string{"a": "cpu 1000 gpu 0 releasing cpu 0", "b": "cpu 1000 gpu 0 releasing cpu 0"}},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := Build(&c.w, now, Options{DefaultDuration: 100, StuckAfter: time.Minute})
+			v := Build(&c.w, now, Options{DefaultDuration: 100, StuckAfter: time.Minute, SchedulerName: "drover"})
 			if d := cmp.Diff(c.want, summarise(v)); d != "" {
 				t.Errorf("Build (-want +got):\n%s", d)
 			}
 		})
 	}
+}
+
+func podGroup(name string, minMember int32) schedv1alpha1.PodGroup {
+	return schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(t0)},
+		Spec: schedv1alpha1.PodGroupSpec{MinMember: minMember}}
 }
