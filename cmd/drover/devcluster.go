@@ -19,8 +19,8 @@ import (
 
 	"github.com/drover-sched/drover/config/crd"
 	"github.com/drover-sched/drover/internal/cli"
+	"github.com/drover-sched/drover/internal/standin"
 	"github.com/drover-sched/drover/pkg/k8s"
-	"github.com/drover-sched/drover/pkg/k8s/standin"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/textio"
 )

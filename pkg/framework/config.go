@@ -220,9 +220,6 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		inst[ref.Name] = p
 		return p
 	}
-	wrong := func(field, name, point string) {
-		bad(field+".name", "plugin %q does not implement %s", name, point)
-	}
 	prof := Profile{Name: spec.Name, Window: spec.Window, OneNodeFirstFit: spec.OneNodeFirstFit}
 	if spec.Window < 0 || spec.Window > MaxWindow {
 		bad("window", "%d is outside [0, %d]", spec.Window, MaxWindow)
@@ -233,110 +230,28 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 	}
 	prof.Gang = g
 	ps := spec.Plugins
-	if ps.QueueSort != nil {
-		if p := get("plugins.queueSort", *ps.QueueSort); p != nil {
-			if q, ok := p.(QueueSort); ok {
-				prof.QueueSort = q
-			} else {
-				wrong("plugins.queueSort", ps.QueueSort.Name, "QueueSort")
-			}
-		}
-	}
-	if ps.Size != nil {
-		if p := get("plugins.size", *ps.Size); p != nil {
-			if q, ok := p.(Size); ok {
-				prof.Size = q
-			} else {
-				wrong("plugins.size", ps.Size.Name, "Size")
-			}
-		}
-	}
-	if ps.Place != nil {
-		if p := get("plugins.place", *ps.Place); p != nil {
-			if q, ok := p.(Place); ok {
-				prof.Place = q
-			} else {
-				wrong("plugins.place", ps.Place.Name, "Place")
-			}
-		}
-	}
-	for i, ref := range ps.Admit {
-		f := fmt.Sprintf("plugins.admit[%d]", i)
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Admit); ok {
-				prof.Admit = append(prof.Admit, q)
-			} else {
-				wrong(f, ref.Name, "Admit")
-			}
-		}
-	}
-	for i, ref := range ps.Filter {
-		f := fmt.Sprintf("plugins.filter[%d]", i)
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Filter); ok {
-				prof.Filter = append(prof.Filter, q)
-			} else {
-				wrong(f, ref.Name, "Filter")
-			}
-		}
-	}
+	pluginAt(ps.QueueSort, "plugins.queueSort", "QueueSort", get, bad, func(q QueueSort) { prof.QueueSort = q })
+	pluginAt(ps.Size, "plugins.size", "Size", get, bad, func(q Size) { prof.Size = q })
+	pluginAt(ps.Place, "plugins.place", "Place", get, bad, func(q Place) { prof.Place = q })
+	pluginsAt(ps.Admit, "plugins.admit", "Admit", get, bad, func(_ int, q Admit) { prof.Admit = append(prof.Admit, q) })
+	pluginsAt(ps.Filter, "plugins.filter", "Filter", get, bad, func(_ int, q Filter) { prof.Filter = append(prof.Filter, q) })
+	weights := make([]float64, len(ps.Score))
 	for i, ref := range ps.Score {
-		f := fmt.Sprintf("plugins.score[%d]", i)
-		w := ref.Weight
-		if w == 0 {
-			w = 1
+		weights[i] = ref.Weight
+		if weights[i] == 0 {
+			weights[i] = 1
 		}
-		if !(w > 0 && w <= MaxScoreWeight) {
-			bad(f+".weight", "%v must be a positive number up to %g", ref.Weight, MaxScoreWeight)
-		}
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Score); ok {
-				prof.Score = append(prof.Score, WeightedScore{Score: q, Weight: w})
-			} else {
-				wrong(f, ref.Name, "Score")
-			}
+		if w := weights[i]; !(w > 0 && w <= MaxScoreWeight) {
+			bad(fmt.Sprintf("plugins.score[%d].weight", i), "%v must be a positive number up to %g", ref.Weight, MaxScoreWeight)
 		}
 	}
-	for i, ref := range ps.Preempt {
-		f := fmt.Sprintf("plugins.preempt[%d]", i)
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Preempt); ok {
-				prof.Preempt = append(prof.Preempt, q)
-			} else {
-				wrong(f, ref.Name, "Preempt")
-			}
-		}
-	}
-	for i, ref := range ps.Reserve {
-		f := fmt.Sprintf("plugins.reserve[%d]", i)
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Reserve); ok {
-				prof.Reserve = append(prof.Reserve, q)
-			} else {
-				wrong(f, ref.Name, "Reserve")
-			}
-		}
-	}
-	for i, ref := range ps.Rebalance {
-		f := fmt.Sprintf("plugins.rebalance[%d]", i)
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Rebalance); ok {
-				prof.Rebalance = append(prof.Rebalance, q)
-			} else {
-				wrong(f, ref.Name, "Rebalance")
-			}
-		}
-	}
-	for i, ref := range ps.Provision {
-		f := fmt.Sprintf("plugins.provision[%d]", i)
-		if p := get(f, ref); p != nil {
-			if q, ok := p.(Provision); ok {
-				prof.Provision = append(prof.Provision, q)
-			} else {
-				wrong(f, ref.Name, "Provision")
-			}
-		}
-	}
+	pluginsAt(ps.Score, "plugins.score", "Score", get, bad, func(i int, q Score) {
+		prof.Score = append(prof.Score, WeightedScore{Score: q, Weight: weights[i]})
+	})
+	pluginsAt(ps.Preempt, "plugins.preempt", "Preempt", get, bad, func(_ int, q Preempt) { prof.Preempt = append(prof.Preempt, q) })
+	pluginsAt(ps.Reserve, "plugins.reserve", "Reserve", get, bad, func(_ int, q Reserve) { prof.Reserve = append(prof.Reserve, q) })
+	pluginsAt(ps.Rebalance, "plugins.rebalance", "Rebalance", get, bad, func(_ int, q Rebalance) { prof.Rebalance = append(prof.Rebalance, q) })
+	pluginsAt(ps.Provision, "plugins.provision", "Provision", get, bad, func(_ int, q Provision) { prof.Provision = append(prof.Provision, q) })
 	for name := range args {
 		if _, used := inst[name]; !used {
 			bad("pluginConfig", "plugin %q is configured but not used at any extension point", name)
@@ -352,6 +267,32 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		return Profile{}, errors.Join(errs...)
 	}
 	return prof, nil
+}
+
+// pluginAt instantiates the plugin ref names (nil: none) at field through
+// get and hands it to set as the extension point T, named point in the
+// error when it does not implement it.
+func pluginAt[T any](ref *PluginRef, field, point string, get func(string, PluginRef) Plugin, bad func(field, format string, a ...any), set func(T)) {
+	if ref == nil {
+		return
+	}
+	p := get(field, *ref)
+	if p == nil {
+		return
+	}
+	if q, ok := p.(T); ok {
+		set(q)
+		return
+	}
+	bad(field+".name", "plugin %q does not implement %s", ref.Name, point)
+}
+
+// pluginsAt is pluginAt for a list of plugins at field: add gets each one
+// that implements T with its index in refs.
+func pluginsAt[T any](refs []PluginRef, field, point string, get func(string, PluginRef) Plugin, bad func(field, format string, a ...any), add func(int, T)) {
+	for i := range refs {
+		pluginAt(&refs[i], fmt.Sprintf("%s[%d]", field, i), point, get, bad, func(q T) { add(i, q) })
+	}
 }
 
 func sortErrs(errs []error) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/validate"
@@ -33,15 +34,15 @@ import (
 // the Kubernetes executor.
 type applier struct {
 	e *Executor
-	v *View
-	w *World
+	v *view.View
+	w *view.World
 	// free is what each node can still take this cycle, placeholder
 	// capacity included.
 	free []dres.Vector
 	// extra is the cycle's ledger of pods and extended resources per node,
 	// quota of ResourceQuota usage per namespace (validate.Extra).
-	extra []nodeExtra
-	quota map[string][]*nsQuota
+	extra []view.NodeExtra
+	quota map[string][]*view.NSQuota
 	// flights are the starts this applier put in flight (Executor.flights):
 	// validation and the ledger stay sequential, in the policy's order, but
 	// one job's status write, pod creations and Bindings need not wait for
@@ -70,8 +71,8 @@ func (a *applier) wait() error {
 	return errors.Join(errs...)
 }
 
-func newApplier(e *Executor, v *View, w *World) *applier {
-	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: cloneExtra(v.extra), quota: cloneQuotas(v.quotas)}
+func newApplier(e *Executor, v *view.View, w *view.World) *applier {
+	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: view.CloneExtra(v.Extra), quota: view.CloneQuotas(v.Quotas)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			a.free[i] = n.Free().Add(n.Placeholder)
@@ -91,13 +92,13 @@ var (
 // ResourceQuotas of its namespace (hard minus used, less what this
 // cycle's earlier starts and resizes took).
 func (a *applier) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
-	if err := a.v.placementExtra(a.extra, j, p, current); err != nil {
+	if err := a.v.PlacementExtra(a.extra, j, p, current); err != nil {
 		return err
 	}
-	if jv := a.v.jobs[j.ID]; jv != nil {
-		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
-			if why := quotaShort(jv.tj.Namespace, qs, a.v.jobQuota(jv, delta(j, p, current))); why != "" {
-				return fmt.Errorf("%s: %s", ReasonQuotaExceeded, why)
+	if jv := a.v.Jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.TJ.Namespace]; len(qs) > 0 {
+			if why := view.QuotaShort(jv.TJ.Namespace, qs, a.v.JobQuota(jv, delta(j, p, current))); why != "" {
+				return fmt.Errorf("%s: %s", view.ReasonQuotaExceeded, why)
 			}
 		}
 	}
@@ -116,14 +117,14 @@ func delta(j *cluster.Job, p, current cluster.Placement) []int {
 // Job implements validate.State: an opted-in pod or a TrainingJob whose
 // spec converted.
 func (a *applier) Job(id string) *cluster.JobState {
-	if pj := a.v.pods[id]; pj != nil {
-		return pj.st
+	if pj := a.v.PodJobs[id]; pj != nil {
+		return pj.St
 	}
-	if jv := a.v.jobs[id]; jv != nil {
-		return jv.st
+	if jv := a.v.Jobs[id]; jv != nil {
+		return jv.St
 	}
-	if gj := a.v.gangs[id]; gj != nil && gj.st != nil {
-		return gj.st
+	if gj := a.v.Gangs[id]; gj != nil && gj.St != nil {
+		return gj.St
 	}
 	return nil
 }
@@ -147,19 +148,19 @@ func (a *applier) Unsupported(act policy.Action) error {
 	case policy.ReleaseNode:
 		return fmt.Errorf("node release is left to the cluster autoscaler")
 	case policy.Migrate, policy.Resize:
-		if pj := a.v.pods[act.Target()]; pj != nil {
-			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.st.Job.ID)
+		if pj := a.v.PodJobs[act.Target()]; pj != nil {
+			return fmt.Errorf("job %s is a plain pod: it cannot be migrated or resized", pj.St.Job.ID)
 		}
-		if gj := a.v.gangs[act.Target()]; gj != nil {
-			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.st.Job.ID)
+		if gj := a.v.Gangs[act.Target()]; gj != nil {
+			return fmt.Errorf("job %s is a PodGroup gang: its operator owns the pods, so it cannot be migrated or resized", gj.St.Job.ID)
 		}
 	case policy.Start:
-		if gj := a.v.gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.members) {
-			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.members), len(act.Placement))
+		if gj := a.v.Gangs[act.Job]; gj != nil && len(act.Placement) != len(gj.Members) {
+			return fmt.Errorf("job %s is a PodGroup gang of %d pods: it is bound all or none, not %d", act.Job, len(gj.Members), len(act.Placement))
 		}
 	case policy.SetLabel:
 		if js := a.Job(act.Job); js != nil {
-			if err := checkSetLabel(js.Labels, act.Key, act.Value); err != nil {
+			if err := view.CheckSetLabel(js.Labels, act.Key, act.Value); err != nil {
 				return fmt.Errorf("job %s: cannot store the policy label: %w", act.Job, err)
 			}
 		}
@@ -180,14 +181,14 @@ func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
 	for ni, d := range p.DemandOn(j) {
 		a.free[ni] = a.free[ni].Sub(d.Scale(sign))
 	}
-	a.v.takeExtra(a.extra, j, p, sign)
-	if jv := a.v.jobs[j.ID]; jv != nil {
-		if qs := a.quota[jv.tj.Namespace]; len(qs) > 0 {
+	a.v.TakeExtra(a.extra, j, p, sign)
+	if jv := a.v.Jobs[j.ID]; jv != nil {
+		if qs := a.quota[jv.TJ.Namespace]; len(qs) > 0 {
 			counts := p.Counts(len(j.Groups))
 			for g := range counts {
 				counts[g] *= int(sign)
 			}
-			chargeQuota(qs, a.v.jobQuota(jv, counts))
+			view.ChargeQuota(qs, a.v.JobQuota(jv, counts))
 		}
 	}
 }
@@ -229,177 +230,223 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	// earlier one whose pods are still being created) finishes first, so
 	// that two writers never share the job.
 	e.awaitFlight(act.Target())
-	if pj := a.v.pods[act.Target()]; pj != nil {
+	if pj := a.v.PodJobs[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
-	if gj := a.v.gangs[act.Target()]; gj != nil {
+	if gj := a.v.Gangs[act.Target()]; gj != nil {
 		return a.applyGang(ctx, gj, act)
 	}
 	switch act := act.(type) {
 	case policy.Start:
-		jv := a.v.jobs[act.Job]
-		place := a.toStatus(jv.st.Job, act.Placement)
-		a.take(jv.st.Job, act.Placement, 1)
-		jv.st.Phase = cluster.Running
-		jv.st.Placement = act.Placement
-		if err := a.evictPlaceholders(ctx, jv.st.Job, act.Placement); err != nil {
-			return err
-		}
-		desc := a.describe(act.Placement)
-		a.async(act.Job, func(commit func()) error { return a.start(ctx, jv, act, place, desc, now, commit) })
-		return nil
+		return a.applyStart(ctx, act, now)
 	case policy.Preempt:
-		jv := a.v.jobs[act.Job]
-		grace := int64(math.Ceil(act.Grace))
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Phase = v1alpha1.PhaseSuspended
-			o.Status.Placement = nil
-			o.Status.Migrating = false
-			o.Status.Preemptions++
-			o.Status.RequeuedAt = &now
-			o.Status.Reason = preemptReason(act)
-			o.Status.Replicas = nil
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
-				Reason: "Preempted", Message: o.Status.Reason})
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue,
-				Reason: "Preempted", Message: o.Status.Reason})
-			return nil
-		}); err != nil {
-			return err
-		}
-		jv.st.Phase = cluster.Suspending
-		e.m.Actions.WithLabelValues("preempt").Inc()
-		e.event(jv.tj, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
-		return e.deletePods(ctx, jv, jv.live(), grace)
+		return a.applyPreempt(ctx, act, now)
 	case policy.Migrate:
-		jv := a.v.jobs[act.Job]
-		from := a.describe(jv.st.Placement)
-		place := a.toStatus(jv.st.Job, act.Placement)
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Phase = v1alpha1.PhaseAdmitted
-			o.Status.Placement = place
-			o.Status.Attempt++
-			o.Status.Migrating = true
-			o.Status.Migrations++
-			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionTrue,
-				Reason: "Checkpointing", Message: fmt.Sprintf("from %s to %s: %s", from, a.describe(act.Placement), act.Reason)})
-			return nil
-		}); err != nil {
-			return err
-		}
-		a.take(jv.st.Job, jv.st.Placement, -1)
-		a.take(jv.st.Job, act.Placement, 1)
-		jv.st.Phase = cluster.Migrating
-		jv.st.Placement = act.Placement
-		e.m.Actions.WithLabelValues("migrate").Inc()
-		e.event(jv.tj, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
-		return e.deletePods(ctx, jv, jv.live(), jv.tj.Grace())
+		return a.applyMigrate(ctx, act, now)
 	case policy.Resize:
-		jv := a.v.jobs[act.Job]
-		j := jv.st.Job
-		from, to := jv.st.Counts(), act.Placement.Counts(len(j.Groups))
-		place := a.toStatus(j, act.Placement)
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Placement = place
-			o.Status.Resizes++
-			return nil
-		}); err != nil {
-			return err
-		}
-		a.take(j, jv.st.Placement, -1)
-		a.take(j, act.Placement, 1)
-		jv.st.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
-		jv.st.Placement = act.Placement
-		e.m.Actions.WithLabelValues("resize").Inc()
-		e.event(jv.tj, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
-		if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
-			return err
-		}
-		st := jv.tj.Status
-		if err := e.ensurePods(ctx, jv, &st); err != nil {
-			// The resize is written: whatever failed (a refused pod
-			// included) is the next cycle's reconcile's to finish, not a
-			// refusal of the action.
-			return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
-		}
-		return nil
+		return a.applyResize(ctx, act, now)
 	case policy.Reject:
-		jv := a.v.jobs[act.Job]
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
-				return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
-			}
-			o.Status.Phase = v1alpha1.PhaseRejected
-			o.Status.Reason = act.Reason
-			o.Status.CompletionTime = &now
-			setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
-			return nil
-		}); err != nil {
-			return err
-		}
-		jv.st.Phase = cluster.Rejected
-		e.m.Actions.WithLabelValues("reject").Inc()
-		e.event(jv.tj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
-		return nil
+		return a.applyReject(ctx, act, now)
 	case policy.Wait:
-		jv := a.v.jobs[act.Job]
-		if jv.tj.Status.Reason == act.Reason {
-			return nil
-		}
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			o.Status.Reason = act.Reason
-			if o.Status.Phase == "" {
-				o.Status.Phase = v1alpha1.PhasePending // a new job's first write
-			}
-			if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
-				// Offered to the policy again: no longer held.
-				meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
-					Reason: "Queued", Message: act.Reason})
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		e.event(jv.tj, false, "Waiting", "%s", act.Reason)
-		return nil
+		return a.applyWait(ctx, act)
 	case policy.SetLabel:
-		jv := a.v.jobs[act.Job]
-		if v, ok := jv.st.Labels[act.Key]; ok && v == act.Value {
-			return nil
-		}
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
-			labels, _ := PolicyLabels(o) // only valid labels are written back
-			if err := checkSetLabel(labels, act.Key, act.Value); err != nil {
-				return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
-			}
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[act.Key] = act.Value
-			o.Status.PolicyLabels = labels
-			return nil
-		}); err != nil {
-			return err
-		}
-		if jv.st.Labels == nil {
-			jv.st.Labels = map[string]string{}
-		}
-		jv.st.Labels[act.Key] = act.Value
-		return nil
+		return a.applySetLabel(ctx, act)
 	case policy.SetPlaceholders:
 		e.m.Actions.WithLabelValues("placeholders").Inc()
 		return a.setPlaceholders(ctx, act.Placeholders)
 	}
 	return fmt.Errorf("unsupported action %T", act)
+}
+
+// applyStart charges a Start to the cycle's free room, evicts the
+// placeholders in its way and launches its status write, pods and
+// Binding on the start workers.
+func (a *applier) applyStart(ctx context.Context, act policy.Start, now metav1.Time) error {
+	jv := a.v.Jobs[act.Job]
+	place := a.toStatus(jv.St.Job, act.Placement)
+	a.take(jv.St.Job, act.Placement, 1)
+	jv.St.Phase = cluster.Running
+	jv.St.Placement = act.Placement
+	if err := a.evictPlaceholders(ctx, jv.St.Job, act.Placement); err != nil {
+		return err
+	}
+	desc := a.describe(act.Placement)
+	a.async(act.Job, func(commit func()) error { return a.start(ctx, jv, act, place, desc, now, commit) })
+	return nil
+}
+
+// applyPreempt marks the job Suspended (requeued at the head) and
+// deletes its pods with the grace period to checkpoint.
+func (a *applier) applyPreempt(ctx context.Context, act policy.Preempt, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	grace := int64(math.Ceil(act.Grace))
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Phase = v1alpha1.PhaseSuspended
+		o.Status.Placement = nil
+		o.Status.Migrating = false
+		o.Status.Preemptions++
+		o.Status.RequeuedAt = &now
+		o.Status.Reason = preemptReason(act)
+		o.Status.Replicas = nil
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse,
+			Reason: "Preempted", Message: o.Status.Reason})
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue,
+			Reason: "Preempted", Message: o.Status.Reason})
+		return nil
+	}); err != nil {
+		return err
+	}
+	jv.St.Phase = cluster.Suspending
+	e.m.Actions.WithLabelValues("preempt").Inc()
+	e.event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
+	return e.deletePods(ctx, jv, jv.Live(), grace)
+}
+
+// applyMigrate writes the job's new placement and next attempt and
+// deletes its pods to checkpoint; reconcile recreates them there.
+func (a *applier) applyMigrate(ctx context.Context, act policy.Migrate, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	from := a.describe(jv.St.Placement)
+	place := a.toStatus(jv.St.Job, act.Placement)
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Phase = v1alpha1.PhaseAdmitted
+		o.Status.Placement = place
+		o.Status.Attempt++
+		o.Status.Migrating = true
+		o.Status.Migrations++
+		meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionTrue,
+			Reason: "Checkpointing", Message: fmt.Sprintf("from %s to %s: %s", from, a.describe(act.Placement), act.Reason)})
+		return nil
+	}); err != nil {
+		return err
+	}
+	a.take(jv.St.Job, jv.St.Placement, -1)
+	a.take(jv.St.Job, act.Placement, 1)
+	jv.St.Phase = cluster.Migrating
+	jv.St.Placement = act.Placement
+	e.m.Actions.WithLabelValues("migrate").Inc()
+	e.event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
+	return e.deletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
+}
+
+// applyResize writes the job's new placement and brings its pods in
+// line with it at once.
+func (a *applier) applyResize(ctx context.Context, act policy.Resize, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	j := jv.St.Job
+	from, to := jv.St.Counts(), act.Placement.Counts(len(j.Groups))
+	place := a.toStatus(j, act.Placement)
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Placement = place
+		o.Status.Resizes++
+		return nil
+	}); err != nil {
+		return err
+	}
+	a.take(j, jv.St.Placement, -1)
+	a.take(j, act.Placement, 1)
+	jv.St.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
+	jv.St.Placement = act.Placement
+	e.m.Actions.WithLabelValues("resize").Inc()
+	e.event(jv.TJ, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
+	if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
+		return err
+	}
+	st := jv.TJ.Status
+	if err := e.ensurePods(ctx, jv, &st); err != nil {
+		// The resize is written: whatever failed (a refused pod
+		// included) is the next cycle's reconcile's to finish, not a
+		// refusal of the action.
+		return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
+	}
+	return nil
+}
+
+// applyReject ends the job as Rejected with the policy's reason.
+func (a *applier) applyReject(ctx context.Context, act policy.Reject, now metav1.Time) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
+			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+		}
+		o.Status.Phase = v1alpha1.PhaseRejected
+		o.Status.Reason = act.Reason
+		o.Status.CompletionTime = &now
+		setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
+		return nil
+	}); err != nil {
+		return err
+	}
+	jv.St.Phase = cluster.Rejected
+	e.m.Actions.WithLabelValues("reject").Inc()
+	e.event(jv.TJ, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+	return nil
+}
+
+// applyWait records why the job waits, when the reason changed.
+func (a *applier) applyWait(ctx context.Context, act policy.Wait) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	if jv.TJ.Status.Reason == act.Reason {
+		return nil
+	}
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		o.Status.Reason = act.Reason
+		if o.Status.Phase == "" {
+			o.Status.Phase = v1alpha1.PhasePending // a new job's first write
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUnschedulable) {
+			// Offered to the policy again: no longer held.
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionUnschedulable, Status: metav1.ConditionFalse,
+				Reason: "Queued", Message: act.Reason})
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	e.event(jv.TJ, false, "Waiting", "%s", act.Reason)
+	return nil
+}
+
+// applySetLabel writes one policy label to the job's status.
+func (a *applier) applySetLabel(ctx context.Context, act policy.SetLabel) error {
+	e := a.e
+	jv := a.v.Jobs[act.Job]
+	if v, ok := jv.St.Labels[act.Key]; ok && v == act.Value {
+		return nil
+	}
+	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		labels, _ := view.PolicyLabels(o) // only valid labels are written back
+		if err := view.CheckSetLabel(labels, act.Key, act.Value); err != nil {
+			return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[act.Key] = act.Value
+		o.Status.PolicyLabels = labels
+		return nil
+	}); err != nil {
+		return err
+	}
+	if jv.St.Labels == nil {
+		jv.St.Labels = map[string]string{}
+	}
+	jv.St.Labels[act.Key] = act.Value
+	return nil
 }
 
 // async runs the API calls of a validated start of job id on the
@@ -420,7 +467,7 @@ func (a *applier) async(id string, f func(commit func()) error) {
 // commit is called once the status write succeeded: from then on a cycle
 // that reads the job sees it placed (its capacity charged), while its
 // pods may still be in flight (Executor.flights).
-func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
+func (a *applier) start(ctx context.Context, jv *view.Job, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
 	e := a.e
 	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
@@ -456,17 +503,17 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 	}
 	commit()
 	verb := "admitted"
-	if jv.tj.Status.Attempt > 1 {
+	if jv.TJ.Status.Attempt > 1 {
 		verb = "resumed"
 	}
 	e.m.Actions.WithLabelValues("start").Inc()
-	e.event(jv.tj, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
-	st := jv.tj.Status
+	e.event(jv.TJ, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
+	st := jv.TJ.Status
 	err := e.ensurePods(ctx, jv, &st)
 	if ref := (*refusedPod)(nil); errors.As(err, &ref) {
 		// The pods this start created are gone again (ensurePods):
 		// release the placement now, not a cycle later.
-		attempt := jv.tj.Status.Attempt
+		attempt := jv.TJ.Status.Attempt
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted || o.Status.Attempt != attempt {
 				return &apiError{err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
@@ -476,7 +523,7 @@ func (a *applier) start(ctx context.Context, jv *jobView, act policy.Start, plac
 		}); err != nil {
 			return err
 		}
-		e.refusedEvent(jv.tj, ref)
+		e.refusedEvent(jv.TJ, ref)
 		return nil
 	}
 	return err
@@ -518,7 +565,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 		// Placeholder pods hold pod slots too, which the cycle's ledger
 		// (charged with this job already) counted as free for a real job.
 		x := &a.extra[ni]
-		fits := func() bool { return d.Fits(n.Free()) && (x.podCap < 0 || x.pods <= x.podCap) }
+		fits := func() bool { return d.Fits(n.Free()) && (x.PodCap < 0 || x.Pods <= x.PodCap) }
 		if n.Placeholder.IsZero() || fits() {
 			continue
 		}
@@ -536,10 +583,10 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 			if err := a.e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 				return &apiError{err: fmt.Errorf("evicting placeholder pod %s: %w", pod.Name, err)}
 			}
-			pd := PodDemand(&pod.Spec)
+			pd := view.PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
-			x.add(-1, extendedRequests(&pod.Spec), true)
+			x.Add(-1, view.ExtendedRequests(&pod.Spec), true)
 			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
 		}
 	}
@@ -556,7 +603,7 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 // again, so the placeholder yields here, newest first, as kube-scheduler's
 // preemption would have made it: its Deployment recreates it, pending,
 // and the autoscaler adds a node for it (TestKarpenterLoop).
-func (e *Executor) yieldPlaceholders(ctx context.Context, w *World, v *View) error {
+func (e *Executor) yieldPlaceholders(ctx context.Context, w *view.World, v *view.View) error {
 	var errs []error
 	for ni, n := range v.Snap.Nodes {
 		if n.Placeholder.IsZero() || n.Allocated.Fits(n.Capacity) {
@@ -585,7 +632,7 @@ func (e *Executor) yieldPlaceholders(ctx context.Context, w *World, v *View) err
 			pd := PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
-			v.extra[ni].add(-1, extendedRequests(&pod.Spec), true)
+			v.Extra[ni].Add(-1, view.ExtendedRequests(&pod.Spec), true)
 			pod.DeletionTimestamp = &metav1.Time{Time: e.Now()}
 		}
 	}
@@ -625,7 +672,7 @@ func (a *applier) setPlaceholders(ctx context.Context, ps []cluster.Placeholder)
 		if p.PlacementGroup != "" {
 			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 				Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: LabelPlacementGroup, Operator: corev1.NodeSelectorOpIn, Values: []string{p.PlacementGroup}}}}}}}}
+					Key: view.LabelPlacementGroup, Operator: corev1.NodeSelectorOpIn, Values: []string{p.PlacementGroup}}}}}}}}
 		}
 		err := e.createOrUpdate(ctx, d, func() {
 			d.Labels = labels
@@ -704,7 +751,7 @@ func resourceList(v dres.Vector) corev1.ResourceList {
 		l[corev1.ResourceMemory] = *resource.NewQuantity(v[dres.Memory], resource.BinarySI)
 	}
 	if v[dres.GPU] > 0 {
-		l[GPUResource] = *resource.NewQuantity(v[dres.GPU], resource.DecimalSI)
+		l[view.GPUResource] = *resource.NewQuantity(v[dres.GPU], resource.DecimalSI)
 	}
 	if v[dres.Storage] > 0 {
 		l[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(v[dres.Storage], resource.BinarySI)

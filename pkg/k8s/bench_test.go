@@ -10,17 +10,18 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
 // bigWorld is 5,000 ready nodes (16 CPU, 8 GPU) and 10,000 pending
 // single-replica jobs (4 CPU, 1 GPU), the benchmark size.
-func bigWorld() *World { return scaledWorld(5000, 10000) }
+func bigWorld() *view.World { return scaledWorld(5000, 10000) }
 
 // scaledWorld is bigWorld with n nodes and m pending jobs.
-func scaledWorld(n, m int) *World {
-	w := &World{Nodes: make([]corev1.Node, n), Jobs: make([]v1alpha1.TrainingJob, m)}
+func scaledWorld(n, m int) *view.World {
+	w := &view.World{Nodes: make([]corev1.Node, n), Jobs: make([]v1alpha1.TrainingJob, m)}
 	for i := range w.Nodes {
 		w.Nodes[i] = testNode(fmt.Sprintf("node-%05d", i), "16", "8", true)
 	}
@@ -36,15 +37,15 @@ func BenchmarkSnapshot5kNodes10kJobs(b *testing.B) {
 	w := bigWorld()
 	b.Run("cold", func(b *testing.B) { // the first cycle: every spec converted
 		for range b.N {
-			Build(w, t0.Add(time.Hour), Options{DefaultDuration: 3600})
+			view.Build(w, t0.Add(time.Hour), view.Options{DefaultDuration: 3600})
 		}
 	})
 	b.Run("warm", func(b *testing.B) { // later cycles: specs from the JobCache
-		o := Options{DefaultDuration: 3600, Jobs: NewJobCache(), Nodes: NewNodeTable()}
-		Build(w, t0.Add(time.Hour), o)
+		o := view.Options{DefaultDuration: 3600, Jobs: view.NewJobCache(), Nodes: view.NewNodeTable()}
+		view.Build(w, t0.Add(time.Hour), o)
 		b.ResetTimer()
 		for range b.N {
-			Build(w, t0.Add(time.Hour), o)
+			view.Build(w, t0.Add(time.Hour), o)
 		}
 	})
 }
@@ -109,7 +110,7 @@ func BenchmarkCycle5kNodesFullPreempt(b *testing.B) {
 // objects with the spec cache, node table and eligible sets kept, as every
 // executor cycle after the first, and a fresh policy, so that every cycle sees the same pending
 // queue) for each policy, and reports the actions of a cycle.
-func benchCycle(b *testing.B, w *World, specs ...string) {
+func benchCycle(b *testing.B, w *view.World, specs ...string) {
 	reg, err := plugins.Policies()
 	if err != nil {
 		b.Fatal(err)
@@ -120,8 +121,8 @@ func benchCycle(b *testing.B, w *World, specs ...string) {
 				b.Skipf("policy %s: %v", spec, err)
 			}
 			var acts []policy.Action
-			o := Options{DefaultDuration: 3600, Jobs: NewJobCache(), Nodes: NewNodeTable(), Eligibility: cluster.NewEligibility()}
-			Build(w, t0.Add(time.Hour), o)
+			o := view.Options{DefaultDuration: 3600, Jobs: view.NewJobCache(), Nodes: view.NewNodeTable(), Eligibility: cluster.NewEligibility()}
+			view.Build(w, t0.Add(time.Hour), o)
 			b.ReportAllocs()
 			b.ResetTimer()
 			var cpu time.Duration
@@ -130,7 +131,7 @@ func benchCycle(b *testing.B, w *World, specs ...string) {
 				pol, _ := reg.New(spec)
 				c0 := cpuTime()
 				b.StartTimer()
-				v := Build(w, t0.Add(time.Hour), o)
+				v := view.Build(w, t0.Add(time.Hour), o)
 				acts = pol.Schedule(v.Snap)
 				b.StopTimer()
 				cpu += cpuTime() - c0

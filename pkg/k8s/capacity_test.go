@@ -29,6 +29,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/validate"
 )
@@ -366,7 +367,7 @@ func TestValidatorRefusesOverPodsAndExtended(t *testing.T) {
 		}
 		return p
 	}
-	v := Build(&World{Nodes: nodes, Pods: pods, Jobs: jobs}, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v := view.Build(&view.World{Nodes: nodes, Pods: pods, Jobs: jobs}, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	a := newApplier(nil, v, nil)
 	type step struct {
 		job  string
@@ -419,14 +420,14 @@ func TestImpossibleJobDoesNotBlockTheQueue(t *testing.T) {
 		head   *tjB
 		reason string // prefix of the head's status.reason
 	}{
-		{"8 GPUs per replica on nodes of 4", mkTJ("ns", "head", 0).req(GPUResource, "8"),
+		{"8 GPUs per replica on nodes of 4", mkTJ("ns", "head", 0).req(view.GPUResource, "8"),
 			"Unschedulable: no node can ever run a worker replica (cpu=1 gpu=8): 0/4 nodes are available: 4 Insufficient gpu"},
-		{"a 1024-replica gang on 16 GPUs", mkTJ("ns", "head", 0).replicas(1024, 1024).req(GPUResource, "1"),
+		{"a 1024-replica gang on 16 GPUs", mkTJ("ns", "head", 0).replicas(1024, 1024).req(view.GPUResource, "1"),
 			"Unschedulable: group worker needs at least 1024 replicas of cpu=1 gpu=1; the 4 node(s) that may run them hold 16 even when empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			small := mkTJ("ns", "small", time.Second).req(GPUResource, "1")
+			small := mkTJ("ns", "small", time.Second).req(view.GPUResource, "1")
 			h := newHarness(t, "fifo", nil, append(nodes, c.head.obj(), small.obj())...)
 			h.cycle()
 			h.cycle()
@@ -460,8 +461,8 @@ func TestBuildHoldsImpossibleJobs(t *testing.T) {
 	}
 	cordoned := nodes(4, "4")
 	cordoned[3].Spec.Unschedulable = true
-	big := cluster.InstanceType{Name: "big", Capacity: Vector(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), GPUResource: resource.MustParse("8")})}
-	twoGroups := mkTJ("ns", "j", 0).replicas(3, 3).req(GPUResource, "4").obj()
+	big := cluster.InstanceType{Name: "big", Capacity: view.Vector(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), view.GPUResource: resource.MustParse("8")})}
+	twoGroups := mkTJ("ns", "j", 0).replicas(3, 3).req(view.GPUResource, "4").obj()
 	ps := twoGroups.Spec.ReplicaGroups[0]
 	ps.Name, ps.Replicas = "ps", 2
 	twoGroups.Spec.ReplicaGroups = append(twoGroups.Spec.ReplicaGroups, ps)
@@ -472,14 +473,14 @@ func TestBuildHoldsImpossibleJobs(t *testing.T) {
 		job     *v1alpha1.TrainingJob
 		held    string // prefix; "" for queued
 	}{
-		{"8 GPUs per replica on 50 nodes of 4", nodes(50, "4"), nil, mkTJ("ns", "j", 0).req(GPUResource, "8").obj(),
+		{"8 GPUs per replica on 50 nodes of 4", nodes(50, "4"), nil, mkTJ("ns", "j", 0).req(view.GPUResource, "8").obj(),
 			"Unschedulable: no node can ever run a worker replica (cpu=1 gpu=8): 0/50 nodes are available: 50 Insufficient gpu"},
-		{"1024 replicas of 1 GPU on 16 GPUs", nodes(4, "4"), nil, mkTJ("ns", "j", 0).replicas(1024, 1024).req(GPUResource, "1").obj(),
+		{"1024 replicas of 1 GPU on 16 GPUs", nodes(4, "4"), nil, mkTJ("ns", "j", 0).replicas(1024, 1024).req(view.GPUResource, "1").obj(),
 			"Unschedulable: group worker needs at least 1024 replicas of cpu=1 gpu=1; the 4 node(s) that may run them hold 16 even when empty"},
-		{"16 replicas of 1 GPU on 16 GPUs, busy or not", nodes(4, "4"), nil, mkTJ("ns", "j", 0).replicas(16, 16).req(GPUResource, "1").obj(), ""},
-		{"a cordoned node counts (it may come back)", cordoned, nil, mkTJ("ns", "j", 0).replicas(16, 16).req(GPUResource, "1").obj(), ""},
-		{"elastic: the minimum is what must fit", nodes(4, "4"), nil, mkTJ("ns", "j", 0).replicas(1024, 8).req(GPUResource, "1").obj(), ""},
-		{"a catalogue type an autoscaler may add", nodes(4, "4"), []cluster.InstanceType{big}, mkTJ("ns", "j", 0).replicas(1024, 1024).req(GPUResource, "1").obj(), ""},
+		{"16 replicas of 1 GPU on 16 GPUs, busy or not", nodes(4, "4"), nil, mkTJ("ns", "j", 0).replicas(16, 16).req(view.GPUResource, "1").obj(), ""},
+		{"a cordoned node counts (it may come back)", cordoned, nil, mkTJ("ns", "j", 0).replicas(16, 16).req(view.GPUResource, "1").obj(), ""},
+		{"elastic: the minimum is what must fit", nodes(4, "4"), nil, mkTJ("ns", "j", 0).replicas(1024, 8).req(view.GPUResource, "1").obj(), ""},
+		{"a catalogue type an autoscaler may add", nodes(4, "4"), []cluster.InstanceType{big}, mkTJ("ns", "j", 0).replicas(1024, 1024).req(view.GPUResource, "1").obj(), ""},
 		{"two groups on shared nodes", nodes(4, "4"), nil, twoGroups,
 			"Unschedulable: the job's minimum replicas need cpu=5 gpu=20, more gpu than the nodes that may run them have even when empty (cpu=64 memory=256Gi gpu=16)"},
 		{"pods per node bound replicas per node", []corev1.Node{mkNode("a").alloc(corev1.ResourcePods, "2").obj()}, nil,
@@ -488,7 +489,7 @@ func TestBuildHoldsImpossibleJobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := Build(&World{Nodes: c.nodes, Jobs: []v1alpha1.TrainingJob{*c.job}}, t0, Options{DefaultDuration: 100, Catalog: c.catalog})
+			v := view.Build(&view.World{Nodes: c.nodes, Jobs: []v1alpha1.TrainingJob{*c.job}}, t0, view.Options{DefaultDuration: 100, Catalog: c.catalog})
 			_, why := v.Held()
 			got := why["ns/j"]
 			if (c.held == "") != (got == "") || !strings.HasPrefix(got, c.held) {
@@ -512,9 +513,9 @@ func TestQuotaAdmission(t *testing.T) {
 		os = append(os, ptr(mkNode(fmt.Sprintf("n%d", i)).obj()))
 	}
 	for i := range 4 {
-		os = append(os, mkTJ("team-a", fmt.Sprintf("a%d", i), time.Duration(i)*time.Second).req(GPUResource, "4").obj())
+		os = append(os, mkTJ("team-a", fmt.Sprintf("a%d", i), time.Duration(i)*time.Second).req(view.GPUResource, "4").obj())
 	}
-	os = append(os, mkTJ("team-b", "b", 10*time.Second).req(GPUResource, "4").obj())
+	os = append(os, mkTJ("team-b", "b", 10*time.Second).req(view.GPUResource, "4").obj())
 	gpu := corev1.ResourceName("requests.nvidia.com/gpu")
 	q := quota("team-a", "gpu", corev1.ResourceList{gpu: resource.MustParse("0")}, corev1.ResourceList{gpu: resource.MustParse("0")})
 	// The fake client has no quota admission: refuse as the API server
@@ -608,8 +609,8 @@ func TestRefusedPodsReleaseTheJob(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// big takes both nodes' GPUs; small waits behind it.
-			big := mkTJ("ns", "big", 0).replicas(2, 2).req(GPUResource, "4").obj()
-			small := mkTJ("ns", "small", time.Second).req(GPUResource, "4").obj()
+			big := mkTJ("ns", "big", 0).replicas(2, 2).req(view.GPUResource, "4").obj()
+			small := mkTJ("ns", "small", time.Second).req(view.GPUResource, "4").obj()
 			refuse := func(p *corev1.Pod) error {
 				if strings.HasPrefix(p.Name, "big-") && strings.HasSuffix(p.Name, "-1") {
 					return c.err // the second replica: the first was created
@@ -686,64 +687,6 @@ func TestRefusedJobRetriedAfterBackoff(t *testing.T) {
 	}
 }
 
-// What a replica counts against a ResourceQuota, as the API server's pod
-// evaluator counts it, and the reason a job does not fit, in the quota
-// admission's words.
-func TestQuotaUsageAndShort(t *testing.T) {
-	spec := func(req, lim corev1.ResourceList) *corev1.PodSpec {
-		return &corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}}
-	}
-	rl := func(kv ...string) corev1.ResourceList {
-		out := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return out
-	}
-	str := func(l corev1.ResourceList) map[string]string {
-		out := map[string]string{}
-		for r, q := range l {
-			out[string(r)] = q.String()
-		}
-		return out
-	}
-	cases := []struct {
-		name string
-		spec *corev1.PodSpec
-		want map[string]string
-	}{
-		{"requests", spec(rl("cpu", "2", "memory", "1Gi", "nvidia.com/gpu", "1"), rl("nvidia.com/gpu", "1")),
-			map[string]string{"pods": "1", "count/pods": "1", "cpu": "2", "requests.cpu": "2", "memory": "1Gi", "requests.memory": "1Gi",
-				"requests.nvidia.com/gpu": "1", "limits.nvidia.com/gpu": "1"}},
-		{"limits only: requests default to them", spec(nil, rl("cpu", "1", "example.com/fpga", "2")),
-			map[string]string{"pods": "1", "count/pods": "1", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1",
-				"requests.example.com/fpga": "2", "limits.example.com/fpga": "2"}},
-	}
-	for _, c := range cases {
-		if d := cmp.Diff(c.want, str(quotaUsage(c.spec))); d != "" {
-			t.Errorf("%s: usage (-want +got):\n%s", c.name, d)
-		}
-	}
-	qs := []*nsQuota{
-		{name: "a-cpu", hard: rl("requests.cpu", "4"), used: rl("requests.cpu", "3")},
-		{name: "b-gpu", hard: rl("requests.nvidia.com/gpu", "8", "pods", "10"), used: rl("requests.nvidia.com/gpu", "6")},
-	}
-	shorts := []struct {
-		need corev1.ResourceList
-		want string
-	}{
-		{rl("requests.cpu", "1", "requests.nvidia.com/gpu", "2", "pods", "2"), ""},
-		{rl("requests.cpu", "2"), "namespace ns: exceeded quota: a-cpu, requested: requests.cpu=2, used: requests.cpu=3, limited: requests.cpu=4"},
-		{rl("requests.nvidia.com/gpu", "4", "pods", "11"), "namespace ns: exceeded quota: b-gpu, requested: pods=11,requests.nvidia.com/gpu=4, used: pods=0,requests.nvidia.com/gpu=6, limited: pods=10,requests.nvidia.com/gpu=8"},
-		{rl("limits.cpu", "100"), ""}, // no quota limits it
-	}
-	for _, s := range shorts {
-		if got := quotaShort("ns", qs, s.need); got != s.want {
-			t.Errorf("need %v: %q, want %q", str(s.need), got, s.want)
-		}
-	}
-}
-
 // Item 5: an elastic job (1 to 4 workers of 1 GPU, asking for 4) under a
 // GPU quota of 2 starts with the 2 workers the quota allows, and is not
 // grown past it. Before the fix its 4 pods were created until the quota
@@ -760,8 +703,8 @@ func TestElasticJobWithinQuota(t *testing.T) {
 		used++
 		return nil
 	}
-	h := newHarness(t, "elastic", refuse, ptr(mkNode("n0").alloc(GPUResource, "8").obj()), q,
-		mkTJ("ns", "e", 0).replicas(4, 1).req(GPUResource, "1").obj())
+	h := newHarness(t, "elastic", refuse, ptr(mkNode("n0").alloc(view.GPUResource, "8").obj()), q,
+		mkTJ("ns", "e", 0).replicas(4, 1).req(view.GPUResource, "1").obj())
 	for range 4 {
 		h.cycle()
 		// The quota controller's part: used follows the pods.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/textio"
 )
@@ -243,7 +244,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, it := range c.Catalog {
-		if it.Name == "" || Vector(it.Capacity).IsZero() {
+		if it.Name == "" || view.Vector(it.Capacity).IsZero() {
 			return fmt.Errorf("catalog[%d]: name and capacity are required", i)
 		}
 	}
@@ -283,7 +284,7 @@ type InstanceType struct {
 func (c *Config) catalog() []cluster.InstanceType {
 	out := make([]cluster.InstanceType, 0, len(c.Catalog))
 	for _, it := range c.Catalog {
-		out = append(out, cluster.InstanceType{Name: it.Name, Capacity: Vector(it.Capacity), PricePerHour: it.PricePerHour})
+		out = append(out, cluster.InstanceType{Name: it.Name, Capacity: view.Vector(it.Capacity), PricePerHour: it.PricePerHour})
 	}
 	return out
 }

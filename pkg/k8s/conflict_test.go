@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // A status write that races with another writer gets a resourceVersion
@@ -43,7 +44,7 @@ func TestStatusConflictRetried(t *testing.T) {
 	}
 	e := New(Config{}, cl, nil, nil, nil, logr.Discard())
 	before := conflicts(e)
-	jv := &jobView{tj: cur, st: cluster.NewJobState(&cluster.Job{ID: "ns/j"})}
+	jv := &view.Job{TJ: cur, St: cluster.NewJobState(&cluster.Job{ID: "ns/j"})}
 	err := e.updateStatus(context.Background(), jv, func(o *v1alpha1.TrainingJob) error {
 		o.Status.Preemptions++
 		now := metav1.Now()
@@ -63,8 +64,8 @@ func TestStatusConflictRetried(t *testing.T) {
 	if conflicts(e) != before+1 {
 		t.Errorf("conflicts counter %v -> %v, want +1", before, conflicts(e))
 	}
-	if jv.tj.ResourceVersion != got.ResourceVersion {
-		t.Errorf("executor holds rv %s, server %s", jv.tj.ResourceVersion, got.ResourceVersion)
+	if jv.TJ.ResourceVersion != got.ResourceVersion {
+		t.Errorf("executor holds rv %s, server %s", jv.TJ.ResourceVersion, got.ResourceVersion)
 	}
 }
 

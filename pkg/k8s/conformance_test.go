@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
@@ -194,7 +195,7 @@ var confScripts = []*confB{
 	// cycle: the Kubernetes executor keeps them to the documented form
 	// (keys under drover.dev/, bounded sizes; issue 17, item 1).
 	script("labels outside drover.dev/ or too long").running("ns/r", at(0), workers(1, 1)).
-		do(policy.SetLabel{Job: "ns/r", Key: "slot", Value: "0"}, policy.SetLabel{Job: "ns/r", Key: "drover.dev/v", Value: strings.Repeat("x", MaxPolicyLabelValue+1)}).
+		do(policy.SetLabel{Job: "ns/r", Key: "slot", Value: "0"}, policy.SetLabel{Job: "ns/r", Key: "drover.dev/v", Value: strings.Repeat("x", view.MaxPolicyLabelValue+1)}).
 		k8sRefuses(`label ns/r: job ns/r: cannot store the policy label: key "slot": not of the form drover.dev/<name>`,
 			"label ns/r: job ns/r: cannot store the policy label: key drover.dev/v: value of 65537 bytes, more than 65536"),
 	// A preemption with no grace suspends the job at once in the
@@ -326,7 +327,7 @@ func runK8s(t *testing.T, c conf) (confSeen, []string) {
 		n := testNode(name, "1", "0", isReady)
 		n.Status.Allocatable = resourceList(cap)
 		if role != "" {
-			n.Labels = map[string]string{LabelRole: role}
+			n.Labels = map[string]string{view.LabelRole: role}
 		}
 		objs = append(objs, &n)
 		if isReady {

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 )
@@ -26,7 +27,7 @@ func mkPod(name string) *podB {
 	return &podB{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(t0),
 		Labels: map[string]string{}, Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{SchedulerName: "drover", Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), GPUResource: resource.MustParse("1")}}}}}}}
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), view.GPUResource: resource.MustParse("1")}}}}}}}
 }
 func (b *podB) label(k, v string) *podB { b.p.Labels[k] = v; return b }
 func (b *podB) created(t time.Time) *podB {
@@ -34,7 +35,7 @@ func (b *podB) created(t time.Time) *podB {
 	return b
 }
 func (b *podB) gang(pg, rtype string) *podB {
-	return b.label(LabelPodGroup, pg).label(LabelReplicaType, rtype)
+	return b.label(view.LabelPodGroup, pg).label(view.LabelReplicaType, rtype)
 }
 func (b *podB) node(n string) *podB { b.p.Spec.NodeName = n; return b }
 func (b *podB) selector(k, v string) *podB {
@@ -71,7 +72,7 @@ func (b *nodeB) taint(k, v string, eff corev1.TaintEffect) *nodeB {
 }
 func (b *nodeB) obj() corev1.Node { return b.n }
 
-func queueIDs(v *View) []string {
+func queueIDs(v *view.View) []string {
 	var q []string
 	for js := range v.Snap.Pending.All() {
 		q = append(q, js.Job.ID)
@@ -90,7 +91,7 @@ func TestBuildConstraints(t *testing.T) {
 	tj.Spec.ReplicaGroups[0].Template.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
 	tjGated := testJob("tj-gated", t0.Add(6*time.Second), 1, "1", "1")
 	tjGated.Spec.ReplicaGroups[0].Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
-	w := &World{
+	w := &view.World{
 		Nodes: []corev1.Node{
 			mkNode("gpu-0").label("pool", "gpu").taint("nvidia.com/gpu", "", gpuTaint).obj(),
 			mkNode("cpu-0").label("pool", "cpu").obj(),
@@ -103,7 +104,7 @@ func TestBuildConstraints(t *testing.T) {
 			mkPod("gated").label(v1alpha1.OptInLabel, "BE").gate("example.com/wait").created(t0.Add(4 * time.Second)).obj(),
 		},
 	}
-	v := Build(w, t0.Add(time.Minute), Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v := view.Build(w, t0.Add(time.Minute), view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if d := cmp.Diff([]string{"pod:ns/plain", "pod:ns/pool", "ns/tj-pool"}, queueIDs(v)); d != "" {
 		t.Errorf("queue (-want +got):\n%s", d)
 	}
@@ -151,8 +152,8 @@ func TestBuildConstraints(t *testing.T) {
 func TestBuildCordonedNode(t *testing.T) {
 	cordoned := mkNode("a").obj()
 	cordoned.Spec.Unschedulable = true
-	w := &World{Nodes: []corev1.Node{cordoned, mkNode("b").obj()}, Pods: []corev1.Pod{mkPod("p").label(v1alpha1.OptInLabel, "BE").obj()}}
-	v := Build(w, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	w := &view.World{Nodes: []corev1.Node{cordoned, mkNode("b").obj()}, Pods: []corev1.Pod{mkPod("p").label(v1alpha1.OptInLabel, "BE").obj()}}
+	v := view.Build(w, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if v.Snap.Nodes[0].Ready || !v.Snap.Nodes[1].Ready {
 		t.Fatalf("ready: a %v b %v", v.Snap.Nodes[0].Ready, v.Snap.Nodes[1].Ready)
 	}
@@ -165,16 +166,16 @@ func TestBuildCordonedNode(t *testing.T) {
 
 // A node whose labels or taints change resets the cached eligible sets.
 func TestBuildEligibilityFollowsNodeChanges(t *testing.T) {
-	table, elig := NewNodeTable(), cluster.NewEligibility()
-	o := Options{DefaultDuration: 100, SchedulerName: "drover", Nodes: table, Eligibility: elig}
+	table, elig := view.NewNodeTable(), cluster.NewEligibility()
+	o := view.Options{DefaultDuration: 100, SchedulerName: "drover", Nodes: table, Eligibility: elig}
 	pods := []corev1.Pod{mkPod("p").label(v1alpha1.OptInLabel, "BE").obj()}
-	w := &World{Nodes: []corev1.Node{mkNode("a").obj()}, Pods: pods}
-	v := Build(w, t0, o)
+	w := &view.World{Nodes: []corev1.Node{mkNode("a").obj()}, Pods: pods}
+	v := view.Build(w, t0, o)
 	if n := v.Snap.Pending.Len(); n != 1 {
 		t.Fatalf("queue %d", n)
 	}
-	w = &World{Nodes: []corev1.Node{mkNode("a").taint("k", "v", corev1.TaintEffectNoExecute).obj()}, Pods: pods}
-	v = Build(w, t0, o)
+	w = &view.World{Nodes: []corev1.Node{mkNode("a").taint("k", "v", corev1.TaintEffectNoExecute).obj()}, Pods: pods}
+	v = view.Build(w, t0, o)
 	if n := v.Snap.Pending.Len(); n != 0 {
 		t.Fatalf("after the node was tainted the pod is still queued")
 	}
@@ -197,16 +198,16 @@ func TestBuildGangs(t *testing.T) {
 	w1 := mkPod("pt-worker-1").gang("pt", "Worker").obj()
 	nodes := []corev1.Node{mkNode("a").obj(), mkNode("b").obj()}
 
-	v := Build(&World{Nodes: nodes, Pods: []corev1.Pod{master, w0}, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v := view.Build(&view.World{Nodes: nodes, Pods: []corev1.Pod{master, w0}, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if v.Snap.Pending.Len() != 0 {
 		t.Fatalf("an incomplete gang (2 of 3 pods) is queued: %v", queueIDs(v))
 	}
-	if gj := v.gangs[GangJobID("ns", "pt")]; gj == nil || gj.waiting != "waiting for the gang's pods: 2 of minMember 3 exist" {
+	if gj := v.Gangs[view.GangJobID("ns", "pt")]; gj == nil || gj.Waiting != "waiting for the gang's pods: 2 of minMember 3 exist" {
 		t.Fatalf("incomplete gang: %+v", gj)
 	}
 
-	pg.Annotations[AnnotationPreemptions] = "1"
-	v = Build(&World{Nodes: nodes, Pods: []corev1.Pod{w1, master, w0}, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	pg.Annotations[view.AnnotationPreemptions] = "1"
+	v = view.Build(&view.World{Nodes: nodes, Pods: []corev1.Pod{w1, master, w0}, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if d := cmp.Diff([]string{"podgroup:ns/pt"}, queueIDs(v)); d != "" {
 		t.Fatalf("queue (-want +got):\n%s", d)
 	}
@@ -220,7 +221,7 @@ func TestBuildGangs(t *testing.T) {
 	}
 	// All or nothing: with room for two of the three pods, nothing starts.
 	small := []corev1.Node{testNode("a", "8", "2", true)}
-	v = Build(&World{Nodes: small, Pods: []corev1.Pod{w1, master, w0}, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v = view.Build(&view.World{Nodes: small, Pods: []corev1.Pod{w1, master, w0}, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	for _, a := range baseline.NewFIFO(placement.Spread).Schedule(v.Snap) {
 		if _, ok := a.(policy.Start); ok {
 			t.Errorf("a gang of 3 GPUs started on a node of 2: %v", a)
@@ -229,7 +230,7 @@ func TestBuildGangs(t *testing.T) {
 	// Bound pods make it Running on their nodes.
 	bound := []corev1.Pod{mkPod("pt-master-0").gang("pt", "master").node("a").obj(), mkPod("pt-worker-0").gang("pt", "worker").node("b").obj(),
 		mkPod("pt-worker-1").gang("pt", "worker").node("b").obj()}
-	v = Build(&World{Nodes: nodes, Pods: bound, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v = view.Build(&view.World{Nodes: nodes, Pods: bound, PodGroups: []schedv1alpha1.PodGroup{pg}}, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if len(v.Snap.Running) != 1 || v.Snap.Running[0].Phase != cluster.Running || len(v.Snap.Running[0].Placement) != 3 {
 		t.Fatalf("running %v", v.Snap.Running)
 	}

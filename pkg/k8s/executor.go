@@ -25,6 +25,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -43,13 +44,13 @@ type Executor struct {
 
 	cycle uint64
 	// jobs caches converted TrainingJob specs between cycles.
-	jobs *JobCache
+	jobs *view.JobCache
 	// nodes keeps node indices stable between cycles.
-	nodes *NodeTable
+	nodes *view.NodeTable
 	// elig keeps node constraints' eligible sets between cycles.
 	elig *cluster.Eligibility
 	// crowded remembers nodes whose pod slots a refused start lacked.
-	crowded Crowded
+	crowded view.Crowded
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again
 	// PodGroupRetry later, so that gangs are read within that of the CRD
@@ -220,8 +221,8 @@ type CycleStages struct {
 const PodGroupRetry = 2 * time.Second
 
 // Read lists the world from the (cached) client.
-func (e *Executor) Read(ctx context.Context) (*World, error) {
-	w := &World{}
+func (e *Executor) Read(ctx context.Context) (*view.World, error) {
+	w := &view.World{}
 	var nodes corev1.NodeList
 	var nodeOpts []client.ListOption
 	if e.indexed {
@@ -261,7 +262,7 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i := range w.Jobs {
-		key := JobKey(&w.Jobs[i])
+		key := view.JobKey(&w.Jobs[i])
 		if mine, ok := e.written[key]; ok {
 			if olderThan(w.Jobs[i].ResourceVersion, mine.ResourceVersion) {
 				w.Jobs[i] = *mine.DeepCopy()
@@ -270,39 +271,60 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			}
 		}
 	}
-	if e.indexed {
-		// The finished pods of running jobs: how a job completes or fails.
-		// A pod that finished between the two lists is in both: the
-		// finished copy is the newer one.
-		var finished map[types.UID]bool
-		for i := range w.Jobs {
-			tj := &w.Jobs[i]
-			if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
-				continue
-			}
-			var done corev1.PodList
-			if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
-				return nil, fmt.Errorf("listing finished pods of %s: %w", JobKey(tj), err)
-			}
-			for k := range done.Items {
-				if finished == nil {
-					finished = map[types.UID]bool{}
-				}
-				finished[done.Items[k].UID] = true
-			}
-			w.Pods = append(w.Pods, done.Items...)
-		}
-		if len(finished) > 0 {
-			w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
-				return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-			})
-		}
+	if err := e.readFinished(ctx, w); err != nil {
+		return nil, err
 	}
+	e.forgetGone(w)
+	if err := e.readGroupsQuotas(ctx, w, opts); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// readFinished adds the finished pods of running jobs to w (with the
+// live indexes, Read's pod list holds live pods only). e.mu is held.
+func (e *Executor) readFinished(ctx context.Context, w *view.World) error {
+	if !e.indexed {
+		return nil
+	}
+	// The finished pods of running jobs: how a job completes or fails.
+	// A pod that finished between the two lists is in both: the
+	// finished copy is the newer one.
+	var finished map[types.UID]bool
+	for i := range w.Jobs {
+		tj := &w.Jobs[i]
+		if tj.Status.Phase != v1alpha1.PhaseAdmitted && tj.Status.Phase != v1alpha1.PhaseRunning {
+			continue
+		}
+		var done corev1.PodList
+		if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
+			return fmt.Errorf("listing finished pods of %s: %w", view.JobKey(tj), err)
+		}
+		for k := range done.Items {
+			if finished == nil {
+				finished = map[types.UID]bool{}
+			}
+			finished[done.Items[k].UID] = true
+		}
+		w.Pods = append(w.Pods, done.Items...)
+	}
+	if len(finished) > 0 {
+		w.Pods = slices.DeleteFunc(w.Pods, func(p corev1.Pod) bool {
+			return finished[p.UID] && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+		})
+	}
+	return nil
+}
+
+// forgetGone overlays deferred progress on w's jobs, adds the pods this
+// executor made that the cache does not show yet, and drops the
+// bookkeeping of jobs not in w. e.mu is held.
+func (e *Executor) forgetGone(w *view.World) {
 	// Forget jobs that are gone (or finished, with the live indexes), so
 	// the bookkeeping does not grow with the jobs that ever ran.
 	present := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
-		key := JobKey(&w.Jobs[i])
+		key := view.JobKey(&w.Jobs[i])
 		present[key] = true
 		if dp := e.progress[key]; dp != nil {
 			dp.overlay(&w.Jobs[i])
@@ -332,11 +354,17 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 			delete(e.rejected, k)
 		}
 	}
+}
+
+// readGroupsQuotas lists PodGroups (unless their CRD was found missing
+// less than PodGroupRetry ago), ResourceQuotas and placeholder
+// Deployments into w.
+func (e *Executor) readGroupsQuotas(ctx context.Context, w *view.World, opts []client.ListOption) error {
 	if time.Since(e.noPodGroups) > PodGroupRetry {
 		var pgs schedv1alpha1.PodGroupList
 		if err := e.c.List(ctx, &pgs, opts...); err != nil {
 			if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "no matches for kind") {
-				return nil, fmt.Errorf("listing podgroups: %w", err)
+				return fmt.Errorf("listing podgroups: %w", err)
 			}
 			e.noPodGroups = time.Now() // no PodGroup CRD: gangs from the Volcano annotation only
 		} else {
@@ -346,42 +374,42 @@ func (e *Executor) Read(ctx context.Context) (*World, error) {
 	// ResourceQuotas, for admission against namespace quota (admission.go).
 	var quotas corev1.ResourceQuotaList
 	if err := e.c.List(ctx, &quotas, opts...); err != nil {
-		return nil, fmt.Errorf("listing resourcequotas: %w", err)
+		return fmt.Errorf("listing resourcequotas: %w", err)
 	}
 	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
 	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
-		return nil, fmt.Errorf("listing placeholder deployments: %w", err)
+		return fmt.Errorf("listing placeholder deployments: %w", err)
 	}
 	w.Deployments = deps.Items
-	return w, nil
+	return nil
 }
 
 // reportHeld tells users why the jobs held out of the queue wait (see
 // View.hold): the TrainingJob's status.reason and a Warning Event when it
 // changes, PodScheduled=False on an opted-in pod, the reason on a gang's
 // PodGroup and pods.
-func (e *Executor) reportHeld(ctx context.Context, v *View) error {
+func (e *Executor) reportHeld(ctx context.Context, v *view.View) error {
 	ids, why := v.Held()
 	var errs []error
 	for _, id := range ids {
 		reason := why[id]
 		switch {
-		case v.pods[id] != nil:
-			if err := e.setPodScheduled(ctx, v.pods[id].pod, reason); err != nil {
+		case v.PodJobs[id] != nil:
+			if err := e.setPodScheduled(ctx, v.PodJobs[id].Pod, reason); err != nil {
 				errs = append(errs, err)
 			}
-		case v.gangs[id] != nil:
-			if err := e.gangWaiting(ctx, v.gangs[id], reason); err != nil {
+		case v.Gangs[id] != nil:
+			if err := e.gangWaiting(ctx, v.Gangs[id], reason); err != nil {
 				errs = append(errs, err)
 			}
-		case v.jobs[id] != nil:
-			jv := v.jobs[id]
-			if jv.tj.Status.Reason == reason {
+		case v.Jobs[id] != nil:
+			jv := v.Jobs[id]
+			if jv.TJ.Status.Reason == reason {
 				continue
 			}
 			code, _, _ := strings.Cut(reason, ":")
-			unschedulable := code == ReasonUnschedulable || code == ReasonQuotaExceeded
+			unschedulable := code == view.ReasonUnschedulable || code == view.ReasonQuotaExceeded
 			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
@@ -400,7 +428,7 @@ func (e *Executor) reportHeld(ctx context.Context, v *View) error {
 			if unschedulable {
 				kind = code // Unschedulable or QuotaExceeded, a Warning
 			}
-			e.event(jv.tj, unschedulable, kind, "%s", reason)
+			e.event(jv.TJ, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)
@@ -465,32 +493,110 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		}
 	}
 	e.cycle++
+	opts := e.snapshotOptions()
+	v := view.Build(w, e.Now(), opts)
+	errs := e.lateErrs()
+	if err := e.leading(); err != nil {
+		return res, err // before the reconcile writes
+	}
+	v, fresh, errs, stop := e.reconcileAll(ctx, w, v, opts, busy, errs)
+	if stop {
+		return nil, errors.Join(errs...)
+	}
+	if err := e.yieldPlaceholders(ctx, w, v); err != nil {
+		errs = append(errs, err)
+	}
+	stage(&res.Stages.Reconcile)
+	errs = append(errs, e.reconcileGangs(ctx, v)...)
+	e.observe(v)
+	acts, faults := e.schedule(v.Snap)
+	res.Actions, res.Faults = acts, faults
+	if err := e.leading(); err != nil {
+		// The policy may have run long: check again before its writes.
+		return res, errors.Join(append(errs, err)...)
+	}
+	stage(&res.Stages.Decide)
+	ap := newApplier(e, v, w)
+	errs = e.applyAll(ctx, ap, v, acts, res, errs)
+	if pipelined {
+		e.late(ap.flights)
+	} else if err := ap.wait(); err != nil {
+		errs = append(errs, err)
+	}
+	stage(&res.Stages.Apply)
+	defer stage(&res.Stages.After)
+	if err := e.leading(); err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
+	errs = append(errs, e.afterApply(ctx, w, v, ap, faults, fresh)...)
+	return res, errors.Join(errs...)
+}
+
+// reconcileGangs reconciles the PodGroup gangs of v and tells the held
+// jobs' users why they wait.
+func (e *Executor) reconcileGangs(ctx context.Context, v *view.View) []error {
+	var errs []error
+	for _, key := range v.GangOrder {
+		ns, name, _ := strings.Cut(key, "/")
+		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
+			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
+		}
+	}
+	if err := e.reportHeld(ctx, v); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// afterApply contains the policy's faults, writes Pending on the fresh
+// jobs it left pending, and publishes the metrics and the queue.
+func (e *Executor) afterApply(ctx context.Context, w *view.World, v *view.View, ap *applier, faults []policy.Fault, fresh []string) []error {
+	var errs []error
+	if ctx.Err() == nil {
+		errs = append(errs, e.contain(ctx, ap, faults)...)
+	}
+	if ctx.Err() == nil {
+		errs = append(errs, e.markPending(ctx, v, fresh)...)
+	}
+	e.observeJobs(w, v)
+	if err := e.publishQueue(ctx, v); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// snapshotOptions are the options of this cycle's snapshot, with the
+// caches kept from one cycle to the next.
+func (e *Executor) snapshotOptions() view.Options {
 	if e.jobs == nil {
-		e.jobs = NewJobCache()
+		e.jobs = view.NewJobCache()
 	}
 	if e.nodes == nil {
-		e.nodes = NewNodeTable()
+		e.nodes = view.NewNodeTable()
 	}
 	if e.elig == nil {
 		e.elig = cluster.NewEligibility()
 	}
 	if e.crowded == nil {
-		e.crowded = Crowded{}
+		e.crowded = view.Crowded{}
 	}
-	opts := Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
+	o := view.Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
 		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants,
 		PlaceholderNamespace: e.cfg.PlaceholderNamespace}
 	if len(e.cfg.Namespaces) > 0 {
-		opts.InScope = e.cfg.InScope
+		o.InScope = e.cfg.InScope
 	}
-	v := Build(w, e.Now(), opts)
-	errs := e.lateErrs()
+	return o
+}
+
+// reconcileAll reconciles the jobs of view v built from w (those in busy
+// excepted: their starts are in flight) concurrently, appends their
+// errors to errs, and rebuilds the view when a job's phase changed. It
+// returns the jobs whose Pending write waits for the policy (fresh), and
+// stop when the lease was lost.
+func (e *Executor) reconcileAll(ctx context.Context, w *view.World, v *view.View, opts view.Options, busy map[string]bool, errs []error) (_ *view.View, fresh []string, _ []error, stop bool) {
 	changed := false
-	var fresh []string
-	if err := e.leading(); err != nil {
-		return res, err // before the reconcile writes
-	}
 	// Jobs are reconciled concurrently (each touches only its own job, its
 	// pods and the executor's locked bookkeeping): a cycle in which
 	// hundreds of jobs complete writes their statuses startWorkers at a
@@ -499,11 +605,11 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		changed bool
 		err     error
 	}
-	outs := make([]outcome, len(v.order))
+	outs := make([]outcome, len(v.Order))
 	var rg errgroup.Group
 	rg.SetLimit(startWorkers)
-	for i, key := range v.order {
-		jv := v.jobs[key]
+	for i, key := range v.Order {
+		jv := v.Jobs[key]
 		if busy[key] {
 			// Its start's pods are still being created: nothing to bring
 			// in line yet, and two writers must not share the job.
@@ -516,15 +622,15 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		})
 	}
 	_ = rg.Wait()
-	for i, key := range v.order {
+	for i, key := range v.Order {
 		if err := outs[i].err; err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 			if errors.Is(err, ErrNotLeader) {
-				return nil, errors.Join(errs...)
+				return v, fresh, errs, true
 			}
 		}
 		changed = changed || outs[i].changed
-		if v.jobs[key].fresh {
+		if v.Jobs[key].Fresh {
 			fresh = append(fresh, key)
 		}
 	}
@@ -532,36 +638,21 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		// Completions and requeues change what the policy sees: rebuild
 		// from the objects as written.
 		for i := range w.Jobs {
-			if jv := v.jobs[JobKey(&w.Jobs[i])]; jv != nil && jv.ended != nil {
-				w.Jobs[i] = *jv.ended
+			if jv := v.Jobs[view.JobKey(&w.Jobs[i])]; jv != nil && jv.Ended != nil {
+				w.Jobs[i] = *jv.Ended
 			} else if jv != nil {
-				w.Jobs[i] = *jv.tj
+				w.Jobs[i] = *jv.TJ
 			}
 		}
-		v = Build(w, e.Now(), opts)
+		v = view.Build(w, e.Now(), opts)
 	}
-	if err := e.yieldPlaceholders(ctx, w, v); err != nil {
-		errs = append(errs, err)
-	}
-	stage(&res.Stages.Reconcile)
-	for _, key := range v.gangOrder {
-		ns, name, _ := strings.Cut(key, "/")
-		if err := e.reconcileGang(ctx, v, v.gangs[GangJobID(ns, name)]); err != nil {
-			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
-		}
-	}
-	if err := e.reportHeld(ctx, v); err != nil {
-		errs = append(errs, err)
-	}
-	e.observe(v)
-	acts, faults := e.schedule(v.Snap)
-	res.Actions, res.Faults = acts, faults
-	if err := e.leading(); err != nil {
-		// The policy may have run long: check again before its writes.
-		return res, errors.Join(append(errs, err)...)
-	}
-	stage(&res.Stages.Decide)
-	ap := newApplier(e, v, w)
+	return v, fresh, errs, false
+}
+
+// applyAll validates and carries out the policy's actions in order:
+// a refused one is recorded in res, an API error appended to errs (and
+// the rest skipped when it is fatal).
+func (e *Executor) applyAll(ctx context.Context, ap *applier, v *view.View, acts []policy.Action, res *CycleResult, errs []error) []error {
 	for _, a := range acts {
 		if err := ap.apply(ctx, a); err != nil {
 			var fatal *apiError
@@ -572,8 +663,8 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 				}
 				continue
 			}
-			if tm := (*tooManyPods)(nil); errors.As(err, &tm) {
-				e.crowded.note(tm)
+			if tm := (*view.TooManyPods)(nil); errors.As(err, &tm) {
+				e.crowded.Note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)
@@ -582,37 +673,17 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 			continue
 		}
 	}
-	if pipelined {
-		e.late(ap.flights)
-	} else if err := ap.wait(); err != nil {
-		errs = append(errs, err)
-	}
-	stage(&res.Stages.Apply)
-	defer stage(&res.Stages.After)
-	if err := e.leading(); err != nil {
-		return res, errors.Join(append(errs, err)...)
-	}
-	if ctx.Err() == nil {
-		errs = append(errs, e.contain(ctx, ap, faults)...)
-	}
-	if ctx.Err() == nil {
-		errs = append(errs, e.markPending(ctx, v, fresh)...)
-	}
-	e.observeJobs(w, v)
-	if err := e.publishQueue(ctx, v); err != nil {
-		errs = append(errs, err)
-	}
-	return res, errors.Join(errs...)
+	return errs
 }
 
 // markPending writes phase Pending on the new jobs of this cycle that the
 // policy left pending (reconcile deferred it: see jobView.fresh). A job
 // that was started or rejected has had its own status write instead.
-func (e *Executor) markPending(ctx context.Context, v *View, fresh []string) []error {
+func (e *Executor) markPending(ctx context.Context, v *view.View, fresh []string) []error {
 	var errs []error
 	for _, key := range fresh {
-		jv := v.jobs[key]
-		if jv == nil || jv.st == nil || jv.st.Phase != cluster.Pending || jv.tj.Status.Phase != "" {
+		jv := v.Jobs[key]
+		if jv == nil || jv.St == nil || jv.St.Phase != cluster.Pending || jv.TJ.Status.Phase != "" {
 			continue
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -630,7 +701,7 @@ func (e *Executor) markPending(ctx context.Context, v *View, fresh []string) []e
 	return errs
 }
 
-func (e *Executor) observe(v *View) {
+func (e *Executor) observe(v *view.View) {
 	counts := map[string]int{"TE": 0, "BE": 0}
 	for js := range v.Snap.Pending.All() {
 		counts[js.Job.Class.String()]++
@@ -640,8 +711,8 @@ func (e *Executor) observe(v *View) {
 	}
 	e.m.Running.Set(float64(len(v.Snap.Running)))
 	stuck := 0
-	for _, jv := range v.jobs {
-		stuck += len(jv.stuck)
+	for _, jv := range v.Jobs {
+		stuck += len(jv.Stuck)
 	}
 	e.m.StuckPods.Set(float64(stuck))
 }
@@ -683,15 +754,15 @@ func (e errPrecondition) Error() string { return e.msg }
 // on a resourceVersion conflict with the object re-read from the API
 // server (mutate is applied again, so it must check its preconditions on
 // the object it is given). It never overwrites a newer version blindly.
-func (e *Executor) updateStatus(ctx context.Context, jv *jobView, mutate func(*v1alpha1.TrainingJob) error) error {
+func (e *Executor) updateStatus(ctx context.Context, jv *view.Job, mutate func(*v1alpha1.TrainingJob) error) error {
 	return e.write(ctx, jv, "status", mutate)
 }
 
-func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate func(*v1alpha1.TrainingJob) error) error {
-	if err := e.fault("update " + what + " " + JobKey(jv.tj)); err != nil {
+func (e *Executor) write(ctx context.Context, jv *view.Job, what string, mutate func(*v1alpha1.TrainingJob) error) error {
+	if err := e.fault("update " + what + " " + view.JobKey(jv.TJ)); err != nil {
 		return err
 	}
-	obj := jv.tj.DeepCopy()
+	obj := jv.TJ.DeepCopy()
 	for try := 0; ; try++ {
 		before := markOf(obj)
 		if err := mutate(obj); err != nil {
@@ -700,35 +771,35 @@ func (e *Executor) write(ctx context.Context, jv *jobView, what string, mutate f
 		deriveStatus(obj)
 		// Users see the tenant they are charged to (kubectl's wide
 		// Tenant column), on a write the scheduler makes anyway.
-		obj.Status.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
+		obj.Status.Tenant = view.Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
 		// Only the status subresource: policy state lives there too
 		// (status.policyLabels), so the scheduler needs no update or
 		// patch on TrainingJobs themselves, which tenants own.
 		err := e.c.Status().Update(ctx, obj)
 		if err == nil {
 			e.m.transition(before, obj, e.Now())
-			jv.tj = obj
+			jv.TJ = obj
 			e.mu.Lock()
-			e.written[JobKey(obj)] = obj.DeepCopy()
+			e.written[view.JobKey(obj)] = obj.DeepCopy()
 			if what == "status" {
 				// The write carried any deferred progress (jv.tj has it
 				// laid over; a re-read object got it below).
-				delete(e.progress, JobKey(obj))
+				delete(e.progress, view.JobKey(obj))
 			}
 			e.mu.Unlock()
 			return nil
 		}
 		if !apierrors.IsConflict(err) || try >= 5 {
-			return &apiError{err: fmt.Errorf("updating %s of %s: %w", what, JobKey(obj), err)}
+			return &apiError{err: fmt.Errorf("updating %s of %s: %w", what, view.JobKey(obj), err)}
 		}
 		e.m.Conflicts.Inc()
 		fresh := &v1alpha1.TrainingJob{}
 		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", JobKey(obj), err)}
+			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", view.JobKey(obj), err)}
 		}
 		if what == "status" {
 			e.mu.Lock()
-			if dp := e.progress[JobKey(fresh)]; dp != nil {
+			if dp := e.progress[view.JobKey(fresh)]; dp != nil {
 				dp.overlay(fresh)
 			}
 			e.mu.Unlock()
@@ -881,15 +952,15 @@ func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fau
 		if f.At != "" {
 			reason += " (at " + f.At + ")"
 		}
-		jv := ap.v.jobs[f.Job]
-		if jv == nil || jv.st == nil {
+		jv := ap.v.Jobs[f.Job]
+		if jv == nil || jv.St == nil {
 			// A plain pod or a gang: reject it (validated: still pending).
 			if err := ap.apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
 				errs = append(errs, fmt.Errorf("job %s: after a policy panic: %w", f.Job, err))
 			}
 			continue
 		}
-		if jv.st.Phase != cluster.Pending {
+		if jv.St.Phase != cluster.Pending {
 			continue // decided for in this cycle after all (cannot happen: its actions were discarded)
 		}
 		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
@@ -908,8 +979,8 @@ func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fau
 			}
 			continue
 		}
-		jv.st.Phase = cluster.Rejected // out of the queue for the rest of the cycle
-		e.event(jv.tj, true, ReasonPolicyPanic, "%s", reason)
+		jv.St.Phase = cluster.Rejected // out of the queue for the rest of the cycle
+		e.event(jv.TJ, true, ReasonPolicyPanic, "%s", reason)
 	}
 	return errs
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // FuzzLoadConfig: any scheduler config file loads to an error or to a
@@ -43,25 +45,25 @@ func FuzzLoadConfig(f *testing.F) {
 // a nil error exactly when every stored entry was kept. (The tenant helper
 // owns the decoder; this fuzzes its contract as documented.)
 func FuzzPolicyLabels(f *testing.F) {
-	f.Add(PolicyLabelPrefix+"rr-slot", "9223372036854775807", PolicyLabelPrefix+"x", "")
-	f.Add("a", "b", PolicyLabelPrefix, "\x00")
-	f.Add(PolicyLabelPrefix+"k", strings.Repeat("v", 5000), PolicyLabelPrefix+"\xff", "1")
+	f.Add(view.PolicyLabelPrefix+"rr-slot", "9223372036854775807", view.PolicyLabelPrefix+"x", "")
+	f.Add("a", "b", view.PolicyLabelPrefix, "\x00")
+	f.Add(view.PolicyLabelPrefix+"k", strings.Repeat("v", 5000), view.PolicyLabelPrefix+"\xff", "1")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		tj := testJob("j", t0, 1, "1", "0")
 		tj.Status.PolicyLabels = map[string]string{k1: v1, k2: v2}
 		stored := maps.Clone(tj.Status.PolicyLabels)
-		m, err := PolicyLabels(&tj)
+		m, err := view.PolicyLabels(&tj)
 		size := 0
 		for k, v := range m {
 			if sv, ok := stored[k]; !ok || sv != v {
 				t.Fatalf("%q=%q was not stored as such", k, v)
 			}
-			if cerr := CheckPolicyLabel(k, v); cerr != nil {
+			if cerr := view.CheckPolicyLabel(k, v); cerr != nil {
 				t.Fatalf("returned %q=%q that CheckPolicyLabel refuses: %v", k, v, cerr)
 			}
 			size += len(k) + len(v)
 		}
-		if len(m) > MaxPolicyLabels || size > MaxPolicyLabelBytes {
+		if len(m) > view.MaxPolicyLabels || size > view.MaxPolicyLabelBytes {
 			t.Fatalf("%d labels, %d bytes", len(m), size)
 		}
 		if (err == nil) != (len(m) == len(stored)) {

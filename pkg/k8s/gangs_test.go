@@ -10,6 +10,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // podGroupPhase settles where scheduler-plugins v0.33.5's PodGroup
@@ -60,7 +61,7 @@ func TestGangJobs(t *testing.T) {
 		return b.obj()
 	}
 	withRes := podGroup("pg", 2)
-	withRes.Spec.MinResources = corev1.ResourceList{GPUResource: resource.MustParse("8")}
+	withRes.Spec.MinResources = corev1.ResourceList{view.GPUResource: resource.MustParse("8")}
 	for _, tc := range []struct {
 		name string
 		pg   *schedv1alpha1.PodGroup
@@ -84,17 +85,17 @@ func TestGangJobs(t *testing.T) {
 			want{queue: []string{"podgroup:ns/pg/fill"}, running: []string{"podgroup:ns/pg x2"}, replicas: map[string]int32{"worker": 2}}},
 		{"no PodGroup: PodGroupNotFound, nothing queued", nil,
 			[]corev1.Pod{mk("pg-worker-0", "worker", ""), mk("pg-worker-1", "worker", "")},
-			want{waiting: ReasonPodGroupNotFound + ": PodGroup ns/pg is not visible"}},
+			want{waiting: view.ReasonPodGroupNotFound + ": PodGroup ns/pg is not visible"}},
 		{"minResources above the free room: held", &withRes,
 			[]corev1.Pod{mk("pg-worker-0", "worker", ""), mk("pg-worker-1", "worker", ""), otherPod("a")},
 			want{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &World{Nodes: nodes, Pods: tc.pods}
+			w := &view.World{Nodes: nodes, Pods: tc.pods}
 			if tc.pg != nil {
 				w.PodGroups = []schedv1alpha1.PodGroup{*tc.pg}
 			}
-			v := Build(w, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+			v := view.Build(w, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 			if d := cmp.Diff(tc.want.queue, queueIDs(v)); d != "" {
 				t.Errorf("queue (-want +got):\n%s", d)
 			}
@@ -114,16 +115,16 @@ func TestGangJobs(t *testing.T) {
 					t.Errorf("replicas of the queued gang (-want +got):\n%s", d)
 				}
 			}
-			gj := v.gangs[GangJobID("ns", "pg")]
-			if !strings.HasPrefix(gj.waiting, tc.want.waiting) || (tc.want.waiting == "") != (gj.waiting == "") {
-				t.Errorf("waiting %q, want %q...", gj.waiting, tc.want.waiting)
+			gj := v.Gangs[view.GangJobID("ns", "pg")]
+			if !strings.HasPrefix(gj.Waiting, tc.want.waiting) || (tc.want.waiting == "") != (gj.Waiting == "") {
+				t.Errorf("waiting %q, want %q...", gj.Waiting, tc.want.waiting)
 			}
 		})
 	}
 	// The held gang says why: 8 GPUs asked, 8 - 1 free.
-	w := &World{Nodes: nodes, Pods: []corev1.Pod{mk("pg-worker-0", "worker", ""), mk("pg-worker-1", "worker", ""), otherPod("a")},
+	w := &view.World{Nodes: nodes, Pods: []corev1.Pod{mk("pg-worker-0", "worker", ""), mk("pg-worker-1", "worker", ""), otherPod("a")},
 		PodGroups: []schedv1alpha1.PodGroup{withRes}}
-	v := Build(w, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v := view.Build(w, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if _, why := v.Held(); !strings.Contains(why["podgroup:ns/pg"], "minResources") {
 		t.Errorf("held for %q", why["podgroup:ns/pg"])
 	}
@@ -132,14 +133,14 @@ func TestGangJobs(t *testing.T) {
 	te := func(name string) corev1.Pod {
 		return mkPod(name).gang("pg", "worker").label(v1alpha1.OptInLabel, "TE").obj()
 	}
-	w2 := &World{Nodes: nodes, Pods: []corev1.Pod{te("pg-worker-0"), te("pg-worker-1"), mkPod("be").node("a").obj()},
+	w2 := &view.World{Nodes: nodes, Pods: []corev1.Pod{te("pg-worker-0"), te("pg-worker-1"), mkPod("be").node("a").obj()},
 		PodGroups: []schedv1alpha1.PodGroup{withRes}}
-	if d := cmp.Diff([]string{"podgroup:ns/pg"}, queueIDs(Build(w2, t0, Options{DefaultDuration: 100, SchedulerName: "drover"}))); d != "" {
+	if d := cmp.Diff([]string{"podgroup:ns/pg"}, queueIDs(view.Build(w2, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"}))); d != "" {
 		t.Errorf("TE gang next to a BE pod (-want +got):\n%s", d)
 	}
 	// With all 8 free it is queued.
 	w.Pods = w.Pods[:2]
-	v = Build(w, t0, Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v = view.Build(w, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	if d := cmp.Diff([]string{"podgroup:ns/pg"}, queueIDs(v)); d != "" {
 		t.Errorf("queue with the room free (-want +got):\n%s", d)
 	}

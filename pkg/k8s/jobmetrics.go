@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // Job-phase metrics. The counters are driven by the executor's status
@@ -121,7 +122,7 @@ func (m *Metrics) transition(before statusMark, tj *v1alpha1.TrainingJob, now ti
 		m.WaitSeconds.WithLabelValues(class).Observe(max(0, now.Sub(before.since).Seconds()))
 	case s.Phase == v1alpha1.PhaseSuspended && s.Preemptions == before.preemptions && !queued(before.phase):
 		why := PreemptNodeLost
-		if strings.HasPrefix(s.Reason, ReasonPlacementRefused) {
+		if strings.HasPrefix(s.Reason, view.ReasonPlacementRefused) {
 			why = PreemptInvalidStatus
 		}
 		m.Preemptions.WithLabelValues(class, why).Inc()
@@ -191,7 +192,7 @@ func progressSummary(p *v1alpha1.ProgressStatus) string {
 
 // observeJobs sets drover_jobs from every TrainingJob of the world (the
 // copies this cycle wrote, where there are), and drover_placeholder_pods.
-func (e *Executor) observeJobs(w *World, v *View) {
+func (e *Executor) observeJobs(w *view.World, v *view.View) {
 	n := map[phaseClass]int{}
 	// cur is job i as this cycle left it: its jobView's copy, unless a
 	// write of the job is in flight (the flight owns the jobView: the
@@ -199,9 +200,9 @@ func (e *Executor) observeJobs(w *World, v *View) {
 	// snapshot (the world holds it as ended).
 	busy := e.inFlight()
 	cur := func(i int) *v1alpha1.TrainingJob {
-		key := JobKey(&w.Jobs[i])
-		if jv := v.jobs[key]; jv != nil && !busy[key] {
-			return jv.tj
+		key := view.JobKey(&w.Jobs[i])
+		if jv := v.Jobs[key]; jv != nil && !busy[key] {
+			return jv.TJ
 		}
 		return &w.Jobs[i]
 	}
@@ -213,7 +214,7 @@ func (e *Executor) observeJobs(w *World, v *View) {
 	if e.finished != nil {
 		for i := range w.Jobs {
 			if tj := cur(i); tj.Status.Phase.Terminal() {
-				ended = append(ended, JobKey(tj))
+				ended = append(ended, view.JobKey(tj))
 			}
 		}
 		var counted map[string]bool
@@ -225,7 +226,7 @@ func (e *Executor) observeJobs(w *World, v *View) {
 	}
 	for i := range w.Jobs {
 		tj := cur(i)
-		if len(ended) > 0 && slices.Contains(ended, JobKey(tj)) {
+		if len(ended) > 0 && slices.Contains(ended, view.JobKey(tj)) {
 			continue // counted by e.finished
 		}
 		p := tj.Status.Phase

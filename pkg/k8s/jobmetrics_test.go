@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -226,10 +227,10 @@ func TestObserveJobs(t *testing.T) {
 	jobs[2].Spec.Class = v1alpha1.ClassTE
 	jobs[2].Status.Phase = v1alpha1.PhaseRunning
 	jobs[2].Status.Placement = []v1alpha1.Assignment{{Group: "worker", Node: "n", Count: 1}}
-	w := &World{Nodes: []corev1.Node{testNode("n", "8", "0", true)}, Jobs: jobs}
+	w := &view.World{Nodes: []corev1.Node{testNode("n", "8", "0", true)}, Jobs: jobs}
 	e := New(Config{}, nil, nil, nil, nil, logr.Discard())
 	e.m = newMetrics(prometheus.NewRegistry())
-	e.observeJobs(w, Build(w, t0, Options{DefaultDuration: 100}))
+	e.observeJobs(w, view.Build(w, t0, view.Options{DefaultDuration: 100}))
 	for _, c := range []struct {
 		phase, class string
 		want         float64
@@ -257,14 +258,14 @@ func TestQueueAndPositions(t *testing.T) {
 		objs[i] = &jobs[i]
 	}
 	cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.TrainingJob{}).Build()
-	read := func() *World {
+	read := func() *view.World {
 		var l v1alpha1.TrainingJobList
 		if err := cl.List(context.Background(), &l); err != nil {
 			t.Fatal(err)
 		}
-		return &World{Jobs: l.Items}
+		return &view.World{Jobs: l.Items}
 	}
-	v := Build(read(), t0.Add(time.Hour), Options{DefaultDuration: 100})
+	v := view.Build(read(), t0.Add(time.Hour), view.Options{DefaultDuration: 100})
 	var order []string
 	for _, q := range v.Queue() {
 		order = append(order, q.Name)
@@ -299,8 +300,8 @@ func TestQueueAndPositions(t *testing.T) {
 	}
 	// "late" starts: within the period nothing is rewritten; after it, the
 	// window moves and the job that left it loses its position.
-	v = Build(read(), now, Options{DefaultDuration: 100})
-	v.jobs["ns/late"].st.Phase = cluster.Running
+	v = view.Build(read(), now, view.Options{DefaultDuration: 100})
+	v.Jobs["ns/late"].St.Phase = cluster.Running
 	now = now.Add(time.Second)
 	if err := e.publishQueue(context.Background(), v); err != nil {
 		t.Fatal(err)

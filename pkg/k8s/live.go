@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // Cache indexes that let a cycle read only the live part of the world.
@@ -47,7 +48,7 @@ func podState(p *corev1.Pod, schedulerName string) string {
 	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		return podLive
 	}
-	if gangOf(p, schedulerName) != "" {
+	if view.GangOf(p, schedulerName) != "" {
 		return podLive
 	}
 	if job := p.Labels[v1alpha1.LabelJob]; job != "" {
@@ -109,7 +110,7 @@ func (f *finishedJobs) update(o any, deleted bool) {
 	if !ok || (f.ns != "" && tj.Namespace != f.ns) {
 		return
 	}
-	key := JobKey(tj)
+	key := view.JobKey(tj)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if old, ok := f.jobs[key]; ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/k8s/report"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -28,7 +29,7 @@ func TestLiveIndexValues(t *testing.T) {
 			Status: corev1.PodStatus{Phase: phase}}
 	}
 	job := map[string]string{v1alpha1.LabelJob: "j"}
-	gang := map[string]string{LabelPodGroup: "g"}
+	gang := map[string]string{view.LabelPodGroup: "g"}
 	now := metav1.Now()
 	tj := func(phase v1alpha1.TrainingJobPhase, deleting *metav1.Time) *v1alpha1.TrainingJob {
 		return &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: deleting}, Status: v1alpha1.TrainingJobStatus{Phase: phase}}

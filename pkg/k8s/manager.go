@@ -44,15 +44,9 @@ func Scheme() *runtime.Scheme {
 // leader schedules, and a new leader rebuilds everything from the API
 // server.
 func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Manager, *Executor, error) {
-	var pol policy.Policy
-	var err error
-	if cfg.Profile != nil {
-		pol, err = plugins.Profile(*cfg.Profile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("scheduler config: %w", err)
-		}
-	} else if pol, err = reg.New(cfg.Policy); err != nil {
-		return nil, nil, fmt.Errorf("scheduler config: policy: %w", err)
+	pol, err := configPolicy(cfg, reg)
+	if err != nil {
+		return nil, nil, err
 	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = cfg.ClientQPS, cfg.ClientBurst
@@ -71,19 +65,9 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	}
 	var fence *Fence
 	if cfg.LeaderElection {
-		// The elector's Lease lock, as controller-runtime makes it, behind
-		// a Fence that every write of the executor passes (fence.go).
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, nil, fmt.Errorf("leader election identity: %w", err)
+		if fence, err = leaseFence(rc, cfg); err != nil {
+			return nil, nil, err
 		}
-		lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, cfg.LeaderElectionNamespace, cfg.LeaderElectionID,
-			resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())}, rest.AddUserAgent(rc, "leader-election"), cfg.RenewDeadline.Duration)
-		if err != nil {
-			return nil, nil, fmt.Errorf("leader election lock: %w", err)
-		}
-		fence = NewFence(lock, cfg.RenewDeadline.Duration)
-		fence.Refused = DefaultMetrics().FencedWrites.Inc
 		opts.LeaderElectionResourceLockInterface = fence
 	}
 	mgr, err := ctrl.NewManager(rc, opts)
@@ -99,27 +83,78 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	ex := New(cfg, WithFence(mgr.GetClient(), fence), mgr.GetAPIReader(), mgr.GetEventRecorderFor(cfg.SchedulerName), pol,
 		ctrl.Log.WithName("drover-scheduler"))
 	ex.fence = fence
+	if err := addInformers(mgr, ex, cfg); err != nil {
+		return nil, nil, err
+	}
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := ex.EnsurePriorityClass(ctx); err != nil {
+			ex.log.Error(err, "placeholders will not get their PriorityClass")
+		}
+		return ex.Run(ctx)
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	return mgr, ex, nil
+}
+
+// configPolicy builds the config's profile or preset.
+func configPolicy(cfg Config, reg *policy.Registry) (policy.Policy, error) {
+	var pol policy.Policy
+	var err error
+	if cfg.Profile != nil {
+		pol, err = plugins.Profile(*cfg.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler config: %w", err)
+		}
+	} else if pol, err = reg.New(cfg.Policy); err != nil {
+		return nil, fmt.Errorf("scheduler config: policy: %w", err)
+	}
+	return pol, nil
+}
+
+// leaseFence is the elector's Lease lock, as controller-runtime makes it,
+// behind a Fence that every write of the executor passes (fence.go).
+func leaseFence(rc *rest.Config, cfg Config) (*Fence, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("leader election identity: %w", err)
+	}
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, cfg.LeaderElectionNamespace, cfg.LeaderElectionID,
+		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())}, rest.AddUserAgent(rc, "leader-election"), cfg.RenewDeadline.Duration)
+	if err != nil {
+		return nil, fmt.Errorf("leader election lock: %w", err)
+	}
+	fence := NewFence(lock, cfg.RenewDeadline.Duration)
+	fence.Refused = DefaultMetrics().FencedWrites.Inc
+	return fence, nil
+}
+
+// addInformers registers the executor's informer handlers and field indexes on
+// the manager's cache, and starts the informers of every kind a cycle
+// lists.
+func addInformers(mgr manager.Manager, ex *Executor, cfg Config) error {
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("pod informer: %w", err)
+		return fmt.Errorf("pod informer: %w", err)
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { observe(ex, o) },
 		UpdateFunc: func(_, o any) { observe(ex, o) },
 	}); err != nil {
-		return nil, nil, fmt.Errorf("pod informer: %w", err)
+		return fmt.Errorf("pod informer: %w", err)
 	}
 	if err := indexLive(context.Background(), mgr.GetFieldIndexer(), cfg.SchedulerName); err != nil {
-		return nil, nil, err
+		return err
 	}
 	ex.indexed = true
 	ex.finished = newFinishedJobs(cfg.Namespace)
 	jinf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.TrainingJob{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("trainingjob informer: %w", err)
+		return fmt.Errorf("trainingjob informer: %w", err)
 	}
 	if _, err := jinf.AddEventHandler(ex.finished.handler()); err != nil {
-		return nil, nil, fmt.Errorf("trainingjob informer: %w", err)
+		return fmt.Errorf("trainingjob informer: %w", err)
 	}
 	// Every other kind a cycle lists gets its informer now too, so that
 	// the manager starts them together: otherwise the first cycle's lists
@@ -132,19 +167,10 @@ func NewManager(rc *rest.Config, cfg Config, reg *policy.Registry) (manager.Mana
 	}
 	for _, obj := range kinds {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
-			return nil, nil, fmt.Errorf("%T informer: %w", obj, err)
+			return fmt.Errorf("%T informer: %w", obj, err)
 		}
 	}
-	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if err := ex.EnsurePriorityClass(ctx); err != nil {
-			ex.log.Error(err, "placeholders will not get their PriorityClass")
-		}
-		return ex.Run(ctx)
-	}))
-	if err != nil {
-		return nil, nil, err
-	}
-	return mgr, ex, nil
+	return nil
 }
 
 // cacheOptions narrows the informers to what the scheduler's role lets it

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -20,7 +21,7 @@ func TestPlaceholderLabelOnlyInItsNamespace(t *testing.T) {
 	own.Namespace = "drover-system"
 	tenant := mkPod("fake").node("n0").label(v1alpha1.LabelPlaceholder, "warm").obj()
 	tenant.Namespace = "team-a"
-	one := PodDemand(&own.Spec)
+	one := view.PodDemand(&own.Spec)
 	for _, tc := range []struct {
 		name string
 		ns   string
@@ -29,8 +30,8 @@ func TestPlaceholderLabelOnlyInItsNamespace(t *testing.T) {
 		{"placeholder namespace set", "drover-system", one},
 		{"unset (any namespace, as before)", "", one.Add(one)},
 	} {
-		v := Build(&World{Nodes: []corev1.Node{mkNode("n0").obj()}, Pods: []corev1.Pod{own, tenant}}, t0,
-			Options{DefaultDuration: 100, SchedulerName: "drover", PlaceholderNamespace: tc.ns})
+		v := view.Build(&view.World{Nodes: []corev1.Node{mkNode("n0").obj()}, Pods: []corev1.Pod{own, tenant}}, t0,
+			view.Options{DefaultDuration: 100, SchedulerName: "drover", PlaceholderNamespace: tc.ns})
 		n := v.Snap.Nodes[0]
 		if n.Placeholder != tc.want {
 			t.Errorf("%s: placeholder capacity %v, want %v", tc.name, n.Placeholder, tc.want)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s/report"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // semantic is equality.Semantic, which compares metav1.Time by instant,
@@ -41,21 +42,59 @@ const maxEvals = 64
 // in earlier cycles and with what its pods did: completion and failure,
 // progress reports, pods to create, bind or delete, stuck terminations. It
 // reports whether the job's phase changed.
-func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, error) {
-	tj := jv.tj
-	if jv.invalid != nil {
+func (e *Executor) reconcile(ctx context.Context, v *view.View, jv *view.Job) (bool, error) {
+	tj := jv.TJ
+	if jv.Invalid != nil {
 		err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			o.Status.Phase = v1alpha1.PhaseFailed
-			o.Status.Reason = "invalid spec: " + jv.invalid.Error()
+			o.Status.Reason = "invalid spec: " + jv.Invalid.Error()
 			setTerminal(&o.Status, v1alpha1.PhaseFailed, o.Status.Reason)
 			return nil
 		})
 		if err == nil {
-			e.event(jv.tj, true, "InvalidSpec", "%v", jv.invalid)
+			e.event(jv.TJ, true, "InvalidSpec", "%v", jv.Invalid)
 		}
 		return true, err
 	}
-	for _, p := range jv.stuck {
+	e.reportStuck(jv)
+	before := tj.Status.Phase
+	next := tj.Status.DeepCopy()
+	e.copyProgress(jv, next)
+	stuckCondition(jv, next)
+
+	if jv.BadLabels != nil {
+		// Someone wrote labels the scheduler would not have: keep the
+		// valid ones, drop the rest, and say so.
+		next.PolicyLabels = maps.Clone(jv.St.Labels)
+		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.BadLabels)
+		e.log.Info("dropped invalid policy labels", "job", view.JobKey(tj), "error", jv.BadLabels.Error())
+	}
+	var podErr error
+	switch tj.Status.Phase {
+	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
+		podErr = e.reconcilePlaced(ctx, jv, next)
+	case v1alpha1.PhaseSuspended, v1alpha1.PhasePending, "":
+		// Replica pods of a job that holds no placement are leftovers (a
+		// scheduler that stopped between the status write and the
+		// deletions): delete them.
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		if next.Phase == "" {
+			next.Phase = v1alpha1.PhasePending
+		}
+	}
+	next.ProgressCategory = category(jv, next)
+	// The tenant the job is charged to, once for a job written before it
+	// was shown or after the config's mapping changed (every status
+	// write sets it too).
+	next.Tenant = view.Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
+	return e.writeReconciled(ctx, jv, before, next, podErr)
+}
+
+// reportStuck raises an Event, once per pod, for the job's pods
+// terminating past their grace period.
+func (e *Executor) reportStuck(jv *view.Job) {
+	tj := jv.TJ
+	for _, p := range jv.Stuck {
 		e.mu.Lock()
 		first := !e.reported[p.UID]
 		e.reported[p.UID] = true
@@ -65,116 +104,117 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 				p.Name, e.Now().Sub(p.DeletionTimestamp.Time).Round(time.Second))
 		}
 	}
-	before := tj.Status.Phase
-	next := tj.Status.DeepCopy()
-	e.copyProgress(jv, next)
-	if len(jv.stuck) > 0 {
+}
+
+// stuckCondition sets or clears the Stuck condition in next.
+func stuckCondition(jv *view.Job, next *v1alpha1.TrainingJobStatus) {
+	if len(jv.Stuck) > 0 {
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionTrue,
-			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.stuck))})
+			Reason: "PastGracePeriod", Message: fmt.Sprintf("%d replica pods terminating past their grace period", len(jv.Stuck))})
 	} else if meta.IsStatusConditionTrue(next.Conditions, v1alpha1.ConditionStuck) {
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionStuck, Status: metav1.ConditionFalse, Reason: "Gone"})
 	}
+}
 
-	if jv.badLabels != nil {
-		// Someone wrote labels the scheduler would not have: keep the
-		// valid ones, drop the rest, and say so.
-		next.PolicyLabels = maps.Clone(jv.st.Labels)
-		e.event(tj, true, "PolicyLabelsDropped", "%v", jv.badLabels)
-		e.log.Info("dropped invalid policy labels", "job", JobKey(tj), "error", jv.badLabels.Error())
-	}
+// reconcilePlaced reconciles a job that holds a placement (Admitted or
+// Running): its end, a placement it cannot keep, or its pods; it
+// returns the pod calls' error.
+func (e *Executor) reconcilePlaced(ctx context.Context, jv *view.Job, next *v1alpha1.TrainingJobStatus) error {
+	tj := jv.TJ
 	var podErr error
-	switch tj.Status.Phase {
-	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
-		desired := map[string]int32{}
-		for _, a := range tj.Status.Placement {
-			desired[a.Group] += a.Count
-		}
-		first := tj.Spec.ReplicaGroups[0].Name
-		switch {
-		case len(jv.failed) > 0:
-			p := jv.failed[0]
-			e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
-			podErr = e.deletePods(ctx, jv, jv.live(), 0)
-			e.event(tj, true, "Failed", "%s", next.Reason)
-		case desired[first] > 0 && int32(jv.succeeded[first]) >= desired[first]:
-			e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
-			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
-			e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
-		case jv.badPlacement != nil:
-			// The stored placement fails the checks a policy's Start is
-			// held to (someone edited the status): never act on it.
-			// Requeue the job at the head, like a lost node; the policy
-			// places it afresh.
-			next.Phase = v1alpha1.PhaseSuspended
-			next.Placement = nil
-			next.Migrating = false
-			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = ReasonPlacementRefused + ": " + jv.badPlacement.Error() + "; requeued"
-			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
-			e.event(tj, true, ReasonPlacementRefused, "%s", next.Reason)
-		case len(jv.missingNodes) > 0:
-			// A node of the placement is gone: the job cannot run as
-			// placed. Requeue it at the head like a preemption.
-			next.Phase = v1alpha1.PhaseSuspended
-			next.Placement = nil
-			next.Migrating = false
-			next.RequeuedAt = &metav1.Time{Time: e.Now()}
-			next.Reason = "node " + jv.missingNodes[0] + " is gone"
-			podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
-			e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.missingNodes[0])
-		default:
-			if next.Migrating && !jv.waiting() {
-				next.Migrating = false
-				meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
-					Reason: "Restored", Message: "new replicas created from the last checkpoint"})
-			}
-			podErr = e.ensurePods(ctx, jv, next)
-			if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
-				// The API server refuses the job's pods: release the
-				// placement (or fail the job for a refusal that cannot
-				// change) rather than hold it while retrying every cycle.
-				e.refused(next, ref)
-				e.refusedEvent(tj, ref)
-				podErr = e.deletePods(ctx, jv, jv.live(), 0)
-				break
-			}
-			running := map[string]int32{}
-			for _, p := range jv.pods {
-				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(tj.Status.Attempt)) {
-					running[p.Labels[v1alpha1.LabelGroup]]++
-				}
-			}
-			next.Replicas = next.Replicas[:0]
-			all := !next.Migrating
-			for _, g := range tj.Spec.ReplicaGroups {
-				next.Replicas = append(next.Replicas, v1alpha1.GroupStatus{Name: g.Name, Desired: desired[g.Name], Running: running[g.Name]})
-				if running[g.Name] < desired[g.Name] {
-					all = false
-				}
-			}
-			if all && next.Phase == v1alpha1.PhaseAdmitted {
-				next.Phase = v1alpha1.PhaseRunning
-			}
-		}
-	case v1alpha1.PhaseSuspended, v1alpha1.PhasePending, "":
-		// Replica pods of a job that holds no placement are leftovers (a
-		// scheduler that stopped between the status write and the
-		// deletions): delete them.
-		podErr = e.deletePods(ctx, jv, jv.live(), tj.Grace())
-		if next.Phase == "" {
-			next.Phase = v1alpha1.PhasePending
+	desired := map[string]int32{}
+	for _, a := range tj.Status.Placement {
+		desired[a.Group] += a.Count
+	}
+	first := tj.Spec.ReplicaGroups[0].Name
+	switch {
+	case len(jv.Failed) > 0:
+		p := jv.Failed[0]
+		e.finish(next, v1alpha1.PhaseFailed, fmt.Sprintf("pod %s failed: %s", p.Name, podMessage(p)))
+		podErr = e.deletePods(ctx, jv, jv.Live(), 0)
+		e.event(tj, true, "Failed", "%s", next.Reason)
+	case desired[first] > 0 && int32(jv.Succeeded[first]) >= desired[first]:
+		e.finish(next, v1alpha1.PhaseSucceeded, "training replicas completed")
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		e.event(tj, false, "Completed", "all %d %s replicas completed", desired[first], first)
+	case jv.BadPlacement != nil:
+		// The stored placement fails the checks a policy's Start is
+		// held to (someone edited the status): never act on it.
+		// Requeue the job at the head, like a lost node; the policy
+		// places it afresh.
+		next.Phase = v1alpha1.PhaseSuspended
+		next.Placement = nil
+		next.Migrating = false
+		next.RequeuedAt = &metav1.Time{Time: e.Now()}
+		next.Reason = view.ReasonPlacementRefused + ": " + jv.BadPlacement.Error() + "; requeued"
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		e.event(tj, true, view.ReasonPlacementRefused, "%s", next.Reason)
+	case len(jv.MissingNodes) > 0:
+		// A node of the placement is gone: the job cannot run as
+		// placed. Requeue it at the head like a preemption.
+		next.Phase = v1alpha1.PhaseSuspended
+		next.Placement = nil
+		next.Migrating = false
+		next.RequeuedAt = &metav1.Time{Time: e.Now()}
+		next.Reason = "node " + jv.MissingNodes[0] + " is gone"
+		podErr = e.deletePods(ctx, jv, jv.Live(), tj.Grace())
+		e.event(tj, true, "Requeued", "node %s of its placement is gone; requeued", jv.MissingNodes[0])
+	default:
+		podErr = e.reconcileRunning(ctx, jv, next, desired)
+	}
+	return podErr
+}
+
+// reconcileRunning creates and binds the pods of a job that keeps its
+// placement and counts its running replicas into next.
+func (e *Executor) reconcileRunning(ctx context.Context, jv *view.Job, next *v1alpha1.TrainingJobStatus, desired map[string]int32) error {
+	tj := jv.TJ
+	var podErr error
+	if next.Migrating && !jv.Waiting() {
+		next.Migrating = false
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.ConditionMigrating, Status: metav1.ConditionFalse,
+			Reason: "Restored", Message: "new replicas created from the last checkpoint"})
+	}
+	podErr = e.ensurePods(ctx, jv, next)
+	if ref := (*refusedPod)(nil); errors.As(podErr, &ref) {
+		// The API server refuses the job's pods: release the
+		// placement (or fail the job for a refusal that cannot
+		// change) rather than hold it while retrying every cycle.
+		e.refused(next, ref)
+		e.refusedEvent(tj, ref)
+		podErr = e.deletePods(ctx, jv, jv.Live(), 0)
+		return podErr
+	}
+	running := map[string]int32{}
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(tj.Status.Attempt)) {
+			running[p.Labels[v1alpha1.LabelGroup]]++
 		}
 	}
-	next.ProgressCategory = category(jv, next)
-	// The tenant the job is charged to, once for a job written before it
-	// was shown or after the config's mapping changed (every status
-	// write sets it too).
-	next.Tenant = Options{Tenants: e.cfg.Tenants}.Tenant(tj.Namespace)
-	if e.deferProgress(JobKey(tj), next, &tj.Status) {
+	next.Replicas = next.Replicas[:0]
+	all := !next.Migrating
+	for _, g := range tj.Spec.ReplicaGroups {
+		next.Replicas = append(next.Replicas, v1alpha1.GroupStatus{Name: g.Name, Desired: desired[g.Name], Running: running[g.Name]})
+		if running[g.Name] < desired[g.Name] {
+			all = false
+		}
+	}
+	if all && next.Phase == v1alpha1.PhaseAdmitted {
+		next.Phase = v1alpha1.PhaseRunning
+	}
+	return podErr
+}
+
+// writeReconciled writes the status reconcile computed (next; before is
+// the phase it started from), deferred, skipped or in flight as the job
+// allows, and reports whether the phase changed.
+func (e *Executor) writeReconciled(ctx context.Context, jv *view.Job, before v1alpha1.TrainingJobPhase, next *v1alpha1.TrainingJobStatus, podErr error) (bool, error) {
+	tj := jv.TJ
+	if e.deferProgress(view.JobKey(tj), next, &tj.Status) {
 		// Nothing to write, or only what a running job reports: kept in
 		// memory (and in this cycle's snapshot) until ProgressPeriod
 		// passes or another status write of the job carries it.
-		s := &jv.tj.Status
+		s := &jv.TJ.Status
 		s.Phase, s.Replicas = next.Phase, next.Replicas
 		s.Progress, s.Evals, s.ProgressCategory = next.Progress, next.Evals, next.ProgressCategory
 		return before != s.Phase, podErr
@@ -188,7 +228,7 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		unset := *next
 		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
 		if semantic.DeepEqual(&unset, &tj.Status) {
-			jv.fresh = true
+			jv.Fresh = true
 			return false, podErr
 		}
 	}
@@ -216,18 +256,18 @@ func (e *Executor) reconcile(ctx context.Context, v *View, jv *jobView) (bool, e
 		// cycle's World, which the cycle rewrites (with ended) to rebuild
 		// its snapshot.
 		tj = tj.DeepCopy()
-		jv.tj = tj
+		jv.TJ = tj
 		ended := tj.DeepCopy()
 		ended.Status = *next.DeepCopy()
-		jv.ended = ended
-		e.late([]*flight{e.launch(JobKey(tj), func(func()) error { return write() })})
+		jv.Ended = ended
+		e.late([]*flight{e.launch(view.JobKey(tj), func(func()) error { return write() })})
 		return true, podErr
 	}
 	err := write()
 	if err == nil && podErr != nil {
 		err = podErr
 	}
-	return before != jv.tj.Status.Phase, err
+	return before != jv.TJ.Status.Phase, err
 }
 
 func (e *Executor) finish(s *v1alpha1.TrainingJobStatus, phase v1alpha1.TrainingJobPhase, reason string) {
@@ -268,8 +308,8 @@ func podMessage(p *corev1.Pod) string {
 
 // category is the policy's "category" label when set, else the progress
 // quartile.
-func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
-	for k, v := range jv.st.Labels {
+func category(jv *view.Job, s *v1alpha1.TrainingJobStatus) string {
+	for k, v := range jv.St.Labels {
 		if k == "category" || strings.HasSuffix(k, "/category") {
 			return v
 		}
@@ -290,27 +330,6 @@ func category(jv *jobView, s *v1alpha1.TrainingJobStatus) string {
 	}
 }
 
-// live returns the job's pods that are not terminating.
-func (jv *jobView) live() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range jv.pods {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// waiting reports whether terminating pods (not yet stuck) remain.
-func (jv *jobView) waiting() bool {
-	for _, p := range jv.pods {
-		if p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // copyProgress copies the newest trainer report found on the job's pods
 // into the status, and appends its metric to the eval history. Only pods
 // the job controls (the owner reference the scheduler sets, with the
@@ -322,14 +341,14 @@ func (jv *jobView) waiting() bool {
 // this check or by hand, is dropped with its checkpoint, so that the
 // trainers' real reports are read again and no replacement pod resumes
 // from a checkpoint that a forged report named.
-func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
+func (e *Executor) copyProgress(jv *view.Job, s *v1alpha1.TrainingJobStatus) {
 	now := e.Now()
-	best := e.observedReport(JobKey(jv.tj), jv.tj.UID)
+	best := e.observedReport(view.JobKey(jv.TJ), jv.TJ.UID)
 	if best != nil && e.future(best, now) {
 		best = nil
 	}
-	for _, p := range jv.pods {
-		if !metav1.IsControlledBy(p, jv.tj) {
+	for _, p := range jv.Pods {
+		if !metav1.IsControlledBy(p, jv.TJ) {
 			continue
 		}
 		r, err := report.Parse(p.Annotations[v1alpha1.AnnotationReport])
@@ -346,13 +365,13 @@ func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 	if best == nil || (s.Progress != nil && !best.Time.After(s.Progress.ReportedAt.Time)) {
 		return
 	}
-	ps := &v1alpha1.ProgressStatus{Fraction: clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
+	ps := &v1alpha1.ProgressStatus{Fraction: view.Clamp01(best.Progress), Metric: best.Metric, ReportedAt: v1alpha1.NewReportTime(best.Time)}
 	if s.Progress != nil {
 		ps.Checkpoint, ps.CheckpointFraction = s.Progress.Checkpoint, s.Progress.CheckpointFraction
 	}
 	if best.Checkpoint != "" {
 		ps.Checkpoint = best.Checkpoint
-		ps.CheckpointFraction = clamp01(best.CheckpointProgress)
+		ps.CheckpointFraction = view.Clamp01(best.CheckpointProgress)
 	}
 	s.Progress = ps
 	if best.Metric != nil {
@@ -370,14 +389,14 @@ func (e *Executor) copyProgress(jv *jobView, s *v1alpha1.TrainingJobStatus) {
 // bound, so a restarted scheduler completes the same binding; binding a
 // pod that is already bound is refused by the API server. Together these
 // make every step safe to repeat.
-func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.TrainingJobStatus) error {
-	tj := jv.tj
+func (e *Executor) ensurePods(ctx context.Context, jv *view.Job, s *v1alpha1.TrainingJobStatus) error {
+	tj := jv.TJ
 	attempt := strconv.Itoa(int(s.Attempt))
 	type key struct{ group, node string }
 	have := map[key][]*corev1.Pod{}
 	used := map[string]map[int]bool{}
 	var stale []*corev1.Pod
-	for _, p := range jv.pods {
+	for _, p := range jv.Pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -386,7 +405,7 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 			continue
 		}
 		g := p.Labels[v1alpha1.LabelGroup]
-		k := key{g, podNode(p)}
+		k := key{g, view.PodNode(p)}
 		have[k] = append(have[k], p)
 		if used[g] == nil {
 			used[g] = map[int]bool{}
@@ -420,38 +439,11 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 				}
 			}
 		}
-		for range int(a.Count) - len(pods) {
-			if used[a.Group] == nil {
-				used[a.Group] = map[int]bool{}
-			}
-			idx := 0
-			for used[a.Group][idx] {
-				idx++
-			}
-			used[a.Group][idx] = true
-			p, err := e.newPod(tj, s, a.Group, idx, a.Node)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := e.createPod(ctx, p); err != nil {
-				if ref := (*refusedPod)(nil); errors.As(err, &ref) {
-					// The rest would be refused too, or start a job that
-					// cannot have all its pods: stop, and take back the
-					// pods this call created (they have not run).
-					if derr := e.deletePods(ctx, jv, created, 0); derr != nil {
-						return joinErrs([]error{err, derr})
-					}
-					return err
-				}
-				errs = append(errs, err)
-				continue
-			}
-			created = append(created, p)
-			if err := e.bind(ctx, p, a.Node); err != nil {
-				errs = append(errs, err)
-			}
+		added, stop := e.createReplicas(ctx, jv, s, a, int(a.Count)-len(pods), used, &created)
+		if stop != nil {
+			return stop
 		}
+		errs = append(errs, added...)
 	}
 	// Pods of the current attempt on (group, node) pairs no longer in the
 	// placement (a resize moved them).
@@ -471,6 +463,48 @@ func (e *Executor) ensurePods(ctx context.Context, jv *jobView, s *v1alpha1.Trai
 	return joinErrs(errs)
 }
 
+// createReplicas creates and binds n new pods of assignment a for
+// ensurePods, each at the lowest index of its group not in used, and
+// adds them to created. A refused pod stops it: the pods created so far
+// are deleted and the refusal returned as stop.
+func (e *Executor) createReplicas(ctx context.Context, jv *view.Job, s *v1alpha1.TrainingJobStatus, a v1alpha1.Assignment, n int,
+	used map[string]map[int]bool, created *[]*corev1.Pod) (errs []error, stop error) {
+	tj := jv.TJ
+	for range n {
+		if used[a.Group] == nil {
+			used[a.Group] = map[int]bool{}
+		}
+		idx := 0
+		for used[a.Group][idx] {
+			idx++
+		}
+		used[a.Group][idx] = true
+		p, err := e.newPod(tj, s, a.Group, idx, a.Node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := e.createPod(ctx, p); err != nil {
+			if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+				// The rest would be refused too, or start a job that
+				// cannot have all its pods: stop, and take back the
+				// pods this call created (they have not run).
+				if derr := e.deletePods(ctx, jv, *created, 0); derr != nil {
+					return nil, joinErrs([]error{err, derr})
+				}
+				return nil, err
+			}
+			errs = append(errs, err)
+			continue
+		}
+		*created = append(*created, p)
+		if err := e.bind(ctx, p, a.Node); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs, nil
+}
+
 // refusedPod is a replica pod the API server refused to create, with
 // the typed reason: ReasonInvalidPod (the spec is invalid) and
 // ReasonPodSecurity (the namespace's Pod Security level forbids it) cannot
@@ -488,7 +522,7 @@ func (r *refusedPod) Unwrap() error { return r.err }
 
 // permanent reports whether the refusal cannot change without a new spec.
 func (r *refusedPod) permanent() bool {
-	return r.reason == ReasonInvalidPod || r.reason == ReasonPodSecurity
+	return r.reason == view.ReasonInvalidPod || r.reason == view.ReasonPodSecurity
 }
 
 // classifyRefusal returns the refusal of pod p that err is, or nil when
@@ -497,15 +531,15 @@ func classifyRefusal(p *corev1.Pod, err error) *refusedPod {
 	reason := ""
 	switch {
 	case apierrors.IsInvalid(err):
-		reason = ReasonInvalidPod
+		reason = view.ReasonInvalidPod
 	case !apierrors.IsForbidden(err):
 		return nil
 	case strings.Contains(err.Error(), "violates PodSecurity"):
-		reason = ReasonPodSecurity
+		reason = view.ReasonPodSecurity
 	case strings.Contains(err.Error(), "exceeded quota"):
-		reason = ReasonQuotaExceeded
+		reason = view.ReasonQuotaExceeded
 	default:
-		reason = ReasonPodRefused
+		reason = view.ReasonPodRefused
 	}
 	return &refusedPod{reason: reason, err: fmt.Errorf("the API server refuses replica pod %s/%s: %w", p.Namespace, p.Name, err)}
 }
@@ -545,7 +579,7 @@ func (e *Executor) refusedEvent(tj *v1alpha1.TrainingJob, ref *refusedPod) {
 		e.event(tj, true, "Failed", "%s: %s", ref.reason, ref.Error())
 		return
 	}
-	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), RefusalBackoff)
+	e.event(tj, true, ref.reason, "%s; placement released, retrying in %v at the earliest", ref.Error(), view.RefusalBackoff)
 }
 
 func joinErrs(errs []error) error {
@@ -695,7 +729,7 @@ func (e *Executor) bind(ctx context.Context, p *corev1.Pod, node string) error {
 
 // deletePods deletes pods with the given grace period (the container gets
 // SIGTERM and that long to checkpoint).
-func (e *Executor) deletePods(ctx context.Context, jv *jobView, pods []*corev1.Pod, grace int64) error {
+func (e *Executor) deletePods(ctx context.Context, jv *view.Job, pods []*corev1.Pod, grace int64) error {
 	var errs []error
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/plugins"
 )
 
@@ -29,7 +30,7 @@ func TestQueuePersistsAcrossCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := pol.(*framework.Runtime)
-	w := &World{}
+	w := &view.World{}
 	for i := range 2 {
 		w.Nodes = append(w.Nodes, testNode(fmt.Sprintf("small-%d", i), "16", "8", true))
 	}
@@ -42,10 +43,10 @@ func TestQueuePersistsAcrossCycles(t *testing.T) {
 	for i := range 40 {
 		w.Jobs = append(w.Jobs, testJob(fmt.Sprintf("job-%02d", i), t0.Add(time.Duration(i)*time.Second), 2, "12", "1"))
 	}
-	o := Options{DefaultDuration: 3600, Jobs: NewJobCache(), Nodes: NewNodeTable()}
+	o := view.Options{DefaultDuration: 3600, Jobs: view.NewJobCache(), Nodes: view.NewNodeTable()}
 	cycle := func(min time.Duration) (tries, starts int) {
 		before := rt.Tries()
-		v := Build(w, t0.Add(min*time.Minute), o)
+		v := view.Build(w, t0.Add(min*time.Minute), o)
 		acts, faults := rt.ScheduleGuarded(v.Snap)
 		if len(faults) > 0 {
 			t.Fatalf("faults: %v", faults)

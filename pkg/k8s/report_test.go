@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s/report"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // A report dated beyond the clock skew is not read, whether it comes from
@@ -63,7 +64,7 @@ func TestFutureReportsIgnored(t *testing.T) {
 			e := New(cfg, nil, nil, nil, nil, logr.Discard())
 			e.Now = func() time.Time { return now }
 			tj := &v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "uid-j"}}
-			jv := &jobView{tj: tj}
+			jv := &view.Job{TJ: tj}
 			pod := func(i int, r report.Report, owner types.UID) *corev1.Pod {
 				b, err := report.Patch(r)
 				if err != nil {
@@ -85,10 +86,10 @@ func TestFutureReportsIgnored(t *testing.T) {
 			for i, r := range c.foreign {
 				e.ObserveReport(pod(100+i, r, "uid-other"))
 				e.ObserveReport(pod(200+i, r, ""))
-				jv.pods = append(jv.pods, pod(100+i, r, "uid-other"), pod(200+i, r, ""))
+				jv.Pods = append(jv.Pods, pod(100+i, r, "uid-other"), pod(200+i, r, ""))
 			}
 			for i, r := range c.pods {
-				jv.pods = append(jv.pods, pod(i, r, tj.UID))
+				jv.Pods = append(jv.Pods, pod(i, r, tj.UID))
 			}
 			s := &v1alpha1.TrainingJobStatus{Progress: c.status.DeepCopy()}
 			e.copyProgress(jv, s)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
 )
@@ -33,7 +34,7 @@ func testNode(name string, cpu, gpu string, ready bool) corev1.Node {
 	if ready {
 		st = corev1.ConditionTrue
 	}
-	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Gi"), GPUResource: resource.MustParse(gpu)}
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Gi"), view.GPUResource: resource.MustParse(gpu)}
 	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Status: corev1.NodeStatus{Allocatable: rl, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}}}
 }
@@ -42,14 +43,14 @@ func testJob(name string, created time.Time, replicas int32, cpu, gpu string) v1
 	return v1alpha1.TrainingJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(created), UID: types.UID("uid-" + name)},
 		Spec: v1alpha1.TrainingJobSpec{Class: v1alpha1.ClassBE, ReplicaGroups: []v1alpha1.ReplicaGroup{{Name: "worker", Replicas: replicas,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), GPUResource: resource.MustParse(gpu)}}}}}}}}}}
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), view.GPUResource: resource.MustParse(gpu)}}}}}}}}}}
 }
 
 func replicaPod(job, group, node string, attempt string, deleting *metav1.Time) corev1.Pod {
 	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-" + group + "-" + node, Namespace: "ns", DeletionTimestamp: deleting,
 		Labels:      map[string]string{v1alpha1.LabelJob: job, v1alpha1.LabelGroup: group, v1alpha1.LabelAttempt: attempt},
 		Annotations: map[string]string{v1alpha1.AnnotationNode: node}},
-		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), GPUResource: resource.MustParse("1")}}}}},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), view.GPUResource: resource.MustParse("1")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
@@ -70,7 +71,7 @@ func TestBuild(t *testing.T) {
 	done.Status.Phase = v1alpha1.PhaseSucceeded
 	now := t0.Add(60 * time.Second)
 	grace := metav1.NewTime(now.Add(10 * time.Second))
-	w := &World{
+	w := &view.World{
 		Nodes: []corev1.Node{testNode("b", "8", "4", true), testNode("a", "8", "4", true), testNode("c", "8", "4", false)},
 		Jobs:  []v1alpha1.TrainingJob{later, running, suspended, suspending, earlier, done},
 		Pods: []corev1.Pod{
@@ -82,7 +83,7 @@ func TestBuild(t *testing.T) {
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}},
 		},
 	}
-	v := Build(w, now, Options{DefaultDuration: 100, StuckAfter: time.Minute})
+	v := view.Build(w, now, view.Options{DefaultDuration: 100, StuckAfter: time.Minute})
 	s := v.Snap
 	var names []string
 	for _, n := range s.Nodes {
@@ -113,7 +114,7 @@ func TestBuild(t *testing.T) {
 	if b.Allocated[dres.CPU] != 3000 || b.Releasing[dres.CPU] != 2000 {
 		t.Errorf("node b allocated %v releasing %v", b.Allocated, b.Releasing)
 	}
-	if js := s.Job("ns/susp"); js.GraceEnds != (Options{}).Seconds(grace.Time) {
+	if js := s.Job("ns/susp"); js.GraceEnds != (view.Options{}).Seconds(grace.Time) {
 		t.Errorf("grace ends %v", js.GraceEnds)
 	}
 	if js := s.Job("ns/run"); js.Rate <= 0 || js.Job.Work != 100 {
@@ -128,17 +129,17 @@ func TestBuildStuck(t *testing.T) {
 	req := metav1.NewTime(t0)
 	j.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseSuspended, Attempt: 1, RequeuedAt: &req}
 	del := metav1.NewTime(t0.Add(time.Second))
-	w := &World{Nodes: []corev1.Node{testNode("a", "8", "4", true)}, Jobs: []v1alpha1.TrainingJob{j},
+	w := &view.World{Nodes: []corev1.Node{testNode("a", "8", "4", true)}, Jobs: []v1alpha1.TrainingJob{j},
 		Pods: []corev1.Pod{replicaPod("j", "worker", "a", "1", &del)}}
 	for _, c := range []struct {
 		after time.Duration
 		phase cluster.Phase
 		stuck int
 	}{{5 * time.Second, cluster.Suspending, 0}, {time.Minute, cluster.Pending, 1}} {
-		v := Build(w, t0.Add(c.after), Options{DefaultDuration: 100, StuckAfter: 10 * time.Second})
-		jv := v.jobs["ns/j"]
-		if jv.st.Phase != c.phase || len(jv.stuck) != c.stuck {
-			t.Errorf("after %v: phase %s stuck %d, want %s %d", c.after, jv.st.Phase, len(jv.stuck), c.phase, c.stuck)
+		v := view.Build(w, t0.Add(c.after), view.Options{DefaultDuration: 100, StuckAfter: 10 * time.Second})
+		jv := v.Jobs["ns/j"]
+		if jv.St.Phase != c.phase || len(jv.Stuck) != c.stuck {
+			t.Errorf("after %v: phase %s stuck %d, want %s %d", c.after, jv.St.Phase, len(jv.Stuck), c.phase, c.stuck)
 		}
 		if v.Snap.Nodes[0].Allocated[dres.CPU] != 2000 {
 			t.Errorf("after %v: the terminating pod's CPU is not charged: %v", c.after, v.Snap.Nodes[0].Allocated)
@@ -187,16 +188,16 @@ func TestBuildOptIn(t *testing.T) {
 			Spec: corev1.PodSpec{SchedulerName: sched, NodeName: node, Containers: []corev1.Container{{Name: "c",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
 	}
-	w := &World{Nodes: []corev1.Node{testNode("a", "8", "4", true)},
+	w := &view.World{Nodes: []corev1.Node{testNode("a", "8", "4", true)},
 		Jobs: []v1alpha1.TrainingJob{testJob("tj", t0.Add(2*time.Second), 1, "2", "1")},
 		Pods: []corev1.Pod{
 			pod("first", "drover", "", t0.Add(time.Second), nil),
 			pod("late", "drover", "", t0.Add(3*time.Second), nil),
 			pod("bound", "drover", "a", t0, nil),
 			pod("foreign", "default-scheduler", "", t0, nil),
-			pod("rejected", "drover", "", t0, map[string]string{AnnotationRejected: "no"}),
+			pod("rejected", "drover", "", t0, map[string]string{view.AnnotationRejected: "no"}),
 		}}
-	v := Build(w, t0.Add(time.Minute), Options{DefaultDuration: 100, SchedulerName: "drover"})
+	v := view.Build(w, t0.Add(time.Minute), view.Options{DefaultDuration: 100, SchedulerName: "drover"})
 	var q []string
 	for js := range v.Snap.Pending.All() {
 		q = append(q, js.Job.ID)
@@ -209,43 +210,6 @@ func TestBuildOptIn(t *testing.T) {
 	}
 	if c := v.Snap.Nodes[0].Allocated[dres.CPU]; c != 1000 {
 		t.Errorf("node a allocated %dm CPU, want the bound pod's 1000m", c)
-	}
-}
-
-// The JobCache reuses a converted job until its spec generation (or model
-// label) changes, and forgets jobs that are gone.
-func TestJobCache(t *testing.T) {
-	tj := testJob("a", t0, 1, "4", "1")
-	tj.Generation = 1
-	c := NewJobCache()
-	o := Options{DefaultDuration: 3600, Jobs: c}
-	j1, err := c.get(&tj, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sweep()
-	if j2, _ := c.get(&tj, o); j2 != j1 {
-		t.Error("unchanged spec was converted again")
-	}
-	tj.Spec.Priority = 7
-	tj.Generation = 2
-	j3, _ := c.get(&tj, o)
-	if j3 == j1 || j3.Priority != 7 {
-		t.Errorf("changed spec not reconverted: priority %d", j3.Priority)
-	}
-	tj.Labels = map[string]string{"drover.dev/model": "vae"}
-	if j4, _ := c.get(&tj, o); j4 == j3 || j4.Model != "vae" {
-		t.Error("changed model label not reconverted")
-	}
-	c.sweep()
-	c.sweep() // not seen since the last sweep
-	if len(c.m) != 0 {
-		t.Errorf("cache kept %d jobs that are gone", len(c.m))
-	}
-	other := testJob("b", t0, 1, "4", "1")
-	other.UID = tj.UID // a UID reused by another job must not return a's job
-	if jb, _ := c.get(&other, o); jb.ID != JobKey(&other) {
-		t.Errorf("got job %s for %s", jb.ID, JobKey(&other))
 	}
 }
 
@@ -270,9 +234,9 @@ func TestBuildNodeTable(t *testing.T) {
 		{nodes("d", "c", "b", "a"), []string{"0 b", "1 c", "2 a", "3 d"}},
 		{nodes(), []string{"0 b gone", "1 c gone", "2 a gone", "3 d gone"}},
 	}
-	o := Options{DefaultDuration: 100, Nodes: NewNodeTable()}
+	o := view.Options{DefaultDuration: 100, Nodes: view.NewNodeTable()}
 	for i, c := range cycles {
-		v := Build(&World{Nodes: c.nodes}, t0, o)
+		v := view.Build(&view.World{Nodes: c.nodes}, t0, o)
 		var got []string
 		for j, n := range v.Snap.Nodes {
 			s := fmt.Sprintf("%d %s", n.Index, n.Name)
@@ -374,7 +338,7 @@ func TestBuildOutOfScope(t *testing.T) {
 			Spec: corev1.PodSpec{SchedulerName: "drover", NodeName: node, Containers: []corev1.Container{{Name: "c",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
 	}
-	w := &World{Nodes: []corev1.Node{testNode("a", "8", "4", true)},
+	w := &view.World{Nodes: []corev1.Node{testNode("a", "8", "4", true)},
 		Pods: []corev1.Pod{pod("team", "mine", ""), pod("other", "theirs", ""), pod("other", "theirs-bound", "a")}}
 	cases := []struct {
 		name      string
@@ -388,7 +352,7 @@ func TestBuildOutOfScope(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := Build(w, t0.Add(time.Minute), Options{DefaultDuration: 100, SchedulerName: "drover", InScope: c.inScope})
+			v := view.Build(w, t0.Add(time.Minute), view.Options{DefaultDuration: 100, SchedulerName: "drover", InScope: c.inScope})
 			var pending, running []string
 			for js := range v.Snap.Pending.All() {
 				pending = append(pending, js.Job.ID)

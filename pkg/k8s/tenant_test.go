@@ -20,6 +20,7 @@ import (
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
@@ -62,7 +63,7 @@ func on(node string, n int32) v1alpha1.Assignment {
 }
 
 func TestPolicyLabels(t *testing.T) {
-	long := strings.Repeat("v", MaxPolicyLabelValue+1)
+	long := strings.Repeat("v", view.MaxPolicyLabelValue+1)
 	tests := []struct {
 		name    string
 		job     *tenantJob
@@ -82,7 +83,7 @@ func TestPolicyLabels(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PolicyLabels(tc.job.obj())
+			got, err := view.PolicyLabels(tc.job.obj())
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("labels (-want +got):\n%s", d)
 			}
@@ -93,12 +94,12 @@ func TestPolicyLabels(t *testing.T) {
 	}
 	// At most MaxPolicyLabels entries, the first in key order.
 	var kv []string
-	for i := range MaxPolicyLabels + 2 {
+	for i := range view.MaxPolicyLabels + 2 {
 		kv = append(kv, "drover.dev/k"+string(rune('a'+i)), "v")
 	}
-	got, err := PolicyLabels(aJob("j").labels(kv...).obj())
-	if len(got) != MaxPolicyLabels || got["drover.dev/k"+string(rune('a'+MaxPolicyLabels))] != "" || err == nil {
-		t.Errorf("%d labels kept (error %v), want the first %d and an error", len(got), err, MaxPolicyLabels)
+	got, err := view.PolicyLabels(aJob("j").labels(kv...).obj())
+	if len(got) != view.MaxPolicyLabels || got["drover.dev/k"+string(rune('a'+view.MaxPolicyLabels))] != "" || err == nil {
+		t.Errorf("%d labels kept (error %v), want the first %d and an error", len(got), err, view.MaxPolicyLabels)
 	}
 }
 
@@ -197,7 +198,7 @@ func TestTenantFromNamespace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := ToJob(tc.job.obj(), Options{Tenants: tc.tenants, DefaultDuration: 60})
+			j, err := view.ToJob(tc.job.obj(), view.Options{Tenants: tc.tenants, DefaultDuration: 60})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +330,7 @@ func TestStoredPlacementChecked(t *testing.T) {
 	tiny.Status.Allocatable[corev1.ResourcePods] = *resourceQ("2")
 	gpus4 := func(name string, replicas int32) *tenantJob {
 		b := aJob(name).replicas(replicas)
-		b.tj.Spec.ReplicaGroups[0].Template.Spec.Containers[0].Resources.Requests[GPUResource] = *resourceQ("4")
+		b.tj.Spec.ReplicaGroups[0].Template.Spec.Containers[0].Resources.Requests[view.GPUResource] = *resourceQ("4")
 		return b
 	}
 	admitted := func(b *tenantJob, at ...v1alpha1.Assignment) *v1alpha1.TrainingJob {
@@ -340,7 +341,7 @@ func TestStoredPlacementChecked(t *testing.T) {
 	bound := func(job, node string, i int) *corev1.Pod {
 		p := replicaPod(job, "worker", node, "1", nil)
 		p.Name = fmt.Sprintf("%s-worker-a1-%d", job, i)
-		p.Spec.Containers[0].Resources.Requests[GPUResource] = *resourceQ("4")
+		p.Spec.Containers[0].Resources.Requests[view.GPUResource] = *resourceQ("4")
 		return &p
 	}
 	tests := []struct {
@@ -402,7 +403,7 @@ func TestStoredPlacementChecked(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, tj := range jobs.Items {
-				if strings.HasPrefix(tj.Status.Reason, ReasonPlacementRefused) {
+				if strings.HasPrefix(tj.Status.Reason, view.ReasonPlacementRefused) {
 					if tj.Status.Phase != v1alpha1.PhaseSuspended || len(tj.Status.Placement) != 0 {
 						t.Errorf("%s: refused but phase %s placement %v", tj.Name, tj.Status.Phase, tj.Status.Placement)
 					}

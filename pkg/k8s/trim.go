@@ -6,6 +6,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // trimFinished is the scheduler cache's transform (cacheOptions): every
@@ -70,7 +71,7 @@ func finishedReplica(p *corev1.Pod, schedulerName string) bool {
 		return false
 	}
 	owner := metav1.GetControllerOf(p)
-	return p.Labels[v1alpha1.LabelJob] != "" && owner != nil && owner.Kind == "TrainingJob" && gangOf(p, schedulerName) == ""
+	return p.Labels[v1alpha1.LabelJob] != "" && owner != nil && owner.Kind == "TrainingJob" && view.GangOf(p, schedulerName) == ""
 }
 
 // trimPod is a finished replica pod as the scheduler keeps it. A cycle

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
 // finishedPod is replica pod idx of job tj on node n1, finished in phase
@@ -96,7 +97,7 @@ func TestTrimKeepsWhatTheSchedulerReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap := Build(w, e.Now(), Options{DefaultDuration: 100, StuckAfter: time.Minute, Origin: t0}).Snap
+		snap := view.Build(w, e.Now(), view.Options{DefaultDuration: 100, StuckAfter: time.Minute, Origin: t0}).Snap
 		if _, err := e.Cycle(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-sched/drover/internal/standin"
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
-	"github.com/drover-sched/drover/pkg/k8s/standin"
 )
 
 // BenchmarkBindings measures end-to-end binding throughput through the

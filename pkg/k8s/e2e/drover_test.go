@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/drover-sched/drover/internal/standin"
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
-	"github.com/drover-sched/drover/pkg/k8s/standin"
 	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/specon"
 )

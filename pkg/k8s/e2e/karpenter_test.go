@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/drover-sched/drover/internal/standin"
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
-	"github.com/drover-sched/drover/pkg/k8s/standin"
 )
 
 // karpenterDir is where hack/testbin/karpenter.sh links the autoscaling

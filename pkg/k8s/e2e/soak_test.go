@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-sched/drover/internal/standin"
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/k8s"
-	"github.com/drover-sched/drover/pkg/k8s/standin"
 )
 
 // apiCounter counts the requests a client makes, by verb and resource

@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/drover-sched/drover/internal/standin"
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
-	"github.com/drover-sched/drover/pkg/k8s/standin"
 )
 
 // faultProxy is a loopback TCP proxy in front of the API server. The

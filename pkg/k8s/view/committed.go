@@ -1,4 +1,4 @@
-package k8s
+package view
 
 import (
 	"fmt"
@@ -25,11 +25,11 @@ const ReasonPlacementRefused = "PlacementRefused"
 // replicas in a group than its maximum, make the stored placement
 // unusable: it is returned with an error and no assignment, never
 // expanded (a count of 2^31-1 would otherwise allocate that many).
-func (v *View) storedPlacement(jv *jobView) (cluster.Placement, error) {
-	j := jv.st.Job
+func (v *View) storedPlacement(jv *Job) (cluster.Placement, error) {
+	j := jv.St.Job
 	counts := make([]int, len(j.Groups))
 	var p cluster.Placement
-	for _, a := range jv.tj.Status.Placement {
+	for _, a := range jv.TJ.Status.Placement {
 		g, ok := jv.group(a.Group)
 		if !ok {
 			return nil, fmt.Errorf("status.placement: group %q is not a replica group of the job", a.Group)
@@ -40,7 +40,7 @@ func (v *View) storedPlacement(jv *jobView) (cluster.Placement, error) {
 		}
 		ni, ok := v.nodeIdx[a.Node]
 		if !ok {
-			jv.missingNodes = append(jv.missingNodes, a.Node)
+			jv.MissingNodes = append(jv.MissingNodes, a.Node)
 			continue
 		}
 		for range a.Count {
@@ -53,14 +53,14 @@ func (v *View) storedPlacement(jv *jobView) (cluster.Placement, error) {
 // todo is the part of the job's stored placement that has no pod of the
 // current attempt bound to its node (running, or completed): what
 // reconcile would still create and bind.
-func (v *View) todo(jv *jobView) cluster.Placement {
-	if len(jv.pods)+len(jv.done) == 0 {
-		return jv.st.Placement // nothing created yet (or all gone)
+func (v *View) todo(jv *Job) cluster.Placement {
+	if len(jv.Pods)+len(jv.done) == 0 {
+		return jv.St.Placement // nothing created yet (or all gone)
 	}
 	type key struct{ g, n int }
 	bound := map[key]int{}
-	attempt := strconv.Itoa(int(jv.tj.Status.Attempt))
-	for _, pods := range [][]*corev1.Pod{jv.pods, jv.done} {
+	attempt := strconv.Itoa(int(jv.TJ.Status.Attempt))
+	for _, pods := range [][]*corev1.Pod{jv.Pods, jv.done} {
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Labels[v1alpha1.LabelAttempt] != attempt {
 				continue
@@ -73,7 +73,7 @@ func (v *View) todo(jv *jobView) cluster.Placement {
 		}
 	}
 	var out cluster.Placement
-	for _, a := range jv.st.Placement {
+	for _, a := range jv.St.Placement {
 		if k := (key{a.Group, a.Node}); bound[k] > 0 {
 			bound[k]--
 			continue
@@ -96,21 +96,21 @@ func (v *View) todo(jv *jobView) cluster.Placement {
 // before it.
 func (v *View) checkCommitted() {
 	type cand struct {
-		jv   *jobView
+		jv   *Job
 		at   time.Time
 		todo cluster.Placement
 	}
 	var cands []cand
-	for _, key := range v.order {
-		jv := v.jobs[key]
-		if jv.invalid != nil || jv.badPlacement != nil || len(jv.missingNodes) > 0 {
+	for _, key := range v.Order {
+		jv := v.Jobs[key]
+		if jv.Invalid != nil || jv.BadPlacement != nil || len(jv.MissingNodes) > 0 {
 			continue
 		}
-		if ph := jv.tj.Status.Phase; ph != v1alpha1.PhaseAdmitted && ph != v1alpha1.PhaseRunning {
+		if ph := jv.TJ.Status.Phase; ph != v1alpha1.PhaseAdmitted && ph != v1alpha1.PhaseRunning {
 			continue
 		}
-		at := jv.tj.CreationTimestamp.Time
-		if c := meta.FindStatusCondition(jv.tj.Status.Conditions, v1alpha1.ConditionAdmitted); c != nil {
+		at := jv.TJ.CreationTimestamp.Time
+		if c := meta.FindStatusCondition(jv.TJ.Status.Conditions, v1alpha1.ConditionAdmitted); c != nil {
 			at = c.LastTransitionTime.Time
 		}
 		cands = append(cands, cand{jv: jv, at: at, todo: v.todo(jv)})
@@ -119,7 +119,7 @@ func (v *View) checkCommitted() {
 		return
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return a.at.Compare(b.at) })
-	st := &storedState{v: v, free: make([]resource.Vector, len(v.Snap.Nodes)), extra: cloneExtra(v.extra)}
+	st := &storedState{v: v, free: make([]resource.Vector, len(v.Snap.Nodes)), extra: CloneExtra(v.Extra)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			st.free[i] = n.Free().Add(n.Placeholder)
@@ -129,21 +129,21 @@ func (v *View) checkCommitted() {
 		if len(c.todo) == 0 {
 			continue // the common case: every replica bound
 		}
-		for ni, d := range c.todo.DemandOn(c.jv.st.Job) {
+		for ni, d := range c.todo.DemandOn(c.jv.St.Job) {
 			st.free[ni] = st.free[ni].Add(d)
 		}
-		v.takeExtra(st.extra, c.jv.st.Job, c.todo, -1)
+		v.TakeExtra(st.extra, c.jv.St.Job, c.todo, -1)
 	}
 	for _, c := range cands {
-		j := c.jv.st.Job
+		j := c.jv.St.Job
 		// A migrating job's new pods are created only once its old ones
 		// are gone (ensurePods): what they hold is its own to reuse, as
 		// the validator gave back its placement when it allowed the move.
 		var own map[int]resource.Vector
-		if c.jv.tj.Status.Migrating {
+		if c.jv.TJ.Status.Migrating {
 			own = map[int]resource.Vector{}
-			for _, p := range c.jv.pods {
-				if ni, ok := v.nodeIdx[podNode(p)]; ok && p.DeletionTimestamp != nil {
+			for _, p := range c.jv.Pods {
+				if ni, ok := v.nodeIdx[PodNode(p)]; ok && p.DeletionTimestamp != nil {
 					own[ni] = own[ni].Add(PodDemand(&p.Spec))
 				}
 			}
@@ -154,13 +154,13 @@ func (v *View) checkCommitted() {
 		// Its old pods count against the nodes' pod slots until they are
 		// gone, so the pod and extended-resource limits are left to the
 		// validator's check of the migration itself.
-		st.skipExtra = c.jv.tj.Status.Migrating
-		err := validate.Committed(st, j, c.jv.st.Placement, c.todo)
+		st.skipExtra = c.jv.TJ.Status.Migrating
+		err := validate.Committed(st, j, c.jv.St.Placement, c.todo)
 		for ni, d := range own {
 			st.free[ni] = st.free[ni].Sub(d)
 		}
 		if err != nil {
-			c.jv.badPlacement = fmt.Errorf("status.placement: %w", err)
+			c.jv.BadPlacement = fmt.Errorf("status.placement: %w", err)
 			continue
 		}
 		if len(c.todo) == 0 {
@@ -169,7 +169,7 @@ func (v *View) checkCommitted() {
 		for ni, d := range c.todo.DemandOn(j) {
 			st.free[ni] = st.free[ni].Sub(d)
 		}
-		v.takeExtra(st.extra, j, c.todo, 1)
+		v.TakeExtra(st.extra, j, c.todo, 1)
 	}
 }
 
@@ -179,7 +179,7 @@ func (v *View) checkCommitted() {
 type storedState struct {
 	v         *View
 	free      []resource.Vector
-	extra     []nodeExtra
+	extra     []NodeExtra
 	skipExtra bool
 }
 
@@ -194,7 +194,7 @@ func (s *storedState) FitsExtra(j *cluster.Job, p, current cluster.Placement) er
 	if s.skipExtra {
 		return nil
 	}
-	return s.v.placementExtra(s.extra, j, p, current)
+	return s.v.PlacementExtra(s.extra, j, p, current)
 }
 
 func (s *storedState) Job(string) *cluster.JobState    { return nil }

@@ -1,4 +1,4 @@
-package k8s
+package view
 
 import (
 	"fmt"
@@ -59,26 +59,26 @@ func inVector(r corev1.ResourceName) bool {
 }
 
 // nodeExtra is what a node holds beyond its vector.
-type nodeExtra struct {
+type NodeExtra struct {
 	// podCap is the node's allocatable pods; -1 when it reports none (a
 	// kubelet always does; hand-made nodes in tests may not): unlimited.
-	podCap int64
+	PodCap int64
 	// pods counts the pods charged to the node; placeholder pods are
 	// counted in phPods too (a real job may take their slots: they are
 	// evicted for it).
-	pods, phPods int64
+	Pods, phPods int64
 	// extCap and ext are the extended resources allocatable and charged
 	// (nil when none); phExt the part held by placeholders.
 	extCap, ext, phExt map[corev1.ResourceName]int64
 }
 
 // newNodeExtra reads a node's allocatable pods and extended resources.
-func newNodeExtra(n *corev1.Node) nodeExtra {
-	x := nodeExtra{podCap: -1}
+func newNodeExtra(n *corev1.Node) NodeExtra {
+	x := NodeExtra{PodCap: -1}
 	for r, q := range n.Status.Allocatable {
 		switch {
 		case r == podsResource:
-			x.podCap = q.Value()
+			x.PodCap = q.Value()
 		case !inVector(r) && !q.IsZero():
 			if x.extCap == nil {
 				x.extCap = map[corev1.ResourceName]int64{}
@@ -91,8 +91,8 @@ func newNodeExtra(n *corev1.Node) nodeExtra {
 
 // add charges n pods each requesting ext; placeholder marks them as
 // placeholder pods.
-func (x *nodeExtra) add(n int64, ext corev1.ResourceList, placeholder bool) {
-	x.pods += n
+func (x *NodeExtra) Add(n int64, ext corev1.ResourceList, placeholder bool) {
+	x.Pods += n
 	if placeholder {
 		x.phPods += n
 	}
@@ -112,13 +112,13 @@ func (x *nodeExtra) add(n int64, ext corev1.ResourceList, placeholder bool) {
 
 // full reports whether the node cannot take one more pod, even with its
 // placeholders evicted.
-func (x *nodeExtra) full() bool { return x.podCap >= 0 && x.pods-x.phPods >= x.podCap }
+func (x *NodeExtra) full() bool { return x.PodCap >= 0 && x.Pods-x.phPods >= x.PodCap }
 
 // short returns why n more pods each requesting ext do not fit, counting
 // placeholder pods as free (they are evicted for a real job), or "".
-func (x *nodeExtra) short(n int64, ext corev1.ResourceList) string {
-	if x.podCap >= 0 && x.pods-x.phPods+n > x.podCap {
-		return fmt.Sprintf("Too many pods: %d more, %d of %d allocatable in use", n, x.pods-x.phPods, x.podCap)
+func (x *NodeExtra) short(n int64, ext corev1.ResourceList) string {
+	if x.PodCap >= 0 && x.Pods-x.phPods+n > x.PodCap {
+		return fmt.Sprintf("Too many pods: %d more, %d of %d allocatable in use", n, x.Pods-x.phPods, x.PodCap)
 	}
 	for _, r := range sortedNames(ext) {
 		q := ext[r]
@@ -137,7 +137,7 @@ func (x *nodeExtra) short(n int64, ext corev1.ResourceList) string {
 // container, pod overhead), with each container's missing requests taken
 // from its limits as the API server defaults them for a pod (a
 // TrainingJob's template is not defaulted).
-func extendedRequests(s *corev1.PodSpec) corev1.ResourceList {
+func ExtendedRequests(s *corev1.PodSpec) corev1.ResourceList {
 	if !hasExtended(s) {
 		return nil // the common case: no allocation
 	}
@@ -242,23 +242,23 @@ func maxList(a, b corev1.ResourceList) corev1.ResourceList {
 
 // chargeExtra charges pod p to node ni's pods and extended resources.
 func (v *View) chargeExtra(ni int, p *corev1.Pod, placeholder bool) {
-	v.extra[ni].add(1, extendedRequests(&p.Spec), placeholder)
+	v.Extra[ni].Add(1, ExtendedRequests(&p.Spec), placeholder)
 }
 
 // groupExtra returns the extended resources one replica of group g of job
 // id requests (nil when none).
 func (v *View) groupExtra(id string, g int) corev1.ResourceList {
 	switch {
-	case v.pods[id] != nil:
-		return extendedRequests(&v.pods[id].pod.Spec)
-	case v.jobs[id] != nil:
-		jv := v.jobs[id]
+	case v.PodJobs[id] != nil:
+		return ExtendedRequests(&v.PodJobs[id].Pod.Spec)
+	case v.Jobs[id] != nil:
+		jv := v.Jobs[id]
 		if !jv.extDone { // once per cycle; no allocation when no group has any
 			jv.extDone = true
-			for i := range jv.tj.Spec.ReplicaGroups {
-				if e := extendedRequests(&jv.tj.Spec.ReplicaGroups[i].Template.Spec); e != nil {
+			for i := range jv.TJ.Spec.ReplicaGroups {
+				if e := ExtendedRequests(&jv.TJ.Spec.ReplicaGroups[i].Template.Spec); e != nil {
 					if jv.ext == nil {
-						jv.ext = make([]corev1.ResourceList, len(jv.tj.Spec.ReplicaGroups))
+						jv.ext = make([]corev1.ResourceList, len(jv.TJ.Spec.ReplicaGroups))
 					}
 					jv.ext[i] = e
 				}
@@ -267,12 +267,12 @@ func (v *View) groupExtra(id string, g int) corev1.ResourceList {
 		if g < len(jv.ext) {
 			return jv.ext[g]
 		}
-	case v.gangs[id] != nil:
-		gj := v.gangs[id]
+	case v.Gangs[id] != nil:
+		gj := v.Gangs[id]
 		var out corev1.ResourceList
-		for k, p := range gj.members {
+		for k, p := range gj.Members {
 			if gj.group[k] == g {
-				out = maxList(out, extendedRequests(&p.Spec))
+				out = maxList(out, ExtendedRequests(&p.Spec))
 			}
 		}
 		return out
@@ -282,7 +282,7 @@ func (v *View) groupExtra(id string, g int) corev1.ResourceList {
 
 // tooManyPods is the validator's refusal of a placement that puts more
 // pods on a node than it has slots left.
-type tooManyPods struct {
+type TooManyPods struct {
 	node string
 	// pods is the node's pod count when it was refused (placeholders not
 	// counted), want how many more the placement needed there.
@@ -290,7 +290,7 @@ type tooManyPods struct {
 	why        string
 }
 
-func (t *tooManyPods) Error() string {
+func (t *TooManyPods) Error() string {
 	return fmt.Sprintf("over capacity on node %s: %s", t.node, t.why)
 }
 
@@ -304,7 +304,7 @@ type Crowded map[string]crowd
 type crowd struct{ pods, want int64 }
 
 // note records a refusal.
-func (c Crowded) note(t *tooManyPods) {
+func (c Crowded) Note(t *TooManyPods) {
 	if c != nil {
 		c[t.node] = crowd{pods: t.pods, want: t.want}
 	}
@@ -317,16 +317,16 @@ func (c Crowded) note(t *tooManyPods) {
 // unaffected.
 func (v *View) markFull(crowded Crowded) {
 	for i, n := range v.Snap.Nodes {
-		x := &v.extra[i]
+		x := &v.Extra[i]
 		c, ok := crowded[n.Name]
-		if ok && (n.Gone || c.pods != x.pods-x.phPods) {
+		if ok && (n.Gone || c.pods != x.Pods-x.phPods) {
 			delete(crowded, n.Name)
 			ok = false
 		}
 		if !n.Ready || n.Gone {
 			continue
 		}
-		if x.full() || (ok && x.podCap-(x.pods-x.phPods) < c.want) {
+		if x.full() || (ok && x.PodCap-(x.Pods-x.phPods) < c.want) {
 			n.Ready = false
 		}
 	}
@@ -348,7 +348,7 @@ func shortExt(c map[corev1.ResourceName]int64, ext corev1.ResourceList) corev1.R
 // placement is given back, fits the pods and extended resources left on
 // its nodes in ledger x, node by node in first-use order. It allocates
 // nothing: it runs for every Start a policy returns.
-func (v *View) placementExtra(x []nodeExtra, j *cluster.Job, p, current cluster.Placement) error {
+func (v *View) PlacementExtra(x []NodeExtra, j *cluster.Job, p, current cluster.Placement) error {
 	var ext [8]corev1.ResourceList // per group, for the usual few groups
 	anyExt := false
 	for g := range j.Groups {
@@ -375,10 +375,10 @@ func (v *View) placementExtra(x []nodeExtra, j *cluster.Job, p, current cluster.
 			continue // node checked at its first use
 		}
 		xn := &x[ni]
-		if xn.podCap >= 0 {
+		if xn.PodCap >= 0 {
 			if d := count(p, -1, ni) - count(current, -1, ni); d > 0 {
 				if why := xn.short(d, nil); why != "" {
-					return &tooManyPods{node: v.Snap.Nodes[ni].Name, pods: xn.pods - xn.phPods, want: d, why: why}
+					return &TooManyPods{node: v.Snap.Nodes[ni].Name, pods: xn.Pods - xn.phPods, want: d, why: why}
 				}
 			}
 		}
@@ -403,9 +403,9 @@ func (v *View) placementExtra(x []nodeExtra, j *cluster.Job, p, current cluster.
 
 // placementExtraSlow is placementExtra for a job with more than 8 groups
 // (a gang of many replica types): one group at a time, on a scratch copy.
-func (v *View) placementExtraSlow(x []nodeExtra, j *cluster.Job, p, current cluster.Placement) error {
-	tmp := cloneExtra(x)
-	v.takeExtra(tmp, j, current, -1)
+func (v *View) placementExtraSlow(x []NodeExtra, j *cluster.Job, p, current cluster.Placement) error {
+	tmp := CloneExtra(x)
+	v.TakeExtra(tmp, j, current, -1)
 	for _, ni := range p.Nodes() {
 		for g := range j.Groups {
 			d := int64(0)
@@ -421,7 +421,7 @@ func (v *View) placementExtraSlow(x []nodeExtra, j *cluster.Job, p, current clus
 			if why := tmp[ni].short(d, ext); why != "" {
 				return fmt.Errorf("over capacity on node %s: %s", v.Snap.Nodes[ni].Name, why)
 			}
-			tmp[ni].add(d, ext, false)
+			tmp[ni].Add(d, ext, false)
 		}
 	}
 	return nil
@@ -443,13 +443,13 @@ func extNames(ls []corev1.ResourceList) []corev1.ResourceName {
 
 // takeExtra charges (sign 1) or returns (sign -1) placement p of job j on
 // ledger x.
-func (v *View) takeExtra(x []nodeExtra, j *cluster.Job, p cluster.Placement, sign int64) {
+func (v *View) TakeExtra(x []NodeExtra, j *cluster.Job, p cluster.Placement, sign int64) {
 	for _, a := range p {
 		ext := v.groupExtra(j.ID, a.Group)
 		if x[a.Node].ext == nil && len(ext) > 0 {
 			x[a.Node].ext = map[corev1.ResourceName]int64{}
 		}
-		x[a.Node].pods += sign
+		x[a.Node].Pods += sign
 		for r, q := range ext {
 			x[a.Node].ext[r] += sign * q.Value()
 		}
@@ -457,7 +457,7 @@ func (v *View) takeExtra(x []nodeExtra, j *cluster.Job, p cluster.Placement, sig
 }
 
 // cloneExtra copies a ledger (its maps too).
-func cloneExtra(x []nodeExtra) []nodeExtra {
+func CloneExtra(x []NodeExtra) []NodeExtra {
 	out := slices.Clone(x)
 	for i := range out {
 		out[i].ext = maps.Clone(out[i].ext)
@@ -480,7 +480,7 @@ type extFree struct {
 func (f *extFree) update(v *View) bool {
 	var cur map[string]map[corev1.ResourceName]int64
 	for i, n := range v.Snap.Nodes {
-		x := &v.extra[i]
+		x := &v.Extra[i]
 		if n.Gone || x.extCap == nil {
 			continue
 		}
@@ -525,7 +525,7 @@ var _ cluster.NodeConstraint = (*extConstraint)(nil)
 // withExtended wraps c when s requests extended resources; free nil
 // (a conversion outside the executor) admits every node.
 func withExtended(c cluster.NodeConstraint, s *corev1.PodSpec, free *extFree) cluster.NodeConstraint {
-	need := extendedRequests(s)
+	need := ExtendedRequests(s)
 	if len(need) == 0 || free == nil {
 		return c
 	}

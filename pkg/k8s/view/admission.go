@@ -1,4 +1,4 @@
-package k8s
+package view
 
 import (
 	"fmt"
@@ -76,7 +76,7 @@ func (v *View) tooFew(j *cluster.Job, o Options) string {
 				continue
 			}
 			nodes++
-			if total += perNode(grp.Demand, n.Capacity, ext, &v.extra[i]); total >= grp.Min {
+			if total += perNode(grp.Demand, n.Capacity, ext, &v.Extra[i]); total >= grp.Min {
 				break // enough: the common case ends at the first node or few
 			}
 		}
@@ -131,15 +131,15 @@ func (v *View) catalogTakes(j *cluster.Job, o Options) bool {
 
 // perNode returns how many replicas of demand d (and extended resources
 // ext) an empty node of capacity c and extras x holds.
-func perNode(d, c dres.Vector, ext corev1.ResourceList, x *nodeExtra) int {
+func perNode(d, c dres.Vector, ext corev1.ResourceList, x *NodeExtra) int {
 	k := int64(math.MaxInt32)
 	for i := range d {
 		if d[i] > 0 {
 			k = min(k, c[i]/d[i])
 		}
 	}
-	if x.podCap >= 0 {
-		k = min(k, x.podCap)
+	if x.PodCap >= 0 {
+		k = min(k, x.PodCap)
 	}
 	for r, q := range ext {
 		if q.Value() > 0 {
@@ -151,7 +151,7 @@ func perNode(d, c dres.Vector, ext corev1.ResourceList, x *nodeExtra) int {
 
 // nsQuota is one ResourceQuota that applies to every pod of its
 // namespace (no scopes), as the snapshot saw it.
-type nsQuota struct {
+type NSQuota struct {
 	name       string
 	hard, used corev1.ResourceList
 }
@@ -160,11 +160,11 @@ type nsQuota struct {
 // scopes or a scope selector (Terminating, BestEffort, PriorityClass, ...)
 // applies to some pods only: it is not modelled, and a pod it refuses
 // takes the refusal path (ReasonPodRefused) instead.
-func buildQuotas(qs []corev1.ResourceQuota) map[string][]*nsQuota {
+func buildQuotas(qs []corev1.ResourceQuota) map[string][]*NSQuota {
 	if len(qs) == 0 {
 		return nil
 	}
-	out := map[string][]*nsQuota{}
+	out := map[string][]*NSQuota{}
 	for i := range qs {
 		q := &qs[i]
 		if len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil || len(q.Spec.Hard) == 0 {
@@ -172,20 +172,20 @@ func buildQuotas(qs []corev1.ResourceQuota) map[string][]*nsQuota {
 		}
 		// The quota controller fills status.hard from spec.hard; until it
 		// has, spec.hard is what admission enforces.
-		out[q.Namespace] = append(out[q.Namespace], &nsQuota{name: q.Name, hard: q.Spec.Hard, used: q.Status.Used.DeepCopy()})
+		out[q.Namespace] = append(out[q.Namespace], &NSQuota{name: q.Name, hard: q.Spec.Hard, used: q.Status.Used.DeepCopy()})
 	}
 	for _, l := range out {
-		slices.SortFunc(l, func(a, b *nsQuota) int { return strings.Compare(a.name, b.name) })
+		slices.SortFunc(l, func(a, b *NSQuota) int { return strings.Compare(a.name, b.name) })
 	}
 	return out
 }
 
 // cloneQuotas copies the quotas' used amounts (the applier's ledger).
-func cloneQuotas(m map[string][]*nsQuota) map[string][]*nsQuota {
-	out := make(map[string][]*nsQuota, len(m))
+func CloneQuotas(m map[string][]*NSQuota) map[string][]*NSQuota {
+	out := make(map[string][]*NSQuota, len(m))
 	for ns, l := range m {
 		for _, q := range l {
-			out[ns] = append(out[ns], &nsQuota{name: q.name, hard: q.hard, used: q.used.DeepCopy()})
+			out[ns] = append(out[ns], &NSQuota{name: q.name, hard: q.hard, used: q.used.DeepCopy()})
 		}
 	}
 	return out
@@ -217,14 +217,14 @@ func quotaUsage(s *corev1.PodSpec) corev1.ResourceList {
 // jobQuota returns what counts[g] replicas of each group of TrainingJob
 // jv count against its namespace's quotas (nil when the namespace has
 // none). Negative counts give usage back.
-func (v *View) jobQuota(jv *jobView, counts []int) corev1.ResourceList {
-	if len(v.quotas[jv.tj.Namespace]) == 0 {
+func (v *View) JobQuota(jv *Job, counts []int) corev1.ResourceList {
+	if len(v.Quotas[jv.TJ.Namespace]) == 0 {
 		return nil
 	}
 	if jv.quota == nil {
-		jv.quota = make([]corev1.ResourceList, len(jv.tj.Spec.ReplicaGroups))
-		for i := range jv.tj.Spec.ReplicaGroups {
-			jv.quota[i] = quotaUsage(&jv.tj.Spec.ReplicaGroups[i].Template.Spec)
+		jv.quota = make([]corev1.ResourceList, len(jv.TJ.Spec.ReplicaGroups))
+		for i := range jv.TJ.Spec.ReplicaGroups {
+			jv.quota[i] = quotaUsage(&jv.TJ.Spec.ReplicaGroups[i].Template.Spec)
 		}
 	}
 	out := corev1.ResourceList{}
@@ -246,7 +246,7 @@ func (v *View) jobQuota(jv *jobView, counts []int) corev1.ResourceList {
 // quotaShort returns why usage need does not fit the quotas qs of
 // namespace ns (hard minus used), in the words of the API server's quota
 // admission, or "" when it fits. Only resources a quota limits count.
-func quotaShort(ns string, qs []*nsQuota, need corev1.ResourceList) string {
+func QuotaShort(ns string, qs []*NSQuota, need corev1.ResourceList) string {
 	for _, q := range qs {
 		var req, used, lim []string
 		for _, r := range sortedNames(q.hard) {
@@ -272,7 +272,7 @@ func quotaShort(ns string, qs []*nsQuota, need corev1.ResourceList) string {
 }
 
 // chargeQuota adds usage to the quotas of namespace ns.
-func chargeQuota(qs []*nsQuota, usage corev1.ResourceList) {
+func ChargeQuota(qs []*NSQuota, usage corev1.ResourceList) {
 	for _, q := range qs {
 		for r, n := range usage {
 			if _, ok := q.hard[r]; !ok {
@@ -305,19 +305,19 @@ func minCounts(j *cluster.Job) []int {
 // part of; a job that waits for nodes keeps its reservation, so the
 // namespace's later jobs wait behind it (Kueue's StrictFIFO), while other
 // namespaces' jobs are not held back.
-func (v *View) overQuota(jv *jobView) string {
-	if len(v.quotas[jv.tj.Namespace]) == 0 {
+func (v *View) overQuota(jv *Job) string {
+	if len(v.Quotas[jv.TJ.Namespace]) == 0 {
 		return ""
 	}
 	if v.reserved == nil {
-		v.reserved = cloneQuotas(v.quotas)
+		v.reserved = CloneQuotas(v.Quotas)
 	}
-	qs := v.reserved[jv.tj.Namespace]
-	need := v.jobQuota(jv, minCounts(jv.st.Job))
-	if why := quotaShort(jv.tj.Namespace, qs, need); why != "" {
+	qs := v.reserved[jv.TJ.Namespace]
+	need := v.JobQuota(jv, minCounts(jv.St.Job))
+	if why := QuotaShort(jv.TJ.Namespace, qs, need); why != "" {
 		return ReasonQuotaExceeded + ": " + why
 	}
-	chargeQuota(qs, need)
+	ChargeQuota(qs, need)
 	return ""
 }
 
@@ -345,18 +345,18 @@ func backingOff(tj *v1alpha1.TrainingJob, now time.Time) string {
 // held). Groups grow one at a time in the validator's check, so a job of
 // several elastic groups may still be refused once when all grow
 // together. The cached Job is not modified: the state gets a copy.
-func (v *View) capToQuota(jv *jobView) {
-	qs := v.reserved[jv.tj.Namespace]
-	if len(qs) == 0 || jv.st == nil {
+func (v *View) capToQuota(jv *Job) {
+	qs := v.reserved[jv.TJ.Namespace]
+	if len(qs) == 0 || jv.St == nil {
 		return
 	}
-	j := jv.st.Job
-	cur := jv.st.Counts()
+	j := jv.St.Job
+	cur := jv.St.Counts()
 	var groups []cluster.ReplicaGroup
 	for g := range j.Groups {
 		grp := &j.Groups[g]
 		base := grp.Min // pending: the minimum is reserved
-		if jv.st.Phase != cluster.Pending {
+		if jv.St.Phase != cluster.Pending {
 			base = cur[g] // running: its pods are in used
 		}
 		if grp.Max <= base {
@@ -364,7 +364,7 @@ func (v *View) capToQuota(jv *jobView) {
 		}
 		one := make([]int, len(j.Groups))
 		one[g] = 1
-		usage := v.jobQuota(jv, one)
+		usage := v.JobQuota(jv, one)
 		room := 0
 		for c := base; c < grp.Max; c++ {
 			need := corev1.ResourceList{}
@@ -373,7 +373,7 @@ func (v *View) capToQuota(jv *jobView) {
 				q.Mul(int64(room + 1))
 				need[r] = q
 			}
-			if quotaShort(jv.tj.Namespace, qs, need) != "" {
+			if QuotaShort(jv.TJ.Namespace, qs, need) != "" {
 				break
 			}
 			room++
@@ -390,6 +390,6 @@ func (v *View) capToQuota(jv *jobView) {
 	if groups != nil {
 		cp := *j
 		cp.Groups = groups
-		jv.st.Job = &cp
+		jv.St.Job = &cp
 	}
 }

@@ -8,7 +8,7 @@
 // All scheduler state lives in the API server (TrainingJob status and
 // annotations, and the pods themselves), so a restarted scheduler, or a new
 // leader, carries on where the old one stopped. See docs/kubernetes.md.
-package k8s
+package view
 
 import (
 	"cmp"
@@ -55,46 +55,46 @@ type World struct {
 }
 
 // jobView ties a TrainingJob to its JobState and its pods.
-type jobView struct {
-	tj *v1alpha1.TrainingJob
+type Job struct {
+	TJ *v1alpha1.TrainingJob
 	// ended is the job as a pipelined reconcile ended it, its status
 	// write in flight (the flight owns tj meanwhile).
-	ended *v1alpha1.TrainingJob
-	st    *cluster.JobState
+	Ended *v1alpha1.TrainingJob
+	St    *cluster.JobState
 	// pods are the job's replica pods that are not finished, any attempt.
-	pods []*corev1.Pod
+	Pods []*corev1.Pod
 	// finished are pods of the current attempt that completed.
-	succeeded map[string]int // per group; nil until one has
-	failed    []*corev1.Pod
+	Succeeded map[string]int // per group; nil until one has
+	Failed    []*corev1.Pod
 	// stuck are terminating pods past their deadline plus the slack.
-	stuck []*corev1.Pod
+	Stuck []*corev1.Pod
 	// ext is each group's per-replica extended resources (see
 	// View.groupExtra), computed on first use; quota what one replica
 	// counts against a ResourceQuota (View.jobQuota).
 	ext, quota []corev1.ResourceList
 	extDone    bool
 	// missingNodes lists placement nodes that no longer exist.
-	missingNodes []string
-	invalid      error
+	MissingNodes []string
+	Invalid      error
 	// badLabels says which stored policy labels were dropped (reconcile
 	// writes the kept ones back and reports it).
-	badLabels error
+	BadLabels error
 	// badPlacement says why status.placement cannot be acted on
 	// (committed.go); reconcile requeues the job.
-	badPlacement error
+	BadPlacement error
 	// done are the current attempt's pods that succeeded.
 	done []*corev1.Pod
 	// fresh is set by reconcile on a new job (no phase yet) whose only
 	// status change would be Pending: the cycle writes it after the
 	// policy ran, and only if the job is still pending then.
-	fresh bool
+	Fresh bool
 }
 
 // group returns the index of the job's replica group with this name.
 // Jobs have a few groups: a walk costs less than a map per job per cycle.
-func (jv *jobView) group(name string) (int, bool) {
-	for g := range jv.st.Job.Groups {
-		if jv.st.Job.Groups[g].Name == name {
+func (jv *Job) group(name string) (int, bool) {
+	for g := range jv.St.Job.Groups {
+		if jv.St.Job.Groups[g].Name == name {
 			return g, true
 		}
 	}
@@ -107,13 +107,13 @@ type View struct {
 	nodeIdx map[string]int
 	// extra is each node's pods and extended resources (extra.go), by
 	// index.
-	extra []nodeExtra
+	Extra []NodeExtra
 	// quotas are each namespace's unscoped ResourceQuotas (admission.go);
 	// reserved the same with the minimum of each queued job charged.
-	quotas, reserved map[string][]*nsQuota
-	jobs             map[string]*jobView
-	pods             map[string]*podJob // opted-in plain pods, by job ID
-	order            []string           // job keys, sorted
+	Quotas, reserved map[string][]*NSQuota
+	Jobs             map[string]*Job
+	PodJobs          map[string]*PodJob // opted-in plain pods, by job ID
+	Order            []string           // job keys, sorted
 	// held are pending jobs kept out of the policy's queue, with the
 	// reason: a pod still carrying scheduling gates, or a job that no
 	// node could ever accept (Unschedulable). They are never bound and
@@ -122,8 +122,8 @@ type View struct {
 	// heldOrder lists held job IDs in queue order.
 	heldOrder []string
 	// gangs are PodGroup gangs by job ID; gangOrder their ns/name keys.
-	gangs     map[string]*gangJob
-	gangOrder []string
+	Gangs     map[string]*Gang
+	GangOrder []string
 }
 
 // Options tune how the snapshot is built.
@@ -209,15 +209,66 @@ func Build(w *World, now time.Time, o Options) *View {
 	v := &View{
 		Snap:    &cluster.Snapshot{Now: t, Cycle: o.Cycle, Seed: o.Seed, Catalog: o.Catalog},
 		nodeIdx: make(map[string]int, len(w.Nodes)),
-		jobs:    make(map[string]*jobView, len(w.Jobs)),
-		pods:    map[string]*podJob{},
-		quotas:  buildQuotas(w.Quotas),
+		Jobs:    make(map[string]*Job, len(w.Jobs)),
+		PodJobs: map[string]*PodJob{},
+		Quotas:  buildQuotas(w.Quotas),
 	}
 	table := o.Nodes
 	if table == nil {
 		table = NewNodeTable()
 		o.Nodes = table // jobs' extended-resource constraints read its extFree
 	}
+	v.readNodes(w, o, table)
+
+	// Jobs first, so pods can be attached to them.
+	v.readJobs(w, o)
+
+	queued := v.readPods(w, o)
+
+	gq, requeued := v.buildGangs(w, now, o)
+	queued = append(queued, gq...)
+	for _, key := range v.Order {
+		jv := v.Jobs[key]
+		if jv.Invalid != nil {
+			continue
+		}
+		v.fillJob(jv, now, o)
+		switch jv.St.Phase {
+		case cluster.Pending:
+			if jv.TJ.Status.RequeuedAt != nil {
+				requeued = append(requeued, rqItem{jv.TJ.Status.RequeuedAt.Time, jv.St})
+			} else {
+				queued = append(queued, qItem{jv.TJ.CreationTimestamp.Time, jv.St.Job.ID, jv.St})
+			}
+		default:
+			v.Snap.Running = append(v.Snap.Running, jv.St)
+		}
+	}
+	// Every pod is charged: the free extended resources are known.
+	if table.ext.update(v) {
+		v.Snap.Eligibility.Reset()
+	}
+	v.enqueue(queued, requeued, now, o)
+	v.checkCommitted()
+	v.markFull(o.Crowded)
+	if len(v.Quotas) > 0 {
+		if v.reserved == nil {
+			v.reserved = CloneQuotas(v.Quotas)
+		}
+		for _, key := range v.Order {
+			if jv := v.Jobs[key]; jv.Invalid == nil && v.held[key] == "" {
+				v.capToQuota(jv)
+			}
+		}
+	}
+
+	v.readPlaceholders(w)
+	return v
+}
+
+// readNodes indexes w's nodes through table (o.Eligibility reset when
+// a node changed) into the snapshot's nodes and their extra resources.
+func (v *View) readNodes(w *World, o Options, table *NodeTable) {
 	seen := table.assign(w.Nodes)
 	v.Snap.Eligibility = o.Eligibility
 	if v.Snap.Eligibility == nil {
@@ -226,40 +277,50 @@ func Build(w *World, now time.Time, o Options) *View {
 		v.Snap.Eligibility.Reset()
 	}
 	v.Snap.Nodes = make([]*cluster.NodeState, len(seen))
-	v.extra = make([]nodeExtra, len(seen))
+	v.Extra = make([]NodeExtra, len(seen))
 	for i, n := range seen {
 		if n == nil { // gone: kept as last seen, so that indices stay
 			v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Gone: true}
-			v.extra[i] = nodeExtra{podCap: -1}
+			v.Extra[i] = NodeExtra{PodCap: -1}
 			continue
 		}
 		v.Snap.Nodes[i] = &cluster.NodeState{Node: table.last[i], Index: i, Ready: nodeReady(n)}
-		v.extra[i] = newNodeExtra(n)
+		v.Extra[i] = newNodeExtra(n)
 		v.nodeIdx[n.Name] = i
 	}
+}
 
+// readJobs adds w's unfinished TrainingJobs, converted (or kept aside
+// with their error), in key order.
+func (v *View) readJobs(w *World, o Options) {
 	// Jobs first, so pods can be attached to them.
 	for i := range w.Jobs {
 		tj := &w.Jobs[i]
 		if tj.Status.Phase.Terminal() || tj.DeletionTimestamp != nil {
 			continue
 		}
-		jv := &jobView{tj: tj}
+		jv := &Job{TJ: tj}
 		job, err := o.Jobs.get(tj, o)
 		key := ""
 		if err != nil {
-			jv.invalid = err
+			jv.Invalid = err
 			key = JobKey(tj)
 		} else {
-			jv.st = cluster.NewJobState(job)
+			jv.St = cluster.NewJobState(job)
 			key = job.ID // JobKey(tj), converted once
 		}
-		v.jobs[key] = jv
-		v.order = append(v.order, key)
+		v.Jobs[key] = jv
+		v.Order = append(v.Order, key)
 	}
-	slices.Sort(v.order)
+	slices.Sort(v.Order)
 	o.Jobs.sweep()
 
+}
+
+// readPods attaches replica pods to their jobs and gang pods to their
+// gangs, makes opted-in plain pods jobs (returned for the queue), and
+// charges every other unfinished bound pod to its node.
+func (v *View) readPods(w *World, o Options) []qItem {
 	queued := make([]qItem, 0, len(w.Jobs))
 	// Pods: replica pods go to their job, opted-in plain pods become jobs; everything else bound to a node
 	// and not finished takes capacity there (placeholders as placeholder
@@ -268,7 +329,7 @@ func Build(w *World, now time.Time, o Options) *View {
 		p := &w.Pods[i]
 		done := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		inScope := o.InScope == nil || o.InScope(p.Namespace)
-		if name := gangOf(p, o.SchedulerName); name != "" && inScope {
+		if name := GangOf(p, o.SchedulerName); name != "" && inScope {
 			v.addGangPod(p, name)
 			continue
 		}
@@ -279,25 +340,25 @@ func Build(w *World, now time.Time, o Options) *View {
 			continue
 		}
 		if name, ok := p.Labels[v1alpha1.LabelJob]; ok {
-			jv := v.jobs[p.Namespace+"/"+name]
-			if jv == nil || jv.invalid != nil {
+			jv := v.Jobs[p.Namespace+"/"+name]
+			if jv == nil || jv.Invalid != nil {
 				if !done {
 					v.chargeForeign(p)
 				}
 				continue
 			}
-			cur := p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(jv.tj.Status.Attempt))
+			cur := p.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(int(jv.TJ.Status.Attempt))
 			switch {
 			case done && cur && p.Status.Phase == corev1.PodSucceeded:
-				if jv.succeeded == nil {
-					jv.succeeded = map[string]int{}
+				if jv.Succeeded == nil {
+					jv.Succeeded = map[string]int{}
 				}
-				jv.succeeded[p.Labels[v1alpha1.LabelGroup]]++
+				jv.Succeeded[p.Labels[v1alpha1.LabelGroup]]++
 				jv.done = append(jv.done, p)
 			case done && cur:
-				jv.failed = append(jv.failed, p)
+				jv.Failed = append(jv.Failed, p)
 			case !done:
-				jv.pods = append(jv.pods, p)
+				jv.Pods = append(jv.Pods, p)
 			}
 			continue
 		}
@@ -316,30 +377,12 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 		v.chargeForeign(p)
 	}
+	return queued
+}
 
-	gq, requeued := v.buildGangs(w, now, o)
-	queued = append(queued, gq...)
-	for _, key := range v.order {
-		jv := v.jobs[key]
-		if jv.invalid != nil {
-			continue
-		}
-		v.fillJob(jv, now, o)
-		switch jv.st.Phase {
-		case cluster.Pending:
-			if jv.tj.Status.RequeuedAt != nil {
-				requeued = append(requeued, rqItem{jv.tj.Status.RequeuedAt.Time, jv.st})
-			} else {
-				queued = append(queued, qItem{jv.tj.CreationTimestamp.Time, jv.st.Job.ID, jv.st})
-			}
-		default:
-			v.Snap.Running = append(v.Snap.Running, jv.st)
-		}
-	}
-	// Every pod is charged: the free extended resources are known.
-	if table.ext.update(v) {
-		v.Snap.Eligibility.Reset()
-	}
+// enqueue builds the pending queue from the requeued and the queued
+// jobs, leaving out the ones held.
+func (v *View) enqueue(queued []qItem, requeued []rqItem, now time.Time, o Options) {
 	// A preempted job goes back to the head of the queue, the most recently
 	// preempted first (as the simulator's PushFront does); the rest wait in
 	// arrival order.
@@ -367,19 +410,11 @@ func Build(w *World, now time.Time, o Options) *View {
 		}
 	}
 	v.Snap.Pending = queue.ReadOnly()
-	v.checkCommitted()
-	v.markFull(o.Crowded)
-	if len(v.quotas) > 0 {
-		if v.reserved == nil {
-			v.reserved = cloneQuotas(v.quotas)
-		}
-		for _, key := range v.order {
-			if jv := v.jobs[key]; jv.invalid == nil && v.held[key] == "" {
-				v.capToQuota(jv)
-			}
-		}
-	}
+}
 
+// readPlaceholders reads the placeholder Deployments into the snapshot,
+// by name.
+func (v *View) readPlaceholders(w *World) {
 	for i := range w.Deployments {
 		d := &w.Deployments[i]
 		name := d.Labels[v1alpha1.LabelPlaceholder]
@@ -396,7 +431,6 @@ func Build(w *World, now time.Time, o Options) *View {
 		})
 	}
 	slices.SortFunc(v.Snap.Placeholders, func(a, b cluster.Placeholder) int { return strings.Compare(a.Name, b.Name) })
-	return v
 }
 
 // NodeTable gives each node a fixed index in the snapshot for as long as
@@ -493,7 +527,7 @@ func (v *View) chargeForeign(p *corev1.Pod) {
 }
 
 // podNode is the node a replica pod runs on or was assigned to.
-func podNode(p *corev1.Pod) string {
+func PodNode(p *corev1.Pod) string {
 	if p.Spec.NodeName != "" {
 		return p.Spec.NodeName
 	}
@@ -502,8 +536,50 @@ func podNode(p *corev1.Pod) string {
 
 // fillJob derives the job's phase, placement and progress from its status
 // and pods, and charges its resources to nodes.
-func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
-	tj, st := jv.tj, jv.st
+func (v *View) fillJob(jv *Job, now time.Time, o Options) {
+	tj, st := jv.TJ, jv.St
+	fillStatus(jv, now, o)
+	live, graceEnds := v.chargeTerminating(jv, now, o)
+	waiting := graceEnds > 0 // terminating pods not yet stuck
+	switch tj.Status.Phase {
+	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
+		st.Phase = cluster.Running
+		v.fillPlaced(jv, live, graceEnds)
+	case v1alpha1.PhaseSuspended:
+		// Preempted: Suspending while its pods checkpoint, then pending.
+		for _, p := range live {
+			if ni, ok := v.nodeIdx[PodNode(p)]; ok {
+				v.charge(ni, p, true)
+			}
+		}
+		if waiting || len(live) > 0 {
+			st.Phase = cluster.Suspending
+			st.GraceEnds = graceEnds
+			for _, p := range jv.Pods {
+				g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
+				ni, nok := v.nodeIdx[PodNode(p)]
+				if gok && nok && p.DeletionTimestamp != nil && !slices.Contains(jv.Stuck, p) {
+					st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
+				}
+			}
+			v.linkNodes(jv)
+		} else {
+			st.Phase = cluster.Pending
+		}
+	default: // Pending or unset
+		st.Phase = cluster.Pending
+		for _, p := range live {
+			if ni, ok := v.nodeIdx[PodNode(p)]; ok {
+				v.charge(ni, p, true)
+			}
+		}
+	}
+}
+
+// fillStatus copies what a TrainingJob's status says of it (counts,
+// times, policy labels, evaluations, progress) into its JobState.
+func fillStatus(jv *Job, now time.Time, o Options) {
+	tj, st := jv.TJ, jv.St
 	t := o.Seconds(now)
 	st.Preemptions = int(tj.Status.Preemptions)
 	st.Migrations = int(tj.Status.Migrations)
@@ -522,33 +598,38 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			st.LastStart = o.Seconds(c.LastTransitionTime.Time)
 		}
 	}
-	st.Labels, jv.badLabels = PolicyLabels(tj)
+	st.Labels, jv.BadLabels = PolicyLabels(tj)
 	for _, e := range tj.Status.Evals {
 		st.Evals = append(st.Evals, cluster.EvalSample{T: o.Seconds(e.Time.Time), Value: e.Value})
 	}
 	st.Updated = t
 	if p := tj.Status.Progress; p != nil {
-		st.WorkLeft = st.Job.Work * (1 - clamp01(p.Fraction))
+		st.WorkLeft = st.Job.Work * (1 - Clamp01(p.Fraction))
 		st.Updated = o.Seconds(p.ReportedAt.Time)
 	}
+}
 
+// chargeTerminating charges the job's terminating pods to their nodes
+// as releasing until they are gone (one stuck past its deadline is
+// reported and no longer waited for, but its resources stay charged);
+// it returns the live pods and when the last grace period not yet
+// stuck ends (0: none).
+func (v *View) chargeTerminating(jv *Job, now time.Time, o Options) (live []*corev1.Pod, graceEnds float64) {
 	// Terminating pods hold their node's resources until they are gone,
 	// marked as releasing; one stuck past its deadline is reported and no
 	// longer waited for, but its resources stay charged.
-	var live []*corev1.Pod
-	var graceEnds float64
-	for _, p := range jv.pods {
+	for _, p := range jv.Pods {
 		if p.DeletionTimestamp == nil {
 			live = append(live, p)
 			continue
 		}
 		d := p.DeletionTimestamp.Time
 		if now.After(d.Add(o.StuckAfter)) {
-			jv.stuck = append(jv.stuck, p)
+			jv.Stuck = append(jv.Stuck, p)
 		} else if s := o.Seconds(d); s > graceEnds {
 			graceEnds = s
 		}
-		if ni, ok := v.nodeIdx[podNode(p)]; ok {
+		if ni, ok := v.nodeIdx[PodNode(p)]; ok {
 			n := v.Snap.Nodes[ni]
 			dm := PodDemand(&p.Spec)
 			n.Allocated = n.Allocated.Add(dm)
@@ -557,75 +638,48 @@ func (v *View) fillJob(jv *jobView, now time.Time, o Options) {
 			v.chargeExtra(ni, p, false)
 		}
 	}
-	waiting := graceEnds > 0 // terminating pods not yet stuck
+	return live, graceEnds
+}
 
-	switch tj.Status.Phase {
-	case v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning:
-		st.Phase = cluster.Running
-		st.Placement, jv.badPlacement = v.storedPlacement(jv)
-		// Charge the placement (pods to be created included) rather than
-		// the pods seen: the informer cache may not show pods created a
-		// moment ago, and the placement is what the scheduler committed to.
-		// Live pods beyond the placement (about to be deleted) are charged
-		// too.
-		want := map[[2]int]int{}
-		for _, a := range st.Placement {
-			want[[2]int{a.Group, a.Node}]++
-		}
-		for _, p := range live {
-			g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
-			ni, nok := v.nodeIdx[podNode(p)]
-			if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
-				if nok {
-					v.charge(ni, p, false)
-				}
-				continue
+// fillPlaced fills an Admitted or Running job: its stored placement,
+// charged whole, and its phase and rate.
+func (v *View) fillPlaced(jv *Job, live []*corev1.Pod, graceEnds float64) {
+	tj, st := jv.TJ, jv.St
+	st.Placement, jv.BadPlacement = v.storedPlacement(jv)
+	// Charge the placement (pods to be created included) rather than
+	// the pods seen: the informer cache may not show pods created a
+	// moment ago, and the placement is what the scheduler committed to.
+	// Live pods beyond the placement (about to be deleted) are charged
+	// too.
+	want := map[[2]int]int{}
+	for _, a := range st.Placement {
+		want[[2]int{a.Group, a.Node}]++
+	}
+	for _, p := range live {
+		g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
+		ni, nok := v.nodeIdx[PodNode(p)]
+		if !gok || !nok || p.Labels[v1alpha1.LabelAttempt] != strconv.Itoa(int(tj.Status.Attempt)) {
+			if nok {
+				v.charge(ni, p, false)
 			}
-			k := [2]int{g, ni}
-			if want[k] > 0 {
-				want[k]--
-				continue
-			}
-			v.charge(ni, p, false)
+			continue
 		}
-		for _, a := range st.Placement {
-			v.chargeJob(jv, a)
+		k := [2]int{g, ni}
+		if want[k] > 0 {
+			want[k]--
+			continue
 		}
-		switch {
-		case tj.Status.Migrating && waiting:
-			st.Phase = cluster.Migrating
-			st.PauseEnds = graceEnds
-		case tj.Status.Phase == v1alpha1.PhaseRunning:
-			st.Rate = st.Job.SpeedAt(st.Counts(), len(st.Placement.Nodes()))
-		}
-	case v1alpha1.PhaseSuspended:
-		// Preempted: Suspending while its pods checkpoint, then pending.
-		for _, p := range live {
-			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, p, true)
-			}
-		}
-		if waiting || len(live) > 0 {
-			st.Phase = cluster.Suspending
-			st.GraceEnds = graceEnds
-			for _, p := range jv.pods {
-				g, gok := jv.group(p.Labels[v1alpha1.LabelGroup])
-				ni, nok := v.nodeIdx[podNode(p)]
-				if gok && nok && p.DeletionTimestamp != nil && !slices.Contains(jv.stuck, p) {
-					st.Placement = append(st.Placement, cluster.Assignment{Group: g, Node: ni})
-				}
-			}
-			v.linkNodes(jv)
-		} else {
-			st.Phase = cluster.Pending
-		}
-	default: // Pending or unset
-		st.Phase = cluster.Pending
-		for _, p := range live {
-			if ni, ok := v.nodeIdx[podNode(p)]; ok {
-				v.charge(ni, p, true)
-			}
-		}
+		v.charge(ni, p, false)
+	}
+	for _, a := range st.Placement {
+		v.chargeJob(jv, a)
+	}
+	switch {
+	case tj.Status.Migrating && graceEnds > 0: // terminating pods not yet stuck
+		st.Phase = cluster.Migrating
+		st.PauseEnds = graceEnds
+	case tj.Status.Phase == v1alpha1.PhaseRunning:
+		st.Rate = st.Job.SpeedAt(st.Counts(), len(st.Placement.Nodes()))
 	}
 }
 
@@ -642,22 +696,22 @@ func (v *View) charge(ni int, p *corev1.Pod, releasing bool) {
 	}
 }
 
-func (v *View) chargeJob(jv *jobView, a cluster.Assignment) {
-	g := &jv.st.Job.Groups[a.Group]
+func (v *View) chargeJob(jv *Job, a cluster.Assignment) {
+	g := &jv.St.Job.Groups[a.Group]
 	n := v.Snap.Nodes[a.Node]
 	n.Allocated = n.Allocated.Add(g.Demand)
 	n.Usage = n.Usage.Add(g.EffectiveUsage())
-	v.extra[a.Node].add(1, v.groupExtra(jv.st.Job.ID, a.Group), false)
-	if !slices.Contains(n.Jobs, jv.st) {
-		n.Jobs = append(n.Jobs, jv.st)
+	v.Extra[a.Node].Add(1, v.groupExtra(jv.St.Job.ID, a.Group), false)
+	if !slices.Contains(n.Jobs, jv.St) {
+		n.Jobs = append(n.Jobs, jv.St)
 	}
 }
 
-func (v *View) linkNodes(jv *jobView) {
-	for _, ni := range jv.st.Placement.Nodes() {
+func (v *View) linkNodes(jv *Job) {
+	for _, ni := range jv.St.Placement.Nodes() {
 		n := v.Snap.Nodes[ni]
-		if !slices.Contains(n.Jobs, jv.st) {
-			n.Jobs = append(n.Jobs, jv.st)
+		if !slices.Contains(n.Jobs, jv.St) {
+			n.Jobs = append(n.Jobs, jv.St)
 		}
 	}
 }
@@ -895,7 +949,7 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-func clamp01(x float64) float64 { return min(max(x, 0), 1) }
+func Clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
 // Reasons a pending job is held out of the queue.
 const (
@@ -943,14 +997,14 @@ func (v *View) hold(st *cluster.JobState, now time.Time, o Options) bool {
 		v.setHeld(st.Job.ID, why)
 		return true
 	}
-	if gj := v.gangs[st.Job.ID]; gj != nil {
+	if gj := v.Gangs[st.Job.ID]; gj != nil {
 		if why := v.minResourcesShort(gj); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
 	}
-	if jv := v.jobs[st.Job.ID]; jv != nil {
-		if why := backingOff(jv.tj, now); why != "" {
+	if jv := v.Jobs[st.Job.ID]; jv != nil {
+		if why := backingOff(jv.TJ, now); why != "" {
 			v.setHeld(st.Job.ID, why)
 			return true
 		}
@@ -978,13 +1032,13 @@ func (v *View) Held() ([]string, map[string]string) { return v.heldOrder, v.held
 // gate on an opted-in pod or on a TrainingJob replica template.
 func (v *View) gated(id string) string {
 	var gates []corev1.PodSchedulingGate
-	if pj := v.pods[id]; pj != nil {
-		gates = pj.pod.Spec.SchedulingGates
-	} else if jv := v.jobs[id]; jv != nil {
-		for i := range jv.tj.Spec.ReplicaGroups {
-			gates = append(gates, jv.tj.Spec.ReplicaGroups[i].Template.Spec.SchedulingGates...)
+	if pj := v.PodJobs[id]; pj != nil {
+		gates = pj.Pod.Spec.SchedulingGates
+	} else if jv := v.Jobs[id]; jv != nil {
+		for i := range jv.TJ.Spec.ReplicaGroups {
+			gates = append(gates, jv.TJ.Spec.ReplicaGroups[i].Template.Spec.SchedulingGates...)
 		}
-	} else if gj := v.gangs[id]; gj != nil {
+	} else if gj := v.Gangs[id]; gj != nil {
 		gates = gj.gates
 	}
 	if len(gates) == 0 {
@@ -1020,8 +1074,8 @@ func (v *View) nowhere(j *cluster.Job, g int, o Options) string {
 			why = cluster.WhyNot(&n.Node, static)
 		case !grp.Demand.Fits(n.Capacity):
 			why = "Insufficient " + grp.Demand.Short(n.Capacity)
-		case ext != nil && (&nodeExtra{podCap: -1, extCap: v.extra[i].extCap}).short(1, ext) != "":
-			why = "Insufficient " + string(shortExt(v.extra[i].extCap, ext))
+		case ext != nil && (&NodeExtra{PodCap: -1, extCap: v.Extra[i].extCap}).short(1, ext) != "":
+			why = "Insufficient " + string(shortExt(v.Extra[i].extCap, ext))
 		default:
 			return ""
 		}
@@ -1075,4 +1129,25 @@ func (t *NodeTable) extFree() *extFree {
 		return nil
 	}
 	return t.ext
+}
+
+// Live returns the job's pods that are not terminating.
+func (jv *Job) Live() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Waiting reports whether terminating pods (not yet stuck) remain.
+func (jv *Job) Waiting() bool {
+	for _, p := range jv.Pods {
+		if p.DeletionTimestamp != nil && !slices.Contains(jv.Stuck, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package k8s
+package view
 
 import (
 	"errors"
@@ -111,7 +111,7 @@ func keepLabels(stored map[string]string, where string) (map[string]string, erro
 // checkSetLabel returns why a job whose labels are labels may not store
 // key=value, or nil: the label must pass CheckPolicyLabel, and the job's
 // labels must stay within MaxPolicyLabels and MaxPolicyLabelBytes.
-func checkSetLabel(labels map[string]string, key, value string) error {
+func CheckSetLabel(labels map[string]string, key, value string) error {
 	if err := CheckPolicyLabel(key, value); err != nil {
 		return err
 	}
