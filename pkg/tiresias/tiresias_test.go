@@ -101,7 +101,7 @@ func TestScenarios(t *testing.T) {
 		jobs:  []*cluster.Job{job("L1", 0, 5000, 1), job("S", 1000, 300, 1)},
 		want:  []event{{0, sim.ObsStart, "L1"}, {3250, sim.ObsPreempt, "L1"}, {3250, sim.ObsStart, "S"}, {3550, sim.ObsStart, "L1"}},
 	}, {
-		name:   "service=time counts seconds (dlas): the 1-GPU job is demoted at 3250 s too, and earlier with a lower threshold",
+		name:   "service=time counts seconds (dlas): thresholds=900 demotes the 1-GPU job at 900 s",
 		params: policy.Params{"service": "time", "thresholds": "900/7200"},
 		nodes:  []cluster.Node{node("n", 1)},
 		jobs:   []*cluster.Job{job("L1", 0, 5000, 1), job("S", 1000, 300, 1)},
@@ -243,5 +243,61 @@ func TestParams(t *testing.T) {
 	}
 	if d := cmp.Diff(&tiresias.Config{Thresholds: []float64{3250, 7200}}, def); d != "" {
 		t.Errorf("defaults (-want +got):\n%s", d)
+	}
+}
+
+// jobState builds a job state of g GPUs with work 10000 s, done s of
+// it, in phase ph, enqueued at enq, with labels.
+func jobState(g int64, done float64, ph cluster.Phase, enq float64, labels map[string]string) *cluster.JobState {
+	js := cluster.NewJobState(job("x", 0, 10000, g))
+	js.Phase, js.WorkLeft, js.Updated, js.Enqueued, js.Labels = ph, 10000-done, 0, enq, labels
+	return js
+}
+
+// TestStateOf: the queue, executed time and promotion the plugins read,
+// including labels a hostile status writer could set.
+func TestStateOf(t *testing.T) {
+	def := &tiresias.Config{Thresholds: []float64{3250, 7200}}
+	starve := &tiresias.Config{Thresholds: []float64{3250, 7200}, Starve: 2}
+	tests := []struct {
+		name string
+		cf   *tiresias.Config
+		js   *cluster.JobState
+		now  float64
+		want tiresias.State
+	}{
+		{"4 GPUs x 1000 s is 4000 GPU-s: queue 1", def, jobState(4, 1000, cluster.Running, 0, nil), 5000,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 1}},
+		{"the last threshold is reached: the last queue", def, jobState(8, 1000, cluster.Running, 0, nil), 5000,
+			tiresias.State{Executed: 1000, Service: 8000, Queue: 2}},
+		{"service=time: 1000 s is queue 0", &tiresias.Config{Thresholds: []float64{3250, 7200}, TimeOnly: true},
+			jobState(4, 1000, cluster.Running, 0, nil), 5000, tiresias.State{Executed: 1000, Service: 1000}},
+		{"executed time counts from the last promotion", def,
+			jobState(4, 1000, cluster.Running, 0, map[string]string{tiresias.LabelBase: "900"}), 5000,
+			tiresias.State{Executed: 100, Service: 400}},
+		{"a negative base label is ignored", def,
+			jobState(4, 1000, cluster.Running, 0, map[string]string{tiresias.LabelBase: "-5"}), 5000,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 1}},
+		{"a base label beyond the work is ignored", def,
+			jobState(4, 1000, cluster.Running, 0, map[string]string{tiresias.LabelBase: "1e300"}), 5000,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 1}},
+		{"pending below 2 x executed: not promoted", starve, jobState(4, 1000, cluster.Pending, 4000, nil), 5999,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 1, Wait: 1999}},
+		{"pending 2 x executed: promoted when the limit was reached", starve, jobState(4, 1000, cluster.Pending, 4000, nil), 6500,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 0, Promoted: true, PromotedAt: 6000, Wait: 2500}},
+		{"earlier waits count (the wait label)", starve,
+			jobState(4, 1000, cluster.Pending, 5000, map[string]string{tiresias.LabelWait: "1500"}), 5600,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 0, Promoted: true, PromotedAt: 5500, Wait: 2100}},
+		{"a running job is never promoted", starve, jobState(4, 1000, cluster.Running, 0, nil), 1e6,
+			tiresias.State{Executed: 1000, Service: 4000, Queue: 1}},
+		{"a job that never ran does not starve", starve, jobState(4, 0, cluster.Pending, 0, nil), 1e6,
+			tiresias.State{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := cmp.Diff(tt.want, tt.cf.StateOf(tt.js, tt.now)); d != "" {
+				t.Errorf("state (-want +got):\n%s", d)
+			}
+		})
 	}
 }
