@@ -13,6 +13,7 @@ import (
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
 	expoasis "github.com/drover-sched/drover/internal/exp/oasis"
 	expspecon "github.com/drover-sched/drover/internal/exp/specon"
+	exptiresias "github.com/drover-sched/drover/internal/exp/tiresias"
 	"github.com/drover-sched/drover/pkg/experiment"
 )
 
@@ -27,6 +28,7 @@ func Experiments() (*experiment.Registry, error) {
 		expfitgpp.Experiments(),
 		expoasis.Experiments(),
 		expspecon.Experiments(),
+		exptiresias.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
