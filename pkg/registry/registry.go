@@ -12,6 +12,7 @@ import (
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
 	expoasis "github.com/drover-sched/drover/internal/exp/oasis"
+	"github.com/drover-sched/drover/internal/exp/scoreboard"
 	expspecon "github.com/drover-sched/drover/internal/exp/specon"
 	"github.com/drover-sched/drover/pkg/experiment"
 )
@@ -27,6 +28,7 @@ func Experiments() (*experiment.Registry, error) {
 		expfitgpp.Experiments(),
 		expoasis.Experiments(),
 		expspecon.Experiments(),
+		scoreboard.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
