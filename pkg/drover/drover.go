@@ -15,10 +15,12 @@
 //     minus its resource-time at OASiS's exponential prices, Eq. 22, with
 //     online-learned bounds); jobs without one pass. Decided once per job,
 //     on first sight. Off by default since a rejection is for good.
-//   - size `elastic` (pkg/elastic, its default one-node-first order): the
-//     largest worker count >= the minimum whose gang fits one node, then the
-//     requested count down to the minimum spread over nodes (elastic gangs
-//     start smaller rather than wait; scale-up grows them later).
+//   - size: none by default (size=requested): a job starts at its requested
+//     counts, and scale-up grows it later (on the scoreboard's elastic
+//     regimes starting smaller ran more jobs at once, each slower, and
+//     raised BE mean JCT by a fifth); size=elastic is elastic.Workers
+//     (the largest worker count >= the minimum whose gang fits one node,
+//     then the requested count down to the minimum).
 //   - filter `node-role`; score `most-allocated` (place=pack, the default;
 //     place=spread: least-allocated, as before issue 24) with gang
 //     one-node-first: all replicas on one node when one holds them, else
@@ -27,8 +29,11 @@
 //     outranks the victim: shrink lighter running elastic jobs towards
 //     their minimum; cheap, no checkpoint), optionally `converged-victim` (a
 //     TE job preempts a BE job that SpeCon marked converged, CC, before any
-//     other; off by default), then FitGpp's victim choice (size, fit, grace, cap
-//     P) for whole-job preemption with the victim's grace period, with the
+//     other; off by default), then whole-job preemption with the victim's
+//     grace period: LRTP's victims (longest remaining work first; the
+//     simulator knows it exactly, on Kubernetes it is the estimate from
+//     estimatedDurationSeconds and progress reports; victim=fitgpp:
+//     FitGpp's size and grace score), cap P with the
 //     cap renewed (renew_h, default 1): a job preempted P times may be
 //     preempted again once it has run renew_h hours uninterrupted, so no
 //     trial waits for good behind jobs that were all preempted once.
@@ -189,7 +194,12 @@ func minCounts(j *cluster.Job) []int {
 // stay), until the job fits at its minimum size; all or nothing (the
 // Runtime discards the fork on failure). A shrink is a Resize: it costs
 // no checkpoint and does not count as a preemption.
-type Shrink struct{}
+//
+// With Requested the job is made room for at its requested counts (the
+// profile then starts jobs at those, size=requested), else at its minimum.
+type Shrink struct {
+	Requested bool
+}
 
 var (
 	_ framework.Preempt           = Shrink{}
@@ -303,12 +313,15 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 }
 
 // Preempt implements framework.Preempt.
-func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+func (sh Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	cands := shrinkCands(c, js)
 	if len(cands) == 0 {
 		return framework.NewStatus(framework.Unschedulable, "")
 	}
 	need := minCounts(js.Job)
+	if sh.Requested {
+		need = js.Job.RequestedCounts()
+	}
 	fits := func() bool {
 		l := c.St.Now()
 		l.Fork()
@@ -612,6 +625,16 @@ type Options struct {
 	Place placement.Strategy
 	// WeightOrder orders BE jobs by the elastic weight (Order.Weight).
 	WeightOrder bool
+	// Requested starts jobs at their requested counts (no Size plugin;
+	// scale-up still grows them, shrinks still take them to their
+	// minimum) instead of elastic.Workers' largest size that fits.
+	Requested bool
+	// Victims is the whole-job preemption rule (fitgpp.FitGpp or LRTP).
+	Victims fitgpp.Victims
+	// HOL blocks the BE jobs behind the first that cannot start
+	// (fitgpp-be-head-of-line): no backfilling, so room stays free for
+	// TE jobs at the cost of BE waiting.
+	HOL bool
 	// Predictive and SpeCon are the predictive and specon plugins'
 	// arguments (empty: their defaults).
 	Predictive, SpeCon policy.Params
@@ -623,12 +646,15 @@ const DefaultRenew = 3600.0
 // DefaultOptions has every part on except converged-victim (measured in
 // combined-ablation: it doubles preemptions for no gain in TE slowdown or
 // BE JCT; see docs/combined.md) and payoff admission (a rejection is for
-// good; opt in with payoff=true), FitGpp's lambda 1 and P 1 renewed after
-// an hour of uninterrupted run, pack placement and the attained-service
-// order (issue 24; docs/combined.md has each choice's ablation row).
+// good; opt in with payoff=true), P 1 renewed after an hour of
+// uninterrupted run, LRTP victims (the longest remaining work first),
+// jobs started at their requested size, pack placement and the
+// attained-service order (issue 24: chosen on the whole scoreboard;
+// docs/combined.md has each choice's ablation row).
 func DefaultOptions() Options {
 	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
-		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack}
+		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
+		Requested: true, Victims: fitgpp.LRTP}
 }
 
 // Profile builds the drover profile.
@@ -640,14 +666,20 @@ func Profile(o Options) (framework.Profile, error) {
 	if o.Payoff {
 		p.Admit = append(p.Admit, &Payoff{Eta: 1, LFloor: 1e-4, Horizon: 7 * 86400})
 	}
+	if o.HOL {
+		p.Admit = append(p.Admit, fitgpp.BEHeadOfLine{})
+	}
+	if o.Requested {
+		p.Size = nil
+	}
 	if o.Shrink {
-		p.Preempt = append(p.Preempt, Shrink{})
+		p.Preempt = append(p.Preempt, Shrink{Requested: o.Requested})
 	}
 	if o.CCVictim && o.Speculate {
 		p.Preempt = append(p.Preempt, &Converged{P: o.P})
 	}
 	if o.Preempt {
-		pre, err := fitgpp.NewPreemptor(fitgpp.FitGpp, o.Lambda, o.P)
+		pre, err := fitgpp.NewPreemptor(o.Victims, o.Lambda, o.P)
 		if err != nil {
 			return p, err
 		}
@@ -697,7 +729,7 @@ func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
 		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			known := append([]string{"lambda", "p", "renew_h", "place", "order", "model", "tick"}, switches...)
+			known := append([]string{"lambda", "p", "renew_h", "place", "order", "size", "victim", "hol", "model", "tick"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
@@ -732,6 +764,21 @@ func Entries() []policy.Entry {
 				return nil, err
 			}
 			o.WeightOrder = order == "weight"
+			size, err := pr.Enum("size", "requested", "requested", "elastic")
+			if err != nil {
+				return nil, err
+			}
+			o.Requested = size == "requested"
+			victim, err := pr.Enum("victim", "lrtp", "lrtp", "fitgpp")
+			if err != nil {
+				return nil, err
+			}
+			if victim == "fitgpp" {
+				o.Victims = fitgpp.FitGpp
+			}
+			if o.HOL, err = pr.Bool("hol", o.HOL); err != nil {
+				return nil, err
+			}
 			if v, ok := pr["p"]; ok {
 				if v == "inf" {
 					o.P = fitgpp.Unlimited
