@@ -177,3 +177,44 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// metQuick are the regimes where drover meets its target at the quick
+// size (and at the full size: docs/combined.md); a regression there fails.
+var metQuick = []string{"philly-light", "philly-heavy", "small-pods", "constrained", "elastic", "utility"}
+
+// TestTarget runs the quick scoreboard and holds drover to its target on
+// the regimes where it is met, and to no rejection and nothing unfinished
+// on every regime.
+func TestTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the quick scoreboard")
+	}
+	env := quickEnv(t, 0)
+	met := map[string]bool{}
+	for _, r := range Regimes() {
+		setup, err := r.Setup(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := specs(env, r)
+		seeds := r.size(env).Seeds
+		rows, runs, err := experiment.RunPolicies(context.Background(), env, r.Name, setup, sp, seeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			addSeedStats(&rows[i], runs[i*seeds:(i+1)*seeds])
+		}
+		v := Judge(r.Name, rows, sp)
+		if v.Unfinished != 0 || v.Rejected != 0 {
+			t.Errorf("%s: drover left %v unfinished, rejected %v", r.Name, v.Unfinished, v.Rejected)
+		}
+		met[r.Name] = v.Met
+		t.Log(v)
+	}
+	for _, name := range metQuick {
+		if !met[name] {
+			t.Errorf("%s: target no longer met", name)
+		}
+	}
+}
