@@ -16,6 +16,7 @@ import (
 	"github.com/drover-sched/drover/pkg/oasis"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/specon"
+	"github.com/drover-sched/drover/pkg/tiresias"
 )
 
 // Registry returns a registry of every plugin, for profiles given as
@@ -30,6 +31,7 @@ func Registry() (*framework.Registry, error) {
 		elastic.Plugins(),
 		fitgpp.Plugins(),
 		drover.Plugins(),
+		tiresias.Plugins(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err
@@ -50,6 +52,7 @@ func Policies() (*policy.Registry, error) {
 		oasis.Entries(),
 		specon.Entries(),
 		drover.Entries(),
+		tiresias.Entries(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	expoasis "github.com/drover-sched/drover/internal/exp/oasis"
 	"github.com/drover-sched/drover/internal/exp/scoreboard"
 	expspecon "github.com/drover-sched/drover/internal/exp/specon"
+	exptiresias "github.com/drover-sched/drover/internal/exp/tiresias"
 	"github.com/drover-sched/drover/pkg/experiment"
 )
 
@@ -28,6 +29,7 @@ func Experiments() (*experiment.Registry, error) {
 		expfitgpp.Experiments(),
 		expoasis.Experiments(),
 		expspecon.Experiments(),
+		exptiresias.Experiments(),
 		scoreboard.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
