@@ -24,7 +24,10 @@ type Line struct {
 	Title, XLabel, YLabel string
 	LogX                  bool
 	Step                  bool // draw as steps (value holds until the next point)
-	Series                []Series
+	// Points draws each point as a marker and no line (a scatter plot,
+	// such as a Pareto plot with one point per series).
+	Points bool
+	Series []Series
 }
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
@@ -107,7 +110,22 @@ func (c *Line) WriteSVG(w io.Writer) error {
 		if s.Dashed {
 			dash = ` stroke-dasharray="5,3"`
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`+"\n", Color(i), dash, strings.Join(pts, " "))
+		if c.Points {
+			for k := range s.X {
+				if c.LogX && s.X[k] <= 0 {
+					continue
+				}
+				x, y := px(s.X[k]), py(s.Y[k])
+				if i < len(palette) {
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4.5" fill="%s" fill-opacity="0.8"><title>%s</title></circle>`, x, y, Color(i), esc(s.Name))
+				} else {
+					fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="8" height="8" fill="%s" fill-opacity="0.8"><title>%s</title></rect>`, x-4, y-4, Color(i), esc(s.Name))
+				}
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9" fill="%s">%s</text>`+"\n", x+6, y-5, Color(i), esc(s.Name))
+			}
+		} else {
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`+"\n", Color(i), dash, strings.Join(pts, " "))
+		}
 		ly := top + 14 + float64(i)*18
 		fmt.Fprintf(&b, `<line x1="%g" x2="%g" y1="%g" y2="%g" stroke="%s" stroke-width="3"/><text x="%g" y="%g">%s</text>`+"\n",
 			left+pw+12, left+pw+32, ly-4, ly-4, Color(i), left+pw+38, ly, esc(s.Name))

@@ -3,26 +3,40 @@
 //
 // The profile, extension point by extension point:
 //
-//   - queueSort `drover-order`: TE jobs first (FitGpp), then the elastic
-//     article's weight (priority, utility, demand share), then queue order.
-//     A job without a class is ordered and protected as a BE job (FitGpp
-//     rejects it; a production default should not).
-//   - admit `payoff`: OASiS's payoff test for a job that carries a utility
-//     (its utility at the earliest completion minus its resource-time at
-//     OASiS's exponential prices, Eq. 22, with online-learned bounds);
-//     jobs without one pass. Decided once per job, on first sight.
-//   - size `elastic` (pkg/elastic, its default one-node-first order): the
-//     largest worker count >= the minimum whose gang fits one node, then the
-//     requested count down to the minimum spread over nodes (elastic gangs
-//     start smaller rather than wait; scale-up grows them later).
-//   - filter `node-role`; score `least-allocated` with gang one-node-first:
-//     all replicas on one node when one holds them, else spread.
+//   - queueSort `drover-order`: TE jobs first (FitGpp), then priority,
+//     then least attained GPU-service first (Tiresias' 2D-LAS, without its
+//     discretisation), then utility, then queue order (order=weight: the
+//     elastic article's weight, priority, utility, demand share, heaviest
+//     first, as before issue 24). A job without a class is ordered and
+//     protected as a BE job (FitGpp rejects it; a production default
+//     should not).
+//   - admit `payoff` (off by default, payoff=true): OASiS's payoff test for
+//     a job that carries a utility (its utility at the earliest completion
+//     minus its resource-time at OASiS's exponential prices, Eq. 22, with
+//     online-learned bounds); jobs without one pass. Decided once per job,
+//     on first sight. Off by default since a rejection is for good.
+//   - size: none by default (size=requested): a job starts at its requested
+//     counts, and scale-up grows it later (on the scoreboard's elastic
+//     regimes starting smaller ran more jobs at once, each slower, and
+//     raised BE mean JCT by a fifth); size=elastic is elastic.Workers
+//     (the largest worker count >= the minimum whose gang fits one node,
+//     then the requested count down to the minimum).
+//   - filter `node-role`; score `most-allocated` (place=pack, the default;
+//     place=spread: least-allocated, as before issue 24) with gang
+//     one-node-first: all replicas on one node when one holds them, else
+//     over the fewest, fullest nodes.
 //   - preempt, in order: `drover-shrink` (for a TE job, or a job that
 //     outranks the victim: shrink lighter running elastic jobs towards
 //     their minimum; cheap, no checkpoint), optionally `converged-victim` (a
 //     TE job preempts a BE job that SpeCon marked converged, CC, before any
-//     other; off by default), then FitGpp's victim choice (size, fit, grace, cap
-//     P) for whole-job preemption with the victim's grace period.
+//     other; off by default), then whole-job preemption with the victim's
+//     grace period: LRTP's victims (longest remaining work first; the
+//     simulator knows it exactly, on Kubernetes it is the estimate from
+//     estimatedDurationSeconds and progress reports; victim=fitgpp:
+//     FitGpp's size and grace score), cap P with the
+//     cap renewed (renew_h, default 1): a job preempted P times may be
+//     preempted again once it has run renew_h hours uninterrupted, so no
+//     trial waits for good behind jobs that were all preempted once.
 //   - reserve and rebalance `specon`: SpeCon's PC/WC/CC categories, the
 //     one-time migration of converged jobs and its rebalancing;
 //     rebalance `drover-scale-up` first: running elastic jobs grow into
@@ -102,15 +116,29 @@ func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 	return w
 }
 
-// Order is the drover queue: TE jobs first, then by the elastic article's
-// weight, heaviest first; ties keep queue order.
-type Order struct{}
+// Order is the drover queue: TE jobs first; then priority, highest first;
+// then least attained GPU-service first (Attained); then utility, highest
+// first; ties keep queue order (arrival, and a preempted job's return to
+// the head). With Weight, the order before issue 24: TE first, then the
+// elastic article's weight (priority, utility, demand share), heaviest
+// first.
+type Order struct {
+	Weight bool
+}
+
+// Attained is a job's attained GPU-service at time now: the work done so
+// far (seconds at its requested size) times its requested GPUs (at least
+// one). It does not change while the job waits.
+func Attained(js *cluster.JobState, now float64) float64 {
+	return (js.Job.Work - js.Remaining(now)) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
+}
 
 var _ framework.KeyedSort = Order{}
 
 // Events implements framework.EnqueueExtensions for a QueueSort: the
 // class and the weight are functions of the job's spec and the cluster's
-// ready capacity, which only a node change moves.
+// ready capacity, which only a node change moves; a waiting job's
+// attained service does not change.
 func (Order) Events(*framework.Cycle, *cluster.JobState) framework.Events {
 	return framework.EventNodes
 }
@@ -122,7 +150,10 @@ func (Order) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool
 func (Order) Name() string { return OrderName }
 
 // Compare implements framework.QueueSort.
-func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+func (o Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
+	if !o.Weight {
+		return framework.CompareKeys(o.Key(c, a), o.Key(c, b))
+	}
 	if ta, tb := isTE(a), isTE(b); ta != tb {
 		if ta {
 			return -1
@@ -132,12 +163,17 @@ func (Order) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 	return weightOf(c, b).Compare(weightOf(c, a))
 }
 
-// Key implements framework.KeyedSort: 0 for a TE job, else 1, then the
-// elastic weight's key (heaviest first).
-func (Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
+// Key implements framework.KeyedSort: 0 for a TE job, else 1; then
+// -priority, attained service and utility (the key of rank, NaN flagged),
+// or with Weight the elastic weight's key (heaviest first).
+func (o Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	te := 1.0
 	if isTE(js) {
 		te = 0
+	}
+	if !o.Weight {
+		r := rank(js.Job).Key()
+		return framework.SortKey{te, r[0], Attained(js, c.Snap.Now), r[1], r[2], 0}
 	}
 	w := weightOf(c, js).Key()
 	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
@@ -158,7 +194,12 @@ func minCounts(j *cluster.Job) []int {
 // stay), until the job fits at its minimum size; all or nothing (the
 // Runtime discards the fork on failure). A shrink is a Resize: it costs
 // no checkpoint and does not count as a preemption.
-type Shrink struct{}
+//
+// With Requested the job is made room for at its requested counts (the
+// profile then starts jobs at those, size=requested), else at its minimum.
+type Shrink struct {
+	Requested bool
+}
 
 var (
 	_ framework.Preempt           = Shrink{}
@@ -272,12 +313,15 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 }
 
 // Preempt implements framework.Preempt.
-func (Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
+func (sh Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	cands := shrinkCands(c, js)
 	if len(cands) == 0 {
 		return framework.NewStatus(framework.Unschedulable, "")
 	}
 	need := minCounts(js.Job)
+	if sh.Requested {
+		need = js.Job.RequestedCounts()
+	}
 	fits := func() bool {
 		l := c.St.Now()
 		l.Fork()
@@ -574,39 +618,72 @@ type Options struct {
 	Shrink, CCVictim, Preempt, ScaleUp, Speculate, Payoff, Provision bool
 	Lambda                                                           float64
 	P                                                                int
+	// Renew is FitGpp's renewal window in seconds (fitgpp.Preemptor.Renew;
+	// 0: the paper's lifetime cap).
+	Renew float64
+	// Place scores nodes: placement.Pack (most-allocated) or Spread.
+	Place placement.Strategy
+	// WeightOrder orders BE jobs by the elastic weight (Order.Weight).
+	WeightOrder bool
+	// Requested starts jobs at their requested counts (no Size plugin;
+	// scale-up still grows them, shrinks still take them to their
+	// minimum) instead of elastic.Workers' largest size that fits.
+	Requested bool
+	// Victims is the whole-job preemption rule (fitgpp.FitGpp or LRTP).
+	Victims fitgpp.Victims
+	// HOL blocks the BE jobs behind the first that cannot start
+	// (fitgpp-be-head-of-line): no backfilling, so room stays free for
+	// TE jobs at the cost of BE waiting.
+	HOL bool
 	// Predictive and SpeCon are the predictive and specon plugins'
 	// arguments (empty: their defaults).
 	Predictive, SpeCon policy.Params
 }
 
+// DefaultRenew is drover's renewal window for FitGpp's cap: one hour.
+const DefaultRenew = 3600.0
+
 // DefaultOptions has every part on except converged-victim (measured in
 // combined-ablation: it doubles preemptions for no gain in TE slowdown or
-// BE JCT; see docs/combined.md), FitGpp's lambda 1 and P 1.
+// BE JCT; see docs/combined.md) and payoff admission (a rejection is for
+// good; opt in with payoff=true), P 1 renewed after an hour of
+// uninterrupted run, LRTP victims (the longest remaining work first),
+// jobs started at their requested size, pack placement and the
+// attained-service order (issue 24: chosen on the whole scoreboard;
+// docs/combined.md has each choice's ablation row).
 func DefaultOptions() Options {
-	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: true, Provision: true,
-		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP}
+	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
+		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
+		Requested: true, Victims: fitgpp.LRTP}
 }
 
 // Profile builds the drover profile.
 func Profile(o Options) (framework.Profile, error) {
-	p := framework.Profile{Name: "drover", QueueSort: Order{}, Size: elastic.Workers{},
+	p := framework.Profile{Name: "drover", QueueSort: Order{Weight: o.WeightOrder}, Size: elastic.Workers{},
 		Filter: []framework.Filter{framework.NodeRole{}},
-		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: placement.Spread}, Weight: 1}},
+		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: o.Place}, Weight: 1}},
 		Gang:   placement.OneNodeFirst, Future: true}
 	if o.Payoff {
 		p.Admit = append(p.Admit, &Payoff{Eta: 1, LFloor: 1e-4, Horizon: 7 * 86400})
 	}
+	if o.HOL {
+		p.Admit = append(p.Admit, fitgpp.BEHeadOfLine{})
+	}
+	if o.Requested {
+		p.Size = nil
+	}
 	if o.Shrink {
-		p.Preempt = append(p.Preempt, Shrink{})
+		p.Preempt = append(p.Preempt, Shrink{Requested: o.Requested})
 	}
 	if o.CCVictim && o.Speculate {
 		p.Preempt = append(p.Preempt, &Converged{P: o.P})
 	}
 	if o.Preempt {
-		pre, err := fitgpp.NewPreemptor(fitgpp.FitGpp, o.Lambda, o.P)
+		pre, err := fitgpp.NewPreemptor(o.Victims, o.Lambda, o.P)
 		if err != nil {
 			return p, err
 		}
+		pre.Renew = o.Renew
 		p.Preempt = append(p.Preempt, pre)
 	}
 	if o.ScaleUp {
@@ -650,9 +727,9 @@ var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "p
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then elastic weight, OASiS payoff admission, elastic min..max sizing, one-node-first gangs, shrink then FitGpp preemption (ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders; lambda, p (FitGpp); shrink, preempt, scaleup, specon, payoff, provision = true|false switch parts (default on), ccvictim (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			known := append([]string{"lambda", "p", "model", "tick"}, switches...)
+			known := append([]string{"lambda", "p", "renew_h", "place", "order", "size", "victim", "hol", "model", "tick"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
@@ -668,6 +745,38 @@ func Entries() []policy.Entry {
 				}
 			}
 			if o.Lambda, err = pr.FloatIn("lambda", o.Lambda, 0, fitgpp.MaxLambda); err != nil {
+				return nil, err
+			}
+			if _, ok := pr["renew_h"]; ok {
+				if o.Renew, err = fitgpp.ParseRenew(pr); err != nil {
+					return nil, err
+				}
+			}
+			place, err := pr.Enum("place", "pack", "pack", "spread")
+			if err != nil {
+				return nil, err
+			}
+			if place == "spread" {
+				o.Place = placement.Spread
+			}
+			order, err := pr.Enum("order", "las", "las", "weight")
+			if err != nil {
+				return nil, err
+			}
+			o.WeightOrder = order == "weight"
+			size, err := pr.Enum("size", "requested", "requested", "elastic")
+			if err != nil {
+				return nil, err
+			}
+			o.Requested = size == "requested"
+			victim, err := pr.Enum("victim", "lrtp", "lrtp", "fitgpp")
+			if err != nil {
+				return nil, err
+			}
+			if victim == "fitgpp" {
+				o.Victims = fitgpp.FitGpp
+			}
+			if o.HOL, err = pr.Bool("hol", o.HOL); err != nil {
 				return nil, err
 			}
 			if v, ok := pr["p"]; ok {
@@ -702,7 +811,17 @@ func Plugins() []framework.PluginEntry {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
 	return []framework.PluginEntry{
-		{Name: OrderName, Description: "queueSort: TE jobs first, then the elastic article's weight, then queue order", New: none(OrderName, Order{})},
+		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=weight: the elastic article's weight after TE",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(OrderName, "by"); err != nil {
+					return nil, err
+				}
+				by, err := a.Enum("by", "las", "las", "weight")
+				if err != nil {
+					return nil, err
+				}
+				return Order{Weight: by == "weight"}, nil
+			}},
 		{Name: ShrinkName, Description: "preempt: shrink lighter running elastic jobs towards their minimum to make room (a Resize, not a preemption)", New: none(ShrinkName, Shrink{})},
 		{Name: ScaleUpName, Description: "rebalance: grow running elastic jobs into idle capacity, never while a TE job waits", New: none(ScaleUpName, ScaleUp{})},
 		{Name: ConvergedName, Description: "preempt: a TE job preempts a converged (SpeCon CC) BE job first; p (default 1)",

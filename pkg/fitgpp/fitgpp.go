@@ -38,6 +38,18 @@
 //   - rand: random running BE jobs preempted fewer than P times, until the
 //     TE job fits.
 //
+// Renewed protection (Preemptor.Renew, renew_h=): the paper's cap makes a
+// job preempted P times immune for the rest of its life, so once every
+// running BE job has reached P a TE job waits for one to finish, days on
+// a trace of long jobs. With a renewal window H, a job preempted P times
+// or more is protected only until it has run H seconds without
+// interruption since it last (re)started; then it may be preempted once
+// more. The harm to a BE job stays bounded (P preemptions, then at most
+// one per H of uninterrupted run), and no TE job waits longer than H
+// behind a running BE job. The fitgpp, lrtp and rand presets keep the
+// paper's lifetime cap (renew_h=inf, the default); the drover profile
+// renews.
+//
 // The cap P applies to all three: the paper sets P = 1 for its main
 // experiment ("each BE job is not preempted more than once"), not for
 // FitGpp alone, and Table 4 (jobs preempted 2 and 3 times under LRTP and
@@ -234,6 +246,10 @@ type Preemptor struct {
 	// P caps how many times a job may be preempted (every rule); Unlimited
 	// for no cap.
 	P int
+	// Renew, when positive, is the renewal window in seconds: a job
+	// preempted P times or more may be preempted again once it has run
+	// Renew seconds since it last (re)started. 0: the paper's lifetime cap.
+	Renew float64
 	// NoPreempt serves TE jobs first but never preempts: the ablation that
 	// separates what TE-first ordering gains from what preemption gains
 	// (fitgpp:preempt=false).
@@ -251,7 +267,23 @@ type Preemptor struct {
 var (
 	_ framework.Preempt           = (*Preemptor)(nil)
 	_ framework.EnqueueExtensions = (*Preemptor)(nil)
+	_ framework.TimeDriven        = (*Preemptor)(nil)
 )
+
+// TimeDriven implements framework.TimeDriven: with a renewal window a
+// capped victim becomes preemptable as time passes, with no event, so the
+// profile must run on its clock.
+func (p *Preemptor) TimeDriven() bool { return p.Renew > 0 }
+
+// Capped reports whether js may not be preempted at time now: it was
+// preempted P times or more and, with a renewal window, has run less than
+// Renew seconds since it last (re)started.
+func (p *Preemptor) Capped(js *cluster.JobState, now float64) bool {
+	if js.Preemptions < p.P {
+		return false
+	}
+	return p.Renew <= 0 || now-js.LastStart < p.Renew
+}
 
 // NewPreemptor returns a Preemptor with the given rule, validating lambda
 // and P.
@@ -276,11 +308,16 @@ func (p *Preemptor) Name() string { return p.Rule.String() }
 //
 // A TE job of several groups is never parked: its search's random draws
 // (its own) decide whether it finds victims, so jobs alike may differ.
+//
+// With a renewal window a TE job is never parked either: a capped victim
+// becomes open as it runs, which no event announces (and TimeDriven keeps
+// the clock going). Asked about no job (the idle check of a TimeDriven
+// plugin), it needs no clock: a TE job that waits is active.
 func (p *Preemptor) Events(_ *framework.Cycle, js *cluster.JobState) framework.Events {
-	if js.Job.Class != cluster.ClassTE {
+	if js == nil || js.Job.Class != cluster.ClassTE {
 		return 0
 	}
-	if !oneGroup(js.Job.RequestedCounts()) {
+	if !oneGroup(js.Job.RequestedCounts()) || (p.Renew > 0 && !p.NoPreempt) {
 		return framework.EventAlways
 	}
 	return framework.EventRoom | framework.EventRunning | framework.EventNodes
@@ -385,6 +422,7 @@ type beState struct {
 	scored  bool
 	lambda  float64
 	p       int
+	renew   float64
 }
 
 var beKey = framework.NewKey[*beState]("fitgpp.running-be")
@@ -399,7 +437,7 @@ func runningAsBE(js *cluster.JobState) bool {
 // BE job preempted fewer than P times that this cycle has not acted on
 // (the victims hopeless gives back).
 func (p *Preemptor) open(c *framework.Cycle, js *cluster.JobState) bool {
-	return runningAsBE(js) && js.Preemptions < p.P && c.St.Op(js) == framework.OpNone
+	return runningAsBE(js) && !p.Capped(js, c.Snap.Now) && c.St.Op(js) == framework.OpNone
 }
 
 func runningBE(c *framework.Cycle) *beState {
@@ -421,7 +459,7 @@ func runningBE(c *framework.Cycle) *beState {
 // including ones already chosen as victims in this cycle, so that a job's
 // score does not depend on the order TE jobs are served in.
 func (p *Preemptor) order(c *framework.Cycle, be *beState) []*cluster.JobState {
-	if be.scored && be.lambda == p.Lambda && be.p == p.P {
+	if be.scored && be.lambda == p.Lambda && be.p == p.P && be.renew == p.Renew {
 		return be.byScore
 	}
 	if be.size == nil {
@@ -438,7 +476,7 @@ func (p *Preemptor) order(c *framework.Cycle, be *beState) []*cluster.JobState {
 	}
 	cands := make([]cand, 0, len(be.running))
 	for i, js := range be.running {
-		if js.Preemptions >= p.P {
+		if p.Capped(js, c.Snap.Now) {
 			continue
 		}
 		sc := 0.0
@@ -456,7 +494,7 @@ func (p *Preemptor) order(c *framework.Cycle, be *beState) []*cluster.JobState {
 	for _, k := range cands {
 		be.byScore = append(be.byScore, k.js)
 	}
-	be.scored, be.lambda, be.p = true, p.Lambda, p.P
+	be.scored, be.lambda, be.p, be.renew = true, p.Lambda, p.P, p.Renew
 	return be.byScore
 }
 
@@ -497,17 +535,17 @@ func (p *Preemptor) choose(c *framework.Cycle, soon *placement.Ledger, te *clust
 				// No job satisfies the fit rule: a random one below the
 				// cap, among the untouched ones in ID order.
 				avail := untouched(c, be, victims)
-				if v := randomBelowP(avail, p.P, rng); v >= 0 {
+				if v := p.randomOpen(avail, c.Snap.Now, rng); v >= 0 {
 					victim = avail[v]
 				}
 			}
 		case LRTP:
-			if v := longestRemainingBelowP(avail, p.P, c.Snap.Now); v >= 0 {
+			if v := p.longestRemainingOpen(avail, c.Snap.Now); v >= 0 {
 				victim = avail[v]
 				avail = slices.Delete(avail, v, v+1)
 			}
 		default:
-			if v := randomBelowP(avail, p.P, rng); v >= 0 {
+			if v := p.randomOpen(avail, c.Snap.Now, rng); v >= 0 {
 				victim = avail[v]
 				avail = slices.Delete(avail, v, v+1)
 			}
@@ -620,12 +658,12 @@ func SizeOf(d, c resource.Vector) float64 {
 	return sum
 }
 
-// longestRemainingBelowP returns the index of the job with the most work
-// left among those preempted fewer than p times (the first on ties), or -1.
-func longestRemainingBelowP(avail []*cluster.JobState, p int, now float64) int {
+// longestRemainingOpen returns the index of the job with the most work
+// left among those not Capped (the first on ties), or -1.
+func (p *Preemptor) longestRemainingOpen(avail []*cluster.JobState, now float64) int {
 	best := -1
 	for i, js := range avail {
-		if js.Preemptions >= p {
+		if p.Capped(js, now) {
 			continue
 		}
 		if best < 0 || js.Remaining(now) > avail[best].Remaining(now) {
@@ -635,13 +673,12 @@ func longestRemainingBelowP(avail []*cluster.JobState, p int, now float64) int {
 	return best
 }
 
-// randomBelowP returns a random index among jobs preempted fewer than p
-// times, or -1. With every job below p it draws exactly as
-// rng.IntN(len(avail)) would.
-func randomBelowP(avail []*cluster.JobState, p int, rng *rand.Rand) int {
+// randomOpen returns a random index among jobs not Capped, or -1. With
+// every job open it draws exactly as rng.IntN(len(avail)) would.
+func (p *Preemptor) randomOpen(avail []*cluster.JobState, now float64, rng *rand.Rand) int {
 	var ok []int
 	for i, js := range avail {
-		if js.Preemptions < p {
+		if !p.Capped(js, now) {
 			ok = append(ok, i)
 		}
 	}
@@ -696,7 +733,7 @@ func New(rule Victims, lambda float64, p int) (*framework.Runtime, error) {
 // parseFitGpp reads fitgpp's parameters (the preset's and the plugin's):
 // lambda, p and preempt.
 func parseFitGpp(pr policy.Params) (*Preemptor, error) {
-	if err := pr.Check("fitgpp", "lambda", "p", "preempt"); err != nil {
+	if err := pr.Check("fitgpp", "lambda", "p", "renew_h", "preempt"); err != nil {
 		return nil, err
 	}
 	preempt, err := pr.Bool("preempt", true)
@@ -715,6 +752,9 @@ func parseFitGpp(pr policy.Params) (*Preemptor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pre.Renew, err = ParseRenew(pr); err != nil {
+		return nil, err
+	}
 	pre.NoPreempt = !preempt
 	return pre, nil
 }
@@ -722,14 +762,21 @@ func parseFitGpp(pr policy.Params) (*Preemptor, error) {
 // parseRule reads the parameters of lrtp or rand: p.
 func parseRule(rule Victims) func(policy.Params) (*Preemptor, error) {
 	return func(pr policy.Params) (*Preemptor, error) {
-		if err := pr.Check(rule.String(), "p"); err != nil {
+		if err := pr.Check(rule.String(), "p", "renew_h"); err != nil {
 			return nil, err
 		}
 		pc, err := parseP(pr)
 		if err != nil {
 			return nil, err
 		}
-		return NewPreemptor(rule, 0, pc)
+		pre, err := NewPreemptor(rule, 0, pc)
+		if err != nil {
+			return nil, err
+		}
+		if pre.Renew, err = ParseRenew(pr); err != nil {
+			return nil, err
+		}
+		return pre, nil
 	}
 }
 
@@ -754,7 +801,7 @@ func Plugins() []framework.PluginEntry {
 			New: none(ClassName, Class{})},
 		{Name: BEHeadOfLineName, Description: "admit: strict FIFO among BE jobs, a BE job that could not start blocks every job behind it",
 			New: none(BEHeadOfLineName, BEHeadOfLine{})},
-		{Name: "fitgpp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE job with the lowest size + lambda x grace-period score that makes room (FitGpp Eq. 3/4), random below the cap otherwise; lambda>=0 (default %g), p>=1 or inf (default %d), preempt=false: never preempt", DefaultLambda, DefaultP),
+		{Name: "fitgpp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE job with the lowest size + lambda x grace-period score that makes room (FitGpp Eq. 3/4), random below the cap otherwise; lambda>=0 (default %g), p>=1 or inf (default %d), renew_h>0 or inf (default inf: a job preempted p times is never preempted again; h: once more after each h hours of uninterrupted run), preempt=false: never preempt", DefaultLambda, DefaultP),
 			New: pre(parseFitGpp)},
 		{Name: "lrtp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE jobs with the longest remaining time, below the cap, until it fits; p>=1 or inf: max preemptions per job (default %d)", DefaultP),
 			New: pre(parseRule(LRTP))},
@@ -776,7 +823,7 @@ func Entries() []policy.Entry {
 		}
 	}
 	return []policy.Entry{
-		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); preempt=false serves TE jobs first without preempting (ablation)", DefaultLambda, DefaultP),
+		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); renew_h (default inf): a capped job may be preempted again after running renew_h hours uninterrupted; preempt=false serves TE jobs first without preempting (ablation)", DefaultLambda, DefaultP),
 			New: preset(parseFitGpp)},
 		{Name: "lrtp", Description: fmt.Sprintf("FIFO where TE jobs preempt the BE jobs with the longest remaining time until they fit (Big-C's rule, exact remaining times); p>=1 or inf: max preemptions per job (default %d, the paper's main experiment)", DefaultP),
 			New: preset(parseRule(LRTP))},
@@ -802,6 +849,24 @@ func parseP(pr policy.Params) (int, error) {
 	}
 	return n, nil
 }
+
+// ParseRenew reads renew_h, the renewal window in hours (see
+// Preemptor.Renew), and returns it in seconds: absent or "inf" is 0, the
+// paper's lifetime cap; else a number in (0, MaxRenewH].
+func ParseRenew(pr policy.Params) (float64, error) {
+	v, ok := pr["renew_h"]
+	if !ok || v == "inf" {
+		return 0, nil
+	}
+	h, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(h > 0 && h <= MaxRenewH) {
+		return 0, fmt.Errorf("parameter renew_h=%q: want hours in (0, %g] or inf", v, float64(MaxRenewH))
+	}
+	return h * 3600, nil
+}
+
+// MaxRenewH bounds renew_h: a year.
+const MaxRenewH = 24 * 365
 
 // Bounds of the parameters: lambda weighs grace-period seconds against
 // sizes, and p counts preemptions of one job; larger values are

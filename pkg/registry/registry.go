@@ -12,6 +12,7 @@ import (
 	elasticexp "github.com/drover-sched/drover/internal/exp/elastic"
 	expfitgpp "github.com/drover-sched/drover/internal/exp/fitgpp"
 	expoasis "github.com/drover-sched/drover/internal/exp/oasis"
+	"github.com/drover-sched/drover/internal/exp/scoreboard"
 	expspecon "github.com/drover-sched/drover/internal/exp/specon"
 	exptiresias "github.com/drover-sched/drover/internal/exp/tiresias"
 	"github.com/drover-sched/drover/pkg/experiment"
@@ -29,6 +30,7 @@ func Experiments() (*experiment.Registry, error) {
 		expoasis.Experiments(),
 		expspecon.Experiments(),
 		exptiresias.Experiments(),
+		scoreboard.Experiments(),
 	} {
 		if err := r.Add(es...); err != nil {
 			return nil, err

@@ -30,7 +30,7 @@ var Policies = []string{"drover", "fitgpp", "specon", "elastic", "oasis", "predi
 
 // Ablation switches off one part of drover at a time.
 var Ablation = []string{"drover", "drover:shrink=false", "drover:ccvictim=true", "drover:preempt=false",
-	"drover:scaleup=false", "drover:specon=false", "drover:payoff=false"}
+	"drover:scaleup=false", "drover:specon=false", "drover:payoff=true"}
 
 // Columns are the metrics the tables show.
 var Columns = []string{"te_slowdown_p95", "be_jct_mean_s", "makespan_s", "utility_total", "gpu_util",
@@ -51,7 +51,7 @@ func Experiments() []experiment.Experiment {
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return run(ctx, env, "combined-philly", philly, Policies)
 			}},
-		{Name: "combined-ablation", Description: "the drover profile with each part switched off in turn (shrink, FitGpp preemption, scale-up, SpeCon, payoff admission) and converged-victim switched on on the combined workload, 5 seeds",
+		{Name: "combined-ablation", Description: "the drover profile with each part switched off in turn (shrink, FitGpp preemption, scale-up, SpeCon) and converged-victim and payoff admission switched on on the combined workload, 5 seeds",
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return run(ctx, env, "combined-ablation", synthetic, Ablation)
 			}},
