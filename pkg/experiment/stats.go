@@ -67,3 +67,12 @@ func ChangeCI95(a, b []float64) (change, half float64) {
 	_, h := MeanCI95(d)
 	return change, h / math.Abs(ma)
 }
+
+// PutCI95 stores the half-width h of a 95% interval under key in m, unless
+// it is NaN (fewer than two seeds), which a report may not hold: the key
+// is then left out.
+func PutCI95(m map[string]float64, key string, h float64) {
+	if !math.IsNaN(h) {
+		m[key] = h
+	}
+}

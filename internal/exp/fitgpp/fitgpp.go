@@ -137,12 +137,14 @@ func addRecordMetrics(rows []experiment.Row, runs []experiment.Run, seeds int) {
 			rows[i].Metrics[k] = v
 		}
 		for _, k := range ciKeys {
-			_, rows[i].Metrics[k+"_ci95"] = experiment.MeanCI95(perSeed(i, k))
+			_, h := experiment.MeanCI95(perSeed(i, k))
+			experiment.PutCI95(rows[i].Metrics, k+"_ci95", h)
 		}
 		if i > 0 && rows[0].Policy == "fifo" && len(rows[0].Params) == 0 {
 			for _, k := range []string{"p50", "p95"} {
 				c, h := experiment.ChangeCI95(perSeed(0, "be_slowdown_"+k), perSeed(i, "be_slowdown_"+k))
-				rows[i].Metrics["be_"+k+"_vs_fifo"], rows[i].Metrics["be_"+k+"_vs_fifo_ci95"] = c, h
+				rows[i].Metrics["be_"+k+"_vs_fifo"] = c
+				experiment.PutCI95(rows[i].Metrics, "be_"+k+"_vs_fifo_ci95", h)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ package oasis
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -27,6 +28,7 @@ func Experiments() []experiment.Experiment {
 		{Name: "oasis-ratio", Description: "OASiS performance ratio (exact offline optimum / OASiS) for 10 jobs over cluster sizes and priority ranges (paper Fig. 6), under both readings", Run: ratio},
 		{Name: "oasis-estimate", Description: "OASiS with its price bounds U and L given as 50%..150% of their true values (paper Fig. 7), under both readings", Run: estimate},
 		{Name: "oasis-lfloor", Description: "OASiS with L floored at 1e-12..1e-2 of the largest U, at the scarcest job count, under both readings", Run: lfloor},
+		{Name: "oasis-readings", Description: "the two readings the paper leaves open, crossed: utility decay g2 drawn per timespan or per slot x RRH starting admitted jobs in arrival order or by value (skipping), OASiS vs FIFO, DRF, RRH, Dorm at 600 and 800 jobs, U per unit of resource", Run: readingsGrid},
 		{Name: "oasis-rrh", Description: "RRH's start order (arrival, the paper's; value, backfilling) and admission threshold (0, 0.1, 0.3) at the scarcest job count, under both readings", Run: rrhSweep},
 	}
 }
@@ -217,9 +219,69 @@ func compare(ctx context.Context, env *experiment.Env, rd Reading, st oasis.Sett
 		for k, v := range params {
 			p[k] = v
 		}
-		rows = append(rows, experiment.Row{Policy: c.Label, Params: p, Metrics: experiment.MeanMetrics(ms[i])})
+		m := experiment.MeanMetrics(ms[i])
+		u := make([]float64, len(ms[i]))
+		for k, x := range ms[i] {
+			u[k] = x["utility_total"]
+		}
+		_, h := experiment.MeanCI95(u)
+		experiment.PutCI95(m, "utility_total_ci95", h)
+		rows = append(rows, experiment.Row{Policy: c.Label, Params: p, Metrics: m})
 	}
 	return rows, nil
+}
+
+// Decays are the two readings of the sigmoid's decay g2: per timespan
+// (oasis.DefaultSetting) or per slot (oasis.Setting.EarlierUtility).
+var Decays = []string{"timespan", "slot"}
+
+// RRHOrders are the two readings of RRH's start order: arrival (no
+// skipping) and value (utility per resource-second, skipping what does
+// not fit).
+var RRHOrders = []string{"arrival", "value"}
+
+// readingsGrid crosses the decay readings with RRH's start order at the
+// scarce job counts (600 and 800; 60 and 120 with --quick), every scheme,
+// U per unit of resource in all four. Rows carry decay and rrh_order; the
+// OASiS, FIFO, DRF and Dorm rows of a decay are the same runs under both
+// orders (only RRH depends on the order).
+func readingsGrid(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	sc := fullScale(env)
+	jobs := []int{600, 800}
+	if env.Quick {
+		jobs = []int{60, 120}
+	}
+	var rows []experiment.Row
+	for _, n := range jobs {
+		for _, decay := range Decays {
+			rd := Reading{Name: "decay=" + decay, U: oasis.UPerResource, Earlier: decay == "slot", RRH: "rrh"}
+			r, err := compare(ctx, env, rd, oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots), sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, true)
+			if err != nil {
+				return nil, err
+			}
+			for _, order := range RRHOrders {
+				rrh := map[string]string{"arrival": "rrh", "value": variant.Policy}[order]
+				for _, row := range r {
+					if row.Policy == "RRH" || row.Policy == variant.Label {
+						if row.Params["policy_name"] != rrh {
+							continue
+						}
+						row.Policy = "RRH"
+					}
+					p := maps.Clone(row.Params)
+					delete(p, "reading")
+					p["decay"], p["rrh_order"] = decay, order
+					rows = append(rows, experiment.Row{Policy: row.Policy, Params: p, Metrics: maps.Clone(row.Metrics)})
+				}
+			}
+		}
+	}
+	return &experiment.Report{Experiment: "oasis-readings", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
+		Columns: []string{"utility_total", "utility_total_ci95", "admitted", "completed", "deadline_miss_mean_s", "gpu_util"},
+		Notes: []string{settingNote(oasis.DefaultSetting(jobs[0], sc.workers, sc.pss, sc.slots)), mapping,
+			"decay=timespan: g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan; decay=slot: 0.1-0.5 and 2-5 per slot (L at its 1e-12 floor); U per unit of resource (Appendix A) in both",
+			"rrh_order=arrival: admitted jobs start in arrival order, a job that does not fit holding those behind it (rrh); rrh_order=value: by expected utility per resource-second, skipping jobs that do not fit (rrh:order=value); OASiS, FIFO, DRF and Dorm do not depend on it (the same runs under both orders)",
+			"utility_total_ci95: half-width of the 95% confidence interval of the mean over seeds"}}, nil
 }
 
 func settingNote(st oasis.Setting) string {

@@ -345,8 +345,10 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 	}
 	baseRow := experiment.Row{Policy: "default", Metrics: experiment.MeanMetrics(baseMs)}
 	baseJ, baseS := column(baseMs, "jct_mean_s"), column(baseMs, "makespan_s")
-	_, baseRow.Metrics["jct_mean_s_ci95"] = experiment.MeanCI95(baseJ)
-	_, baseRow.Metrics["makespan_s_ci95"] = experiment.MeanCI95(baseS)
+	_, hj := experiment.MeanCI95(baseJ)
+	_, hs := experiment.MeanCI95(baseS)
+	experiment.PutCI95(baseRow.Metrics, "jct_mean_s_ci95", hj)
+	experiment.PutCI95(baseRow.Metrics, "makespan_s_ci95", hs)
 	baseRow.Metrics["makespan_s_min"], baseRow.Metrics["makespan_s_max"] = math.Inf(1), math.Inf(-1)
 	for _, m := range baseMs {
 		baseRow.Metrics["makespan_s_min"] = math.Min(baseRow.Metrics["makespan_s_min"], m["makespan_s"])
@@ -420,7 +422,8 @@ func spread(m map[string]float64, baseJ, baseS []float64, ms []map[string]float6
 		base []float64
 	}{{"jct", baseJ}, {"makespan", baseS}} {
 		pol := column(ms, map[string]string{"jct": "jct_mean_s", "makespan": "makespan_s"}[k.key])
-		_, m[k.key+"_change_ci95"] = experiment.ChangeCI95(k.base, pol)
+		_, h := experiment.ChangeCI95(k.base, pol)
+		experiment.PutCI95(m, k.key+"_change_ci95", h)
 		lo, hi, reached := math.Inf(1), math.Inf(-1), 0
 		for s := range pol {
 			c := experiment.Change(k.base[s], pol[s])
