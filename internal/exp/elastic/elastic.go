@@ -282,7 +282,7 @@ func small(ctx context.Context, env *experiment.Env, m Mix) (*experiment.Report,
 var Gammas = []float64{0, 1, 3}
 
 // GammaPolicies are the policies elastic-gamma compares.
-var GammaPolicies = []string{"elastic", "elastic:order=size-first", "tf-operator", "dragon"}
+var GammaPolicies = []string{"elastic", "elastic:order=size-first", "elastic:scaleup=node", "tf-operator", "dragon"}
 
 // GammaColumns are the metrics elastic-gamma's table shows.
 var GammaColumns = []string{"jct_mean_s", "makespan_s", "train_time_mean_s", "queue_delay_mean_s", "scale_ups", "scale_downs",
