@@ -23,13 +23,13 @@ import (
 // Experiments returns the OASiS experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "oasis", Description: "OASiS vs FIFO, DRF, RRH, Dorm: total utility as the job count grows from ample to scarce resources (paper Fig. 4), under the paper's reading and the earlier one", Run: sweep},
+		{Name: "oasis", Description: "OASiS vs FIFO, DRF, RRH, Dorm: total utility as the job count grows from ample to scarce resources (paper Fig. 4), under the default reading and the earlier one", Run: sweep},
 		{Name: "oasis-deadline", Description: "OASiS and baselines: actual minus target completion time of time-sensitive and time-critical jobs (paper Fig. 5), under both readings", Run: deadline},
 		{Name: "oasis-ratio", Description: "OASiS performance ratio (exact offline optimum / OASiS) for 10 jobs over cluster sizes and priority ranges (paper Fig. 6), under both readings", Run: ratio},
 		{Name: "oasis-estimate", Description: "OASiS with its price bounds U and L given as 50%..150% of their true values (paper Fig. 7), under both readings", Run: estimate},
 		{Name: "oasis-lfloor", Description: "OASiS with L floored at 1e-12..1e-2 of the largest U, at the scarcest job count, under both readings", Run: lfloor},
 		{Name: "oasis-readings", Description: "the two readings the paper leaves open, crossed: utility decay g2 drawn per timespan or per slot x RRH starting admitted jobs in arrival order or by value (skipping), OASiS vs FIFO, DRF, RRH, Dorm at 600 and 800 jobs, U per unit of resource", Run: readingsGrid},
-		{Name: "oasis-rrh", Description: "RRH's start order (arrival, the paper's; value, backfilling) and admission threshold (0, 0.1, 0.3) at the scarcest job count, under both readings", Run: rrhSweep},
+		{Name: "oasis-rrh", Description: "RRH's start order (arrival, the default; value, backfilling; the paper names none) and admission threshold (0, 0.1, 0.3) at the scarcest job count, under both readings", Run: rrhSweep},
 	}
 }
 
@@ -41,7 +41,7 @@ var Compared = []struct{ Label, Policy string }{
 	{"OASiS", "oasis"}, {"FIFO", "ps-fifo"}, {"DRF", "ps-drf"}, {"RRH", "rrh"}, {"Dorm", "dorm"},
 }
 
-// variant is an extra row of the paper reading's sweep, not one of the
+// variant is an extra row of the default reading's sweep, not one of the
 // paper's schemes: RRH starting jobs by value density and skipping those
 // that do not fit, the stronger variant the earlier reading used.
 var variant = struct{ Label, Policy string }{"RRH-value", "rrh:order=value"}
@@ -59,12 +59,12 @@ type Reading struct {
 	RRH string
 }
 
-// Readings: the paper's (U per unit of resource, decay per timespan so
+// Readings: the default (U per unit of resource, decay per timespan so
 // that L is the jobs' own, RRH in arrival order) and the earlier one (U
 // per unit of resource-slot, decay per slot with L at its floor, RRH by
 // value density with skipping).
 var Readings = []Reading{
-	{Name: "paper", U: oasis.UPerResource, RRH: "rrh"},
+	{Name: "default", U: oasis.UPerResource, RRH: "rrh"},
 	{Name: "earlier", U: oasis.UPerResourceSlot, Earlier: true, RRH: "rrh:order=value"},
 }
 
@@ -179,7 +179,7 @@ func sd(xs []float64) float64 {
 	return math.Sqrt(s / float64(len(xs)-1))
 }
 
-// compare runs the five schemes (and, under the paper reading with
+// compare runs the five schemes (and, under the default reading with
 // variant set, the RRH-value row) over seeds of a setting under a reading
 // and returns one row per scheme (metrics averaged over seeds). OASiS rows
 // also get u_over_l, the spread of its price functions.
@@ -292,7 +292,7 @@ func settingNote(st oasis.Setting) string {
 
 const (
 	mapping      = "rows use the paper's names; registered policies: OASiS=oasis, FIFO=ps-fifo, DRF=ps-drf, RRH=rrh, Dorm=dorm (see params.policy_name)"
-	readingsNote = "reading=paper: U per unit of resource (Appendix A), g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan so that L is the jobs' own, RRH in arrival order (rrh); reading=earlier: U per unit of resource-slot (oasis:ubound=resource-slot), g2 0.1-0.5 and 2-5 per slot with L at its 1e-12 floor, RRH by value density skipping what does not fit (rrh:order=value)"
+	readingsNote = "reading=default (drover's choices where the text is silent; see docs/oasis.md): U per unit of resource (Appendix A), g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan so that L is the jobs' own, RRH in arrival order (rrh); reading=earlier: U per unit of resource-slot (oasis:ubound=resource-slot), g2 0.1-0.5 and 2-5 per slot with L at its 1e-12 floor, RRH by value density skipping what does not fit (rrh:order=value)"
 )
 
 func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
@@ -312,7 +312,7 @@ func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	return &experiment.Report{Experiment: "oasis", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
 		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "deadline_miss_mean_s", "gpu_util", "u_over_l"},
 		Notes: []string{settingNote(st), mapping, readingsNote, "utility_total sums sigmoid utilities of jobs finished within the timespan",
-			"RRH-value is a labelled variant, not the paper's RRH: rrh:order=value under the paper reading's workload"}}, nil
+			"RRH-value is a labelled variant, not the paper's RRH: rrh:order=value under the default reading's workload"}}, nil
 }
 
 func deadline(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
@@ -500,5 +500,5 @@ func rrhSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, err
 	return &experiment.Report{Experiment: "oasis-rrh", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
 		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "preemptions", "queue_delay_mean_s"},
 		Notes: []string{settingNote(st), readingsNote,
-			"order=arrival (the paper's reading, the default): admitted jobs start in arrival order, a job that does not fit holding those behind it; order=value: by expected utility per resource-second, skipping jobs that do not fit; threshold: admission needs gain - delay cost > threshold * g1"}}, nil
+			"order=arrival (the default; the paper names no order): admitted jobs start in arrival order, a job that does not fit holding those behind it; order=value: by expected utility per resource-second, skipping jobs that do not fit; threshold: admission needs gain - delay cost > threshold * g1"}}, nil
 }

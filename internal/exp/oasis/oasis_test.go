@@ -63,14 +63,14 @@ func TestSweepQuick(t *testing.T) {
 			}
 		}
 	}
-	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "paper")["u_over_l"]; !(ul > 1 && ul < 1e11) {
+	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "default")["u_over_l"]; !(ul > 1 && ul < 1e11) {
 		t.Errorf("paper reading: U/L %v, want the jobs' own, well below the floor's 1e12", ul)
 	}
 	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "earlier")["u_over_l"]; math.Abs(ul/1e12-1) > 1e-9 {
 		t.Errorf("earlier reading: U/L %v, want the floor's 1e12", ul)
 	}
 	for _, r := range rep.Results {
-		want := map[string]string{"paper": "rrh", "earlier": "rrh:order=value"}[r.Params["reading"]]
+		want := map[string]string{"default": "rrh", "earlier": "rrh:order=value"}[r.Params["reading"]]
 		if r.Policy == "RRH" && r.Params["policy_name"] != want {
 			t.Errorf("%s reading: RRH runs %s, want %s", r.Params["reading"], r.Params["policy_name"], want)
 		}
