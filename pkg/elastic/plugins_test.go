@@ -409,6 +409,21 @@ func TestPluginEntries(t *testing.T) {
 			t.Errorf("%s: unknown argument accepted", e.Name)
 		}
 	}
+	for _, e := range Plugins() {
+		if e.Name != ScaleUpName {
+			continue
+		}
+		p, err := e.New(policy.Params{"node": "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(ScaleUp{NodeMajor: true}, p); d != "" {
+			t.Errorf("%s node=true (-want +got):\n%s", ScaleUpName, d)
+		}
+		if _, err := e.New(policy.Params{"node": "true", "local": "true"}); err == nil || !strings.Contains(err.Error(), "exclusive") {
+			t.Errorf("%s local=true node=true: %v, want an error", ScaleUpName, err)
+		}
+	}
 	bad := map[string]policy.Params{
 		ScaleUpName:         {"local": "maybe"},
 		WorkersName:         {"order": "spread"},
