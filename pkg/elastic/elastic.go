@@ -530,12 +530,17 @@ func (d ScaleDown) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewor
 // first node with room; with Local, only to nodes the job already uses
 // (growing a job never adds a node to it, nor the cross-node penalty; the
 // article's scale-up has no such restriction, this variant measures what
-// that costs). Scale-up is skipped in a cycle that started a job other
+// that costs). With NodeMajor, the article's literal loop ("for n in NR do
+// for q in Q do", node by node): the nodes in index order, and on each
+// node every running job, heaviest first, gets as many workers as fit
+// there before the next node is tried; a job's own nodes get no
+// preference. Scale-up is skipped in a cycle that started a job other
 // than the high-priority one placed without scale-down (the article's loop
 // returns after such a start). It is time-driven for the same reason as
 // OnePerCycle: a skipped scale-up waits for the next pass.
 type ScaleUp struct {
-	Local bool
+	Local     bool
+	NodeMajor bool
 }
 
 var (
@@ -567,6 +572,10 @@ func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 		}
 	}
 	l := c.St.Now()
+	if u.NodeMajor {
+		nodeMajorScaleUp(c, l, e.byWeight(runningOrder(s)))
+		return nil
+	}
 	for _, q := range e.byWeight(runningOrder(s)) {
 		if q.Phase != cluster.Running || c.St.Op(q) != framework.OpNone {
 			continue
@@ -586,6 +595,50 @@ func (u ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 		}
 	}
 	return nil
+}
+
+// nodeMajorScaleUp grows the jobs (heaviest first) node by node: for each
+// node in index order, each job below its maximum takes as many workers as
+// the node still holds, then the next job, then the next node. The growth
+// is worked out on a fork of the ledger, then recorded as one Resize per
+// job, in job order.
+func nodeMajorScaleUp(c *framework.Cycle, l *placement.Ledger, jobs []*cluster.JobState) {
+	var grow []*cluster.JobState
+	for _, q := range jobs {
+		if q.Phase == cluster.Running && c.St.Op(q) == framework.OpNone && q.Counts()[0] < q.Job.Groups[0].Max {
+			grow = append(grow, q)
+		}
+	}
+	if len(grow) == 0 {
+		return
+	}
+	ps := make([]cluster.Placement, len(grow))
+	room := make([]int, len(grow))
+	for i, q := range grow {
+		ps[i] = slices.Clone(q.Placement)
+		room[i] = q.Job.Groups[0].Max - q.Counts()[0]
+	}
+	l.Fork()
+	for ni, n := range c.Snap.Nodes {
+		if !n.Ready || n.Gone {
+			continue
+		}
+		for i, q := range grow {
+			if !placement.Eligible(n, q.Job, 0) {
+				continue
+			}
+			for room[i] > 0 && l.Take(ni, q.Job.Groups[0].Demand) {
+				ps[i] = append(ps[i], cluster.Assignment{Group: 0, Node: ni})
+				room[i]--
+			}
+		}
+	}
+	l.Revert()
+	for i, q := range grow {
+		if len(ps[i]) > len(q.Placement) {
+			c.St.Resize(q, ps[i], "scale-up (node by node)")
+		}
+	}
 }
 
 // runningOrder lists the jobs holding resources in a stable order (first
@@ -662,6 +715,9 @@ type ElasticOptions struct {
 	Placement placement.Strategy
 	// LocalScaleUp restricts scale-up to a job's own nodes.
 	LocalScaleUp bool
+	// NodeScaleUp grows jobs node by node, the article's literal loop
+	// (ScaleUp.NodeMajor).
+	NodeScaleUp bool
 	// Order is the gang order of Workers.
 	Order Order
 }
@@ -705,7 +761,7 @@ func ElasticProfile(o ElasticOptions) framework.Profile {
 		Gang:            placement.OneNodeFirst,
 		OneNodeFirstFit: true,
 		Preempt:         []framework.Preempt{down},
-		Rebalance:       []framework.Rebalance{ScaleUp{Local: o.LocalScaleUp}},
+		Rebalance:       []framework.Rebalance{ScaleUp{Local: o.LocalScaleUp, NodeMajor: o.NodeScaleUp}},
 	}
 }
 

@@ -543,7 +543,7 @@ func TestEntries(t *testing.T) {
 	if err := r.Add(Entries()...); err != nil {
 		t.Fatal(err)
 	}
-	for _, spec := range []string{"elastic", "elastic:scaleup=local;placement=first-fit", "elastic:order=size-first", "elastic:order=one-node-first",
+	for _, spec := range []string{"elastic", "elastic:scaleup=local;placement=first-fit", "elastic:scaleup=node", "elastic:order=size-first", "elastic:order=one-node-first",
 		"tf-operator", "dragon:starve_s=10;scaleup_s=20"} {
 		if _, err := r.New(spec); err != nil {
 			t.Errorf("%s: %v", spec, err)

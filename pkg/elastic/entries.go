@@ -15,7 +15,7 @@ const MaxWaitSeconds = 365 * 24 * 3600
 // baselines, as framework presets.
 func Entries() []policy.Entry {
 	return []policy.Entry{
-		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; order=one-node-first|size-first (default one-node-first: the largest worker count >= min whose gang fits one node, before spreading; size-first: the requested count first, spread if no node holds it); placement=spread|pack|first-fit for jobs no node holds; scaleup=any|local (local: never add a node to a job)",
+		{Name: "elastic", Description: "Kubeflow dynamic scheduler (Bestari 2020): priority-weighted queue, gang placement on one node, scale-up to max workers, scale-down of lighter jobs for a high-priority one; order=one-node-first|size-first (default one-node-first: the largest worker count >= min whose gang fits one node, before spreading; size-first: the requested count first, spread if no node holds it); placement=spread|pack|first-fit for jobs no node holds; scaleup=any|local|node (any: a job's own nodes first, then any node; local: never add a node to a job; node: the article's literal loop, node by node in index order, every job on a node before the next node)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("elastic", "order", "placement", "scaleup"); err != nil {
 					return nil, err
@@ -25,8 +25,10 @@ func Entries() []policy.Entry {
 				case "any":
 				case "local":
 					o.LocalScaleUp = true
+				case "node":
+					o.NodeScaleUp = true
 				default:
-					return nil, fmt.Errorf("parameter scaleup=%q: want any or local", v)
+					return nil, fmt.Errorf("parameter scaleup=%q: want any, local or node", v)
 				}
 				o.Placement = placement.Spread
 				if v, ok := p["placement"]; ok {
@@ -96,16 +98,23 @@ func Plugins() []framework.PluginEntry {
 			New: none(OnePerCycleName, OnePerCycle{})},
 		{Name: ScaleDownName, Description: "preempt, admit: for the heaviest waiting job when it outranks every running job, shrink lighter running jobs towards their minimum workers until it fits, all or nothing; if that fails no other job starts",
 			New: none(ScaleDownName, ScaleDown{})},
-		{Name: ScaleUpName, Description: "rebalance: grow running jobs, heaviest first, towards their maximum workers (own nodes first; local=true: only those), unless the cycle started an ordinary job; time-driven",
+		{Name: ScaleUpName, Description: "rebalance: grow running jobs, heaviest first, towards their maximum workers (own nodes first; local=true: only those; node=true: node by node in index order, the article's loop), unless the cycle started an ordinary job; time-driven",
 			New: func(a policy.Params) (framework.Plugin, error) {
-				if err := a.Check(ScaleUpName, "local"); err != nil {
+				if err := a.Check(ScaleUpName, "local", "node"); err != nil {
 					return nil, err
 				}
 				local, err := a.Bool("local", false)
 				if err != nil {
 					return nil, err
 				}
-				return ScaleUp{Local: local}, nil
+				node, err := a.Bool("node", false)
+				if err != nil {
+					return nil, err
+				}
+				if local && node {
+					return nil, fmt.Errorf("%s: local and node are exclusive", ScaleUpName)
+				}
+				return ScaleUp{Local: local, NodeMajor: node}, nil
 			}},
 		{Name: FCFSName, Description: "queueSort: earliest enqueued first (DRAGON's waiting queue)",
 			New: none(FCFSName, FCFS{})},

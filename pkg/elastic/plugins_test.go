@@ -196,6 +196,16 @@ func TestElasticCycle(t *testing.T) {
 			newWorld(2, 8, 30).alloc(0, 4).run(job("r", 0, 2, 1, 8), 0, 0, 0, 0).obj(),
 			ElasticProfile(ElasticOptions{LocalScaleUp: true}),
 			[]string{"resize r w=[0 0 0] ps=[0]"}},
+		// Node 0 has 3 cores free, node 1 5, node 2 6; a (priority 1) runs
+		// on node 1, b on node 2, both below their maximum of 6 workers.
+		{"node-by-node scale-up (the article's loop): node 0 for every job first, then node 1, then node 2",
+			newWorld(3, 8, 30).alloc(0, 5).run(job("a", 1, 2, 1, 6), 0, 1, 1, 1).run(job("b", 0, 1, 1, 6), 0, 2, 2).obj(),
+			ElasticProfile(ElasticOptions{NodeScaleUp: true}),
+			[]string{"resize a w=[0 0 0 1 1 1] ps=[1]", "resize b w=[1 1 1 1 2 2] ps=[2]"}},
+		{"the same cluster under the default scale-up: each job on its own node",
+			newWorld(3, 8, 30).alloc(0, 5).run(job("a", 1, 2, 1, 6), 0, 1, 1, 1).run(job("b", 0, 1, 1, 6), 0, 2, 2).obj(),
+			ElasticProfile(ElasticOptions{}),
+			[]string{"resize a w=[1 1 1 1 1 1] ps=[1]", "resize b w=[2 2 2 2 2 2] ps=[2]"}},
 		{"scale-up prefers the job's nodes, then the others",
 			newWorld(2, 8, 30).alloc(0, 3).run(job("r", 0, 2, 1, 6), 0, 0, 0, 0).obj(),
 			ElasticProfile(ElasticOptions{}),
@@ -397,6 +407,21 @@ func TestPluginEntries(t *testing.T) {
 		}
 		if _, err := e.New(policy.Params{"nosuch": "1"}); err == nil {
 			t.Errorf("%s: unknown argument accepted", e.Name)
+		}
+	}
+	for _, e := range Plugins() {
+		if e.Name != ScaleUpName {
+			continue
+		}
+		p, err := e.New(policy.Params{"node": "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(ScaleUp{NodeMajor: true}, p); d != "" {
+			t.Errorf("%s node=true (-want +got):\n%s", ScaleUpName, d)
+		}
+		if _, err := e.New(policy.Params{"node": "true", "local": "true"}); err == nil || !strings.Contains(err.Error(), "exclusive") {
+			t.Errorf("%s local=true node=true: %v, want an error", ScaleUpName, err)
 		}
 	}
 	bad := map[string]policy.Params{

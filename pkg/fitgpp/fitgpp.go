@@ -81,6 +81,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -112,6 +113,7 @@ const (
 	TEFirstName      = "fitgpp-te-first"
 	ClassName        = "fitgpp-class"
 	BEHeadOfLineName = "fitgpp-be-head-of-line"
+	StrictTEName     = "fitgpp-strict-te"
 )
 
 // TEFirst orders the pending jobs TE before BE, keeping queue order within
@@ -196,6 +198,62 @@ func (BEHeadOfLine) Admit(c *framework.Cycle, js *cluster.JobState) *framework.S
 	for _, f := range c.Failed() {
 		if f.Job.Class == cluster.ClassBE {
 			return framework.NewStatus(framework.Blocked, "behind the head of the BE queue")
+		}
+	}
+	return nil
+}
+
+// StrictTE is strict TE priority: no BE job starts in a cycle that leaves
+// a TE job waiting. BEHeadOfLine lets BE jobs start behind a TE job that
+// does not fit (the TE job blocks nothing), so a profile without
+// preemption still gives BE jobs room a TE job could have had; with
+// StrictTE that room stays free until every pending TE job has started.
+// It is the ablation of docs/fitgpp.md that charges BE jobs the full cost
+// of serving TE jobs first (fitgpp:preempt=false;strict=true). It relies
+// on TEFirst, which tries every TE job before the first BE job.
+type StrictTE struct{}
+
+var (
+	_ framework.Admit             = StrictTE{}
+	_ framework.EnqueueExtensions = StrictTE{}
+)
+
+// pendingTE holds the cycle's pending TE jobs, found once per cycle.
+var pendingTE = framework.NewKey[[]*cluster.JobState]("fitgpp-pending-te")
+
+// Name implements framework.Plugin.
+func (StrictTE) Name() string { return StrictTEName }
+
+// Events implements framework.EnqueueExtensions: BE jobs are never parked
+// (whether one may start depends on the TE jobs, not on itself).
+func (StrictTE) Events(_ *framework.Cycle, js *cluster.JobState) framework.Events {
+	if js.Job.Class == cluster.ClassBE {
+		return framework.EventAlways
+	}
+	return 0
+}
+
+// Requeue implements framework.EnqueueExtensions.
+func (StrictTE) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
+
+// Admit implements framework.Admit: a BE job is Blocked while a pending
+// TE job has not been started in this cycle.
+func (StrictTE) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
+	if js.Job.Class != cluster.ClassBE {
+		return nil
+	}
+	tes := framework.GetOrInit(c, pendingTE, func() []*cluster.JobState {
+		var out []*cluster.JobState
+		for p := range c.Snap.Pending.All() {
+			if p.Job.Class == cluster.ClassTE {
+				out = append(out, p)
+			}
+		}
+		return out
+	})
+	for _, te := range tes {
+		if c.St.Op(te) != framework.OpStart {
+			return framework.Statusf(framework.Blocked, "strict TE priority: TE job %s waits", te.Job.ID)
 		}
 	}
 	return nil
@@ -720,6 +778,14 @@ func Profile(pre *Preemptor) framework.Profile {
 	}
 }
 
+// StrictProfile is Profile with StrictTE after BEHeadOfLine: no BE job
+// starts while a TE job waits.
+func StrictProfile(pre *Preemptor) framework.Profile {
+	p := Profile(pre)
+	p.Admit = append(p.Admit, StrictTE{})
+	return p
+}
+
 // New returns the runtime of the preset for a rule, validating lambda
 // (which only fitgpp uses) and P.
 func New(rule Victims, lambda float64, p int) (*framework.Runtime, error) {
@@ -801,6 +867,8 @@ func Plugins() []framework.PluginEntry {
 			New: none(ClassName, Class{})},
 		{Name: BEHeadOfLineName, Description: "admit: strict FIFO among BE jobs, a BE job that could not start blocks every job behind it",
 			New: none(BEHeadOfLineName, BEHeadOfLine{})},
+		{Name: StrictTEName, Description: "admit: strict TE priority, no BE job starts in a cycle that leaves a TE job waiting (needs fitgpp-te-first)",
+			New: none(StrictTEName, StrictTE{})},
 		{Name: "fitgpp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE job with the lowest size + lambda x grace-period score that makes room (FitGpp Eq. 3/4), random below the cap otherwise; lambda>=0 (default %g), p>=1 or inf (default %d), renew_h>0 or inf (default inf: a job preempted p times is never preempted again; h: once more after each h hours of uninterrupted run), preempt=false: never preempt", DefaultLambda, DefaultP),
 			New: pre(parseFitGpp)},
 		{Name: "lrtp", Description: fmt.Sprintf("preempt: a TE job waits for room being freed, else preempts the running BE jobs with the longest remaining time, below the cap, until it fits; p>=1 or inf: max preemptions per job (default %d)", DefaultP),
@@ -822,9 +890,25 @@ func Entries() []policy.Entry {
 			return framework.New(Profile(pre))
 		}
 	}
+	fitgppPreset := func(pr policy.Params) (policy.Policy, error) {
+		strict, err := pr.Bool("strict", false)
+		if err != nil {
+			return nil, err
+		}
+		rest := maps.Clone(pr)
+		delete(rest, "strict")
+		pre, err := parseFitGpp(rest)
+		if err != nil {
+			return nil, err
+		}
+		if strict {
+			return framework.New(StrictProfile(pre))
+		}
+		return framework.New(Profile(pre))
+	}
 	return []policy.Entry{
-		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); renew_h (default inf): a capped job may be preempted again after running renew_h hours uninterrupted; preempt=false serves TE jobs first without preempting (ablation)", DefaultLambda, DefaultP),
-			New: preset(parseFitGpp)},
+		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); renew_h (default inf): a capped job may be preempted again after running renew_h hours uninterrupted; preempt=false serves TE jobs first without preempting, strict=true starts no BE job while a TE job waits (ablations)", DefaultLambda, DefaultP),
+			New: fitgppPreset},
 		{Name: "lrtp", Description: fmt.Sprintf("FIFO where TE jobs preempt the BE jobs with the longest remaining time until they fit (Big-C's rule, exact remaining times); p>=1 or inf: max preemptions per job (default %d, the paper's main experiment)", DefaultP),
 			New: preset(parseRule(LRTP))},
 		{Name: "rand", Description: fmt.Sprintf("FIFO where TE jobs preempt random running BE jobs until they fit; p>=1 or inf: max preemptions per job (default %d, the paper's main experiment)", DefaultP),

@@ -341,6 +341,7 @@ func TestParams(t *testing.T) {
 		spec    string
 		lambda  float64
 		p       int
+		strict  bool // the profile has StrictTE
 		wantErr string
 	}{
 		{spec: "fitgpp", lambda: DefaultLambda, p: DefaultP},
@@ -356,6 +357,10 @@ func TestParams(t *testing.T) {
 		{spec: "fitgpp:q=1", wantErr: "unknown parameter"},
 		{spec: "fitgpp:preempt=maybe", wantErr: "preempt"},
 		{spec: "fitgpp:preempt=false;p=2", lambda: DefaultLambda, p: 2},
+		{spec: "fitgpp:preempt=false;strict=true", lambda: DefaultLambda, p: DefaultP, strict: true},
+		{spec: "fitgpp:strict=false", lambda: DefaultLambda, p: DefaultP},
+		{spec: "fitgpp:strict=maybe", wantErr: "strict"},
+		{spec: "lrtp:strict=true", wantErr: "unknown parameter"},
 		{spec: "lrtp:lambda=1", wantErr: "unknown parameter"},
 		{spec: "lrtp", p: DefaultP},
 		{spec: "rand", p: DefaultP},
@@ -377,9 +382,14 @@ func TestParams(t *testing.T) {
 			t.Errorf("%s: %v", tc.spec, err)
 			continue
 		}
-		fp := pol.(*framework.Runtime).Profile().Preempt[0].(*Preemptor)
+		prof := pol.(*framework.Runtime).Profile()
+		fp := prof.Preempt[0].(*Preemptor)
 		if fp.Lambda != tc.lambda || fp.P != tc.p {
 			t.Errorf("%s: lambda %v p %v, want %v %v", tc.spec, fp.Lambda, fp.P, tc.lambda, tc.p)
+		}
+		strict := slices.ContainsFunc(prof.Admit, func(a framework.Admit) bool { return a.Name() == StrictTEName })
+		if strict != tc.strict {
+			t.Errorf("%s: StrictTE in the profile %v, want %v", tc.spec, strict, tc.strict)
 		}
 	}
 }

@@ -88,11 +88,32 @@ func TestProfileActions(t *testing.T) {
 	tests := []struct {
 		name    string
 		pre     *Preemptor
+		strict  bool // StrictProfile
 		nodes   int
 		running []rj
 		pending []*cluster.Job
 		want    []policy.Action
 	}{
+		{
+			name: "strict TE priority: a TE job that cannot start blocks every BE job",
+			pre:  &Preemptor{Rule: FitGpp, Lambda: 1, P: 1, NoPreempt: true}, strict: true, nodes: 1,
+			running: []rj{{id: "r", class: be, node: 0, gpus: 6}},
+			pending: []*cluster.Job{job("b1", be, 1, 0), job("t", te, 4, 0), job("b2", be, 1, 0)},
+			want: []policy.Action{
+				policy.Wait{Job: "t", Reason: "no room and preemption is off"},
+			},
+		},
+		{
+			name: "strict TE priority: once every TE job has started, BE jobs start",
+			pre:  &Preemptor{Rule: FitGpp, Lambda: 1, P: 1, NoPreempt: true}, strict: true, nodes: 1,
+			running: []rj{{id: "r", class: be, node: 0, gpus: 4}},
+			pending: []*cluster.Job{job("b1", be, 1, 0), job("t", te, 2, 0), job("b2", be, 1, 0)},
+			want: []policy.Action{
+				policy.Start{Job: "t", Placement: one(0)},
+				policy.Start{Job: "b1", Placement: one(0)},
+				policy.Start{Job: "b2", Placement: one(0)},
+			},
+		},
 		{
 			name: "a TE job that cannot start blocks no BE job",
 			pre:  &Preemptor{Rule: FitGpp, Lambda: 1, P: 1, NoPreempt: true}, nodes: 1,
@@ -149,7 +170,15 @@ func TestProfileActions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			acts := mustRuntime(t, tc.pre).Schedule(snapshot(tc.nodes, tc.running, tc.pending...))
+			prof := Profile(tc.pre)
+			if tc.strict {
+				prof = StrictProfile(tc.pre)
+			}
+			rt, err := framework.New(prof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acts := rt.Schedule(snapshot(tc.nodes, tc.running, tc.pending...))
 			if d := cmp.Diff(tc.want, acts); d != "" {
 				t.Errorf("actions (-want +got):\n%s", d)
 			}

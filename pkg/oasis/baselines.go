@@ -307,8 +307,9 @@ const (
 	RRHArrival RRHOrder = iota
 	// RRHValue starts admitted jobs by expected utility per
 	// resource-second, highest first, skipping those that do not fit (a
-	// backfilling order after Irwin et al.'s FirstPrice). A stronger
-	// variant than the paper's, kept as rrh:order=value.
+	// backfilling order after Irwin et al.'s FirstPrice, the RRH source
+	// the paper cites). The other reading of an order the paper does not
+	// state; rrh:order=value.
 	RRHValue
 )
 
@@ -335,8 +336,8 @@ func (o RRHOrder) String() string {
 // progress kept) and resumes only when nothing admitted waits. Replicas
 // are placed by the ps-round-robin plugin.
 //
-// Order decides how admitted jobs start. RRHArrival (the paper's
-// reading): in arrival order, a job that does not fit holding the jobs
+// Order decides how admitted jobs start (the paper names no order; see
+// docs/oasis.md). RRHArrival (the default): in arrival order, a job that does not fit holding the jobs
 // behind it, and the expected completion of an arrival is projected
 // behind the admitted jobs ahead of it (aggregate capacity, running jobs
 // freeing theirs as they finish). RRHValue (a stronger variant): by

@@ -160,7 +160,9 @@ func TestRoundRobinScore(t *testing.T) {
 }
 
 // TestSpeculator: the Speculator sees this cycle's starts (as PC) and
-// leaves alone a job another plugin already decided for.
+// leaves alone a job another plugin already decided for. It runs the
+// per-worker reading of line 15 (WorkerReading), where a start on the
+// converged job's worker is what lets it ask.
 func TestSpeculator(t *testing.T) {
 	falling := []float64{0.3, 0.295, 0.292} // growths 0.005 then 0.003: a CC job asks to move
 	fast := []float64{0.9, 0.7, 0.5}
@@ -189,7 +191,7 @@ func TestSpeculator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			prof := Profile(DefaultParams)
+			prof := Profile(WorkerReading)
 			prof.Rebalance = append(tc.before, prof.Rebalance...)
 			rt, err := framework.New(prof)
 			if err != nil {

@@ -38,11 +38,14 @@ type Scope string
 const (
 	// ScopeWorker counts |PC_wi| + |WC_wi| on the converged job's own
 	// worker w_i: Alg. 1 runs per worker over the sets PC_wi, WC_wi, and a
-	// move is meant to free that host for its fast-growing jobs. The
-	// paper's reading, and the default.
+	// move is meant to free that host for its fast-growing jobs. One of
+	// the two readings of line 15 (docs/specon.md, "The readings").
 	ScopeWorker Scope = "worker"
-	// ScopeCluster counts them over the whole cluster (drover's first
-	// reading).
+	// ScopeCluster counts them over the whole cluster: line 15 is the one
+	// line of Alg. 1 written "|PC|+|WC|>1", without the per-worker
+	// subscript every other line carries. The default since issue 26,
+	// because it is the reading under which SpeCon acts in the paper's
+	// fixed schedule, as the paper reports it does (docs/specon.md).
 	ScopeCluster Scope = "cluster"
 )
 
@@ -98,10 +101,21 @@ type Params struct {
 }
 
 // DefaultParams are the paper's settings for every experiment after
-// Table III (alpha 0.01, interval 30 s, weights 2 / 1.5 / 1) and its
-// reading of Alg. 1 and Alg. 3.
+// Table III (alpha 0.01, interval 30 s, weights 2 / 1.5 / 1) and drover's
+// default reading of Alg. 1 and Alg. 3: line 15 over the cluster (the
+// text leaves it open; see ScopeCluster), Alg. 3 on every cycle over the
+// jobs marked migrated.
 var DefaultParams = Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights,
+	Scope: ScopeCluster, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}
+
+// WorkerReading is DefaultParams with line 15 counted on the converged
+// job's worker (ScopeWorker), the other reading of the text and the
+// default before issue 26. Its policy spec is WorkerReadingSpec.
+var WorkerReading = Params{Alpha: 0.01, Interval: 30, Weights: DefaultWeights,
 	Scope: ScopeWorker, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}
+
+// WorkerReadingSpec is the `specon` policy spec of WorkerReading.
+const WorkerReadingSpec = "specon:scope=worker"
 
 // FirstReading is drover's first reading of Alg. 1 line 15 and Alg. 3,
 // kept for comparison: line 15 counted over the cluster, Alg. 3 only when
@@ -197,7 +211,7 @@ func ParseParams(ps policy.Params) (Params, error) {
 // paramHelp documents the parameters in the preset's and the plugin's
 // descriptions.
 const paramHelp = "alpha=0.01;interval=30;wpc=2;wwc=1.5;wcc=1 (the paper's); " +
-	"scope=worker|cluster: Alg. 1 line 15 counts |PC|+|WC| > 1 on the converged job's worker (the paper's sets PC_wi, WC_wi; default) or over the cluster; " +
+	"scope=cluster|worker: Alg. 1 line 15 counts |PC|+|WC| > 1 over the cluster (as line 15 is written, without the per-worker subscript; default) or on the converged job's worker (the sets PC_wi, WC_wi of the other lines); " +
 	"rebalance=always|gated: Alg. 3 on every cycle (default) or only when a worker is idle or every job has converged; " +
 	"candidates=migrated|converged: Alg. 3 moves jobs marked migrated by Alg. 2, timed from the mark (default), or CC jobs timed from convergence; " +
 	"drover's first reading is scope=cluster;rebalance=gated;candidates=converged"

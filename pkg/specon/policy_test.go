@@ -78,8 +78,18 @@ func TestParseParams(t *testing.T) {
 		t.Errorf("FirstReadingSpec parses to (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(DefaultParams, Params{Alpha: 0.01, Interval: 30, Weights: Weights{2, 1.5, 1},
-		Scope: ScopeWorker, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}); d != "" {
+		Scope: ScopeCluster, Rebalance: RebalanceAlways, Candidates: CandidatesMigrated}); d != "" {
 		t.Errorf("DefaultParams (-want +got):\n%s", d)
+	}
+	_, ps, err = policy.ParseSpec(WorkerReadingSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = ParseParams(ps); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(WorkerReading, got); d != "" {
+		t.Errorf("WorkerReadingSpec parses to (-want +got):\n%s", d)
 	}
 	r := policy.NewRegistry()
 	if err := r.Add(Entries()...); err != nil {

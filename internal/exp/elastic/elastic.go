@@ -23,14 +23,16 @@ import (
 )
 
 // Policies compared by every experiment here: the article's three, and
-// three variants of elastic that isolate a design choice each: the gang
+// four variants of elastic that isolate a design choice each: the gang
 // order before issue 14 (size first: the requested count spread before
 // fewer workers on one node), scale-up restricted to a job's own nodes
 // (what the article's unrestricted scale-up costs under the cross-node
-// penalty), and first-fit instead of spread for jobs no single node holds
-// (the article's gang pseudo-code says "the first available node", its
-// prose "the regular manner").
-var Policies = []string{"elastic", "elastic:order=size-first", "elastic:scaleup=local", "elastic:placement=first-fit", "tf-operator", "dragon"}
+// penalty), the article's literal node-by-node scale-up loop ("for n in
+// NR do for q in Q do": every job grown on node 0, then node 1, ...,
+// instead of each job on its own nodes first), and first-fit instead of
+// spread for jobs no single node holds (the article's gang pseudo-code
+// says "the first available node", its prose "the regular manner").
+var Policies = []string{"elastic", "elastic:order=size-first", "elastic:scaleup=local", "elastic:scaleup=node", "elastic:placement=first-fit", "tf-operator", "dragon"}
 
 // Readings are the two readings of the article's gang order that the
 // notes compare against each baseline: the default (one node first) and
@@ -280,7 +282,7 @@ func small(ctx context.Context, env *experiment.Env, m Mix) (*experiment.Report,
 var Gammas = []float64{0, 1, 3}
 
 // GammaPolicies are the policies elastic-gamma compares.
-var GammaPolicies = []string{"elastic", "elastic:order=size-first", "tf-operator", "dragon"}
+var GammaPolicies = []string{"elastic", "elastic:order=size-first", "elastic:scaleup=node", "tf-operator", "dragon"}
 
 // GammaColumns are the metrics elastic-gamma's table shows.
 var GammaColumns = []string{"jct_mean_s", "makespan_s", "train_time_mean_s", "queue_delay_mean_s", "scale_ups", "scale_downs",

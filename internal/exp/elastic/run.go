@@ -209,5 +209,55 @@ func RunAll(ctx context.Context, env *experiment.Env, label string, setup Setup,
 		runs[i] = Run{Policy: r.Policy, Label: r.Label, Seed: r.Seed, Result: r.Result, Workers: rec.workers, Total: rec.total,
 			Extra: rec.Metrics(r.Result), Starts: rec.first}
 	}
+	addCI(rows, runs, seeds)
 	return rows, runs, nil
+}
+
+// ciKeys are the means whose spread over seeds every row reports.
+var ciKeys = []string{"jct_mean_s", "makespan_s", "train_time_mean_s"}
+
+// addCI adds to each row <key>_ci95, the half-width of the 95% confidence
+// interval of the key's mean over the row's seeds (runs[i*seeds:], as
+// RunPolicies orders them), for the keys in ciKeys that the runs report,
+// and, when the rows include tf-operator, <key>_vs_tf_operator and its
+// _ci95: the change of the row's mean against tf-operator's on the same
+// seeds (experiment.ChangeCI95). With one seed there is no interval and
+// no _ci95 key.
+func addCI(rows []experiment.Row, runs []Run, seeds int) {
+	perSeed := func(i int, k string) []float64 {
+		var xs []float64
+		for _, r := range runs[i*seeds : (i+1)*seeds] {
+			m := r.Result.Metrics()
+			for ek, v := range r.Extra {
+				m[ek] = v
+			}
+			if v, ok := m[k]; ok {
+				xs = append(xs, v)
+			}
+		}
+		return xs
+	}
+	tf := -1
+	for i, r := range rows {
+		if r.Policy == "tf-operator" {
+			tf = i
+		}
+	}
+	for i := range rows {
+		for _, k := range ciKeys {
+			xs := perSeed(i, k)
+			if len(xs) != seeds {
+				continue
+			}
+			_, h := experiment.MeanCI95(xs)
+			experiment.PutCI95(rows[i].Metrics, k+"_ci95", h)
+			if tf >= 0 && i != tf {
+				if base := perSeed(tf, k); len(base) == seeds {
+					c, h := experiment.ChangeCI95(base, xs)
+					rows[i].Metrics[k+"_vs_tf_operator"] = c
+					experiment.PutCI95(rows[i].Metrics, k+"_vs_tf_operator_ci95", h)
+				}
+			}
+		}
+	}
 }

@@ -25,11 +25,12 @@ import (
 // Experiments returns the FitGpp experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo and lrtp/rand/fitgpp at P=1 and p=inf, plus fitgpp:preempt=false, 8 seeds",
+		{Name: "fitgpp", Description: "FitGpp paper, Tables 1-4: 84 nodes x (32 CPU, 256 GB, 8 GPU), 30% TE, FIFO load 2.0, fifo and lrtp/rand/fitgpp at P=1 and p=inf, plus fitgpp:preempt=false and strict TE priority (fitgpp:preempt=false;strict=true), 8 seeds",
 			Run: compare},
 		{Name: "fitgpp-lambda", Description: "FitGpp paper, Fig. 4: TE and BE slowdown against lambda", Run: lambdaSweep},
 		{Name: "fitgpp-p", Description: "FitGpp paper, Fig. 5: TE and BE slowdown against P, the cap on preemptions per job", Run: pSweep},
 		{Name: "fitgpp-te-share", Description: "FitGpp paper, Fig. 6: p95 slowdown against the share of TE jobs, every policy", Run: teShareSweep},
+		{Name: "fitgpp-te-work", Description: "ablation, not in the paper: BE slowdown against the TE share of the work (te_work 0.05-0.5) under fifo, fitgpp, fitgpp:preempt=false and strict TE priority (" + StrictSpec + "), 8 seeds", Run: teWorkSweep},
 		{Name: "fitgpp-gp-scale", Description: "FitGpp paper, Fig. 7: p95 slowdown with grace periods scaled x1, x2, x4, x8", Run: gpScaleSweep},
 		{Name: "fitgpp-grace-model", Description: "ablation: the fitgpp setup (8 seeds) with grace periods x1 and x8, a victim making no progress during its grace period (the simulator's default, the paper's suspension processing) vs progressing through it (sim.Config.ProgressDuringGrace)",
 			Run: graceModel},
@@ -53,7 +54,15 @@ var mainColumns = []string{"te_slowdown_p50", "te_slowdown_p95", "te_slowdown_p9
 // and the ablation that serves TE jobs first without preempting, which
 // separates the gain of the ordering from the gain (or cost) of
 // preemption.
-var mainPolicies = []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp:p=inf", "rand:p=inf", "fitgpp:p=inf", "fitgpp:preempt=false"}
+//
+// The last row is strict TE priority (issue 26): no preemption, and no BE
+// job starts while a TE job waits, so BE jobs pay the whole cost of
+// serving TE jobs first; preempt=false lets BE jobs start ahead of a TE
+// job that does not fit.
+var mainPolicies = []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp:p=inf", "rand:p=inf", "fitgpp:p=inf", "fitgpp:preempt=false", StrictSpec}
+
+// StrictSpec is the strict TE priority ablation.
+const StrictSpec = "fitgpp:preempt=false;strict=true"
 
 // scale returns the parameters and seed count for env: the paper's scale,
 // or a small one with env.Quick.
@@ -105,7 +114,20 @@ func runSetGrace(ctx context.Context, env *experiment.Env, label string, p Param
 // addRecordMetrics adds the preemption-count fractions and re-scheduling
 // interval percentiles, computed per run from the job records and averaged
 // over seeds. RunPolicies returns the runs of row i at runs[i*seeds:].
+//
+// It also adds the spread over seeds of the slowdowns the docs compare:
+// <key>_ci95, the half-width of the 95% confidence interval of the mean
+// over seeds, for the keys in ciKeys; and, when the first row is fifo,
+// be_p50_vs_fifo and be_p95_vs_fifo with their _ci95 (the change of the
+// seed-mean against fifo's, paired by seed, experiment.ChangeCI95).
 func addRecordMetrics(rows []experiment.Row, runs []experiment.Run, seeds int) {
+	perSeed := func(i int, key string) []float64 {
+		xs := make([]float64, seeds)
+		for k, r := range runs[i*seeds : (i+1)*seeds] {
+			xs[k] = r.Result.Metrics()[key]
+		}
+		return xs
+	}
 	for i := range rows {
 		var ms []map[string]float64
 		for _, r := range runs[i*seeds : (i+1)*seeds] {
@@ -114,8 +136,22 @@ func addRecordMetrics(rows []experiment.Row, runs []experiment.Run, seeds int) {
 		for k, v := range experiment.MeanMetrics(ms) {
 			rows[i].Metrics[k] = v
 		}
+		for _, k := range ciKeys {
+			_, h := experiment.MeanCI95(perSeed(i, k))
+			experiment.PutCI95(rows[i].Metrics, k+"_ci95", h)
+		}
+		if i > 0 && rows[0].Policy == "fifo" && len(rows[0].Params) == 0 {
+			for _, k := range []string{"p50", "p95"} {
+				c, h := experiment.ChangeCI95(perSeed(0, "be_slowdown_"+k), perSeed(i, "be_slowdown_"+k))
+				rows[i].Metrics["be_"+k+"_vs_fifo"] = c
+				experiment.PutCI95(rows[i].Metrics, "be_"+k+"_vs_fifo_ci95", h)
+			}
+		}
 	}
 }
+
+// ciKeys are the slowdowns whose confidence intervals every row reports.
+var ciKeys = []string{"te_slowdown_p95", "be_slowdown_p50", "be_slowdown_p95"}
 
 // RecordMetrics computes, from per-job records and the jobs' final states
 // (in the same order, as sim.Result has them):
@@ -259,7 +295,7 @@ func paramStr(p map[string]string) string {
 		return ""
 	}
 	s := ""
-	for _, k := range []string{"lambda", "p", "preempt"} {
+	for _, k := range []string{"lambda", "p", "preempt", "strict"} {
 		if v, ok := p[k]; ok {
 			if s != "" {
 				s += ";"
@@ -410,6 +446,77 @@ func teShareSweep(ctx context.Context, env *experiment.Env) (*experiment.Report,
 		lines = append(lines, series{spec: sp, metric: "te_slowdown_p95"}, series{spec: sp, metric: "be_slowdown_p95", dashed: true})
 	}
 	return sweep(ctx, env, "fitgpp-te-share", "te_share", "share of TE jobs", pts, seeds, lines, sweepNotes(p, quick, seeds), sweepColumns)
+}
+
+// TEWorks swept by fitgpp-te-work: TE jobs' share of the work (run time x
+// dominant share), the knob Params.TEWork.
+var TEWorks = []float64{0.05, 0.1, 0.2, 0.3, 0.5}
+
+// teWorkPolicies are FIFO, FitGpp and the two ablations that serve TE jobs
+// first without preempting (BE jobs may start ahead of a TE job that does
+// not fit, or not).
+var teWorkPolicies = []string{"fifo", "fitgpp", "fitgpp:preempt=false", StrictSpec}
+
+// teWorkColumns are fitgpp-te-work's table columns.
+var teWorkColumns = []string{"te_work_share", "te_slowdown_p95", "be_slowdown_p50", "be_slowdown_p50_ci95", "be_p50_vs_fifo", "be_p50_vs_fifo_ci95",
+	"be_slowdown_p95", "be_p95_vs_fifo", "be_p95_vs_fifo_ci95", "preemption_events_per_job", "gpu_util"}
+
+func teWorkSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	p, seeds, quick := scale(env, 8)
+	var pts []sweepPoint
+	for _, s := range TEWorks {
+		q := p
+		q.TEWork = s
+		pts = append(pts, sweepPoint{label: strconv.FormatFloat(s, 'g', -1, 64), x: s, p: q, specs: teWorkPolicies})
+	}
+	var lines []series
+	for _, sp := range teWorkPolicies {
+		lines = append(lines, series{spec: sp, metric: "be_slowdown_p50", dashed: true})
+	}
+	notes := append(sweepNotes(p, quick, seeds),
+		fmt.Sprintf("te_work: expected share of the work (run time x dominant share of a node) from TE jobs, set through the share of TE jobs (Params.TEWork); the default workload (%.0f%% TE jobs) has %.3f", p.TEShare*100, defaultWorkShare(p)),
+		"te_work_share: the share measured on the generated jobs (mean over seeds); be_p50_vs_fifo, be_p95_vs_fifo: change of the BE slowdown against fifo at the same point, _ci95 the half-width of its 95% interval over the paired seeds",
+		"fitgpp:preempt=false: TE jobs first, no preemption, BE jobs start ahead of a TE job that does not fit; "+StrictSpec+": no BE job starts while a TE job waits")
+	rep, err := sweep(ctx, env, "fitgpp-te-work", "te_work", "TE share of the work", pts, seeds, lines, notes, teWorkColumns)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		w, err := strconv.ParseFloat(r.Params["te_work"], 64)
+		if err != nil {
+			return nil, fmt.Errorf("fitgpp-te-work: row %v: %w", r.Params, err)
+		}
+		q := p
+		q.TEWork = w
+		share, err := meanWorkShare(q, seeds, env.Seed)
+		if err != nil {
+			return nil, err
+		}
+		r.Metrics["te_work_share"] = share
+	}
+	return rep, nil
+}
+
+// defaultWorkShare is the expected TE share of the work of p at its share
+// of TE jobs.
+func defaultWorkShare(p Params) float64 {
+	wt, wb := MeanWork(p.TE, p.Node), MeanWork(p.BE, p.Node)
+	return p.TEShare * wt / (p.TEShare*wt + (1-p.TEShare)*wb)
+}
+
+// meanWorkShare is the TE share of the work of the generated jobs,
+// averaged over the seeds.
+func meanWorkShare(p Params, seeds int, first uint64) (float64, error) {
+	sum := 0.0
+	for k := range seeds {
+		jobs, err := Generate(first+uint64(k), p)
+		if err != nil {
+			return 0, err
+		}
+		sum += WorkShare(jobs, p.Node)
+	}
+	return sum / float64(seeds), nil
 }
 
 // GPScales swept by fitgpp-gp-scale, and the large lambda compared there.

@@ -2,6 +2,7 @@ package fitgpp
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func TestComparisonQuick(t *testing.T) {
 	m := map[string]map[string]float64{}
 	for _, r := range rep.Results {
 		key := r.Policy
-		for _, k := range []string{"p", "preempt"} {
+		for _, k := range []string{"p", "preempt", "strict"} {
 			if r.Params[k] != "" {
 				key += ":" + k + "=" + r.Params[k]
 			}
@@ -71,11 +72,16 @@ func TestComparisonQuick(t *testing.T) {
 	for _, r := range rep.Results {
 		got = append(got, r.Policy+paramStr(r.Params))
 	}
-	want := []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp(p=inf)", "rand(p=inf)", "fitgpp(p=inf)", "fitgpp(preempt=false)"}
+	want := []string{"fifo", "lrtp", "rand", "fitgpp", "lrtp(p=inf)", "rand(p=inf)", "fitgpp(p=inf)", "fitgpp(preempt=false)", "fitgpp(preempt=false;strict=true)"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("rows (-want +got):\n%s", d)
 	}
 	fifo, lrtp, rnd, fit := m["fifo"], m["lrtp"], m["rand"], m["fitgpp"]
+	for _, k := range []string{"fitgpp:preempt=false", "fitgpp:preempt=false:strict=true"} {
+		if n := m[k]["preemptions"]; n != 0 || m[k] == nil {
+			t.Errorf("%s preempted %v times (row found: %v)", k, n, m[k] != nil)
+		}
+	}
 	if n := m["fitgpp:preempt=false"]["preemptions"]; n != 0 {
 		t.Errorf("fitgpp:preempt=false preempted %v times", n)
 	}
@@ -206,6 +212,7 @@ func TestSweepsQuick(t *testing.T) {
 		{"fitgpp-lambda", len(Lambdas)},
 		{"fitgpp-p", len(Ps)},
 		{"fitgpp-te-share", len(TEShares) * len(sweepPolicies)},
+		{"fitgpp-te-work", len(TEWorks) * len(teWorkPolicies)},
 		{"fitgpp-gp-scale", len(GPScales) * 4},
 		{"fitgpp-philly", 4},
 		{"fitgpp-te-demand", len(TEDemandScales) * len(teDemandSpecs)},
@@ -289,6 +296,8 @@ func TestParamsValidate(t *testing.T) {
 	}{
 		{"grace below 0", func(p *Params) { p.Grace.Lo = -1 }, "grace"},
 		{"te share", func(p *Params) { p.TEShare = 1.5 }, "te_share"},
+		{"te work", func(p *Params) { p.TEWork = 1 }, "te_work"},
+		{"te work below 0", func(p *Params) { p.TEWork = -0.1 }, "te_work"},
 		{"grace scale", func(p *Params) { p.GraceScale = -2 }, "grace_scale"},
 		{"load", func(p *Params) { p.Load = 0 }, "load"},
 		{"run time", func(p *Params) { p.TE.Run.Lo = 0 }, "te.run"},
@@ -469,5 +478,105 @@ func TestPreemptRecorder(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]float64{"preempting_te_per_job": 0, "victims_per_preempting_te": 0}, PreemptorMetrics(nil, 0)); d != "" {
 		t.Errorf("no preemptions (-want +got):\n%s", d)
+	}
+}
+
+// TestTEWorkHonoured: with TEWork set, the generated jobs' TE share of the
+// work is the target (within sampling noise of 6000 jobs), and the share
+// of TE jobs moves with it; without it the share of jobs is TEShare.
+func TestTEWorkHonoured(t *testing.T) {
+	for _, w := range []float64{0, 0.1, 0.3, 0.5} {
+		p := DefaultParams()
+		p.TEWork = w
+		jobs, err := Generate(7, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		te := 0
+		for _, j := range jobs {
+			if j.Class == cluster.ClassTE {
+				te++
+			}
+		}
+		jobShare, workShare := float64(te)/float64(len(jobs)), WorkShare(jobs, p.Node)
+		if w == 0 {
+			if math.Abs(jobShare-p.TEShare) > 0.02 {
+				t.Errorf("te_work 0: %.3f of jobs are TE, want TEShare %v", jobShare, p.TEShare)
+			}
+			continue
+		}
+		if math.Abs(workShare-w) > 0.03 {
+			t.Errorf("te_work %v: TE share of the work %.3f", w, workShare)
+		}
+		if q := TEJobShare(p); math.Abs(jobShare-q) > 0.02 {
+			t.Errorf("te_work %v: %.3f of jobs are TE, TEJobShare says %.3f", w, jobShare, q)
+		}
+	}
+}
+
+// TestStrictTEPriority runs a small workload with strict TE priority and
+// watches every start: no BE job starts while a TE job submitted before
+// that cycle is still waiting. preempt=false alone (TE jobs first, BE jobs
+// may pass a TE job that does not fit) does start BE jobs then, which
+// shows the scenario exercises the rule.
+func TestStrictTEPriority(t *testing.T) {
+	p := DefaultParams()
+	p.Nodes, p.Jobs, p.TEWork = 6, 400, 0.3
+	env := quickEnv(t)
+	passed := map[string]int{}
+	for _, spec := range []string{StrictSpec, "fitgpp:preempt=false"} {
+		jobs, err := Generate(5, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		submit := map[string]float64{}
+		for _, j := range jobs {
+			if j.Class == cluster.ClassTE {
+				submit[j.ID] = j.Submit
+			}
+		}
+		waiting := map[string]bool{} // TE jobs submitted and not started, as of the last start seen
+		observe := func(now float64, kind sim.Observed, js *cluster.JobState, _ string) {
+			if kind != sim.ObsStart {
+				return
+			}
+			for id, at := range submit {
+				if at < now {
+					waiting[id] = true
+					delete(submit, id)
+				}
+			}
+			if js.Job.Class == cluster.ClassTE {
+				delete(waiting, js.Job.ID)
+				delete(submit, js.Job.ID)
+				return
+			}
+			if len(waiting) > 0 {
+				passed[spec]++
+			}
+		}
+		pol, err := env.Policies.New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sim.New(sim.Config{Tick: p.Tick, Seed: 5, Observe: observe}, p.ClusterNodes(), jobs, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		for _, r := range res.Records {
+			if !r.Finished() {
+				t.Errorf("%s: %s did not finish: %s", spec, r.ID, r.Reason)
+			}
+		}
+	}
+	if passed[StrictSpec] != 0 {
+		t.Errorf("%s: %d BE starts while a TE job waited", StrictSpec, passed[StrictSpec])
+	}
+	if passed["fitgpp:preempt=false"] == 0 {
+		t.Error("fitgpp:preempt=false never started a BE job while a TE job waited: the scenario does not exercise strict priority")
 	}
 }

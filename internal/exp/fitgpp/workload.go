@@ -62,7 +62,14 @@ type Params struct {
 	// Jobs per workload, TEShare the fraction of TE jobs.
 	Jobs    int
 	TEShare float64
-	TE, BE  ClassDist
+	// TEWork, when positive, sets the expected share of the work that
+	// comes from TE jobs instead: work is run time times the dominant
+	// share of a node the job asks for, and each job is TE with the
+	// probability TEJobShare gives (TEShare is then ignored). The
+	// workload's knob "te-share" of docs/fitgpp.md; the fitgpp-te-work
+	// sweep varies it.
+	TEWork float64
+	TE, BE ClassDist
 	// Grace is the grace-period distribution (seconds) of BE jobs,
 	// GraceScale multiplies it (Fig. 7). TE jobs are never preempted and
 	// have no grace period.
@@ -138,6 +145,9 @@ func (p Params) Validate() error {
 	if !finite(p.TEShare) || p.TEShare < 0 || p.TEShare > 1 {
 		errs = append(errs, fmt.Errorf("te_share: %v is not in [0, 1]", p.TEShare))
 	}
+	if !finite(p.TEWork) || p.TEWork < 0 || p.TEWork >= 1 {
+		errs = append(errs, fmt.Errorf("te_work: %v is not in [0, 1)", p.TEWork))
+	}
 	if !finite(p.GraceScale) || p.GraceScale < 0 {
 		errs = append(errs, fmt.Errorf("grace_scale: %v is below 0", p.GraceScale))
 	}
@@ -195,12 +205,16 @@ func Generate(seed uint64, p Params) ([]*cluster.Job, error) {
 	}
 	r := rng.New(seed, "fitgpp")
 	grace := p.Grace.Scale(p.GraceScale)
+	teShare := p.TEShare
+	if p.TEWork > 0 {
+		teShare = TEJobShare(p)
+	}
 	jobs := make([]*cluster.Job, p.Jobs)
 	for i := range jobs {
 		j := &cluster.Job{ID: fmt.Sprintf("job-%05d", i), Seed: seed*1_000_003 + uint64(i)}
 		d := p.BE
 		j.Class = cluster.ClassBE
-		if r.Float64() < p.TEShare {
+		if r.Float64() < teShare {
 			d, j.Class = p.TE, cluster.ClassTE
 		}
 		j.Work = math.Round(d.Run.draw(r))
@@ -215,6 +229,50 @@ func Generate(seed uint64, p Params) ([]*cluster.Job, error) {
 	}
 	FIFOArrivals(jobs, p.ClusterNodes(), p.Load, p.Tick)
 	return jobs, nil
+}
+
+// workSamples is the number of draws per class TEJobShare averages.
+const workSamples = 20000
+
+// MeanWork returns the expected work of a job of class d: run time times
+// the dominant share of node it asks for, as Generate draws them (demand
+// capped at the node), averaged over workSamples draws of a stream that
+// does not depend on any run's seed.
+func MeanWork(d ClassDist, node resource.Vector) float64 {
+	r := rng.New(0, "fitgpp-work")
+	sum := 0.0
+	for range workSamples {
+		run := math.Round(d.Run.draw(r))
+		dem := resource.New(d.CPU.draw(r), d.MemGiB.draw(r), int64(math.Round(d.GPU.draw(r)))).Min(node)
+		sum += run * dem.DominantShare(node)
+	}
+	return sum / workSamples
+}
+
+// TEJobShare returns the probability of a TE job that makes TE jobs'
+// expected share of the work p.TEWork: with mean works wt and wb,
+// q wt / (q wt + (1-q) wb) = s gives q = s wb / (s wb + (1-s) wt).
+func TEJobShare(p Params) float64 {
+	s := p.TEWork
+	wt, wb := MeanWork(p.TE, p.Node), MeanWork(p.BE, p.Node)
+	return s * wb / (s*wb + (1-s)*wt)
+}
+
+// WorkShare returns the share of the jobs' work (run time times dominant
+// share of node) that comes from TE jobs.
+func WorkShare(jobs []*cluster.Job, node resource.Vector) float64 {
+	var te, all float64
+	for _, j := range jobs {
+		w := j.Work * j.RequestedDemand().DominantShare(node)
+		all += w
+		if j.Class == cluster.ClassTE {
+			te += w
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return te / all
 }
 
 // FIFOArrivals sets the submit times of jobs (in order) so that, under

@@ -8,6 +8,7 @@ package oasis
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -22,12 +23,13 @@ import (
 // Experiments returns the OASiS experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "oasis", Description: "OASiS vs FIFO, DRF, RRH, Dorm: total utility as the job count grows from ample to scarce resources (paper Fig. 4), under the paper's reading and the earlier one", Run: sweep},
+		{Name: "oasis", Description: "OASiS vs FIFO, DRF, RRH, Dorm: total utility as the job count grows from ample to scarce resources (paper Fig. 4), under the default reading and the earlier one", Run: sweep},
 		{Name: "oasis-deadline", Description: "OASiS and baselines: actual minus target completion time of time-sensitive and time-critical jobs (paper Fig. 5), under both readings", Run: deadline},
 		{Name: "oasis-ratio", Description: "OASiS performance ratio (exact offline optimum / OASiS) for 10 jobs over cluster sizes and priority ranges (paper Fig. 6), under both readings", Run: ratio},
 		{Name: "oasis-estimate", Description: "OASiS with its price bounds U and L given as 50%..150% of their true values (paper Fig. 7), under both readings", Run: estimate},
 		{Name: "oasis-lfloor", Description: "OASiS with L floored at 1e-12..1e-2 of the largest U, at the scarcest job count, under both readings", Run: lfloor},
-		{Name: "oasis-rrh", Description: "RRH's start order (arrival, the paper's; value, backfilling) and admission threshold (0, 0.1, 0.3) at the scarcest job count, under both readings", Run: rrhSweep},
+		{Name: "oasis-readings", Description: "the two readings the paper leaves open, crossed: utility decay g2 drawn per timespan or per slot x RRH starting admitted jobs in arrival order or by value (skipping), OASiS vs FIFO, DRF, RRH, Dorm at 600 and 800 jobs, U per unit of resource", Run: readingsGrid},
+		{Name: "oasis-rrh", Description: "RRH's start order (arrival, the default; value, backfilling; the paper names none) and admission threshold (0, 0.1, 0.3) at the scarcest job count, under both readings", Run: rrhSweep},
 	}
 }
 
@@ -39,7 +41,7 @@ var Compared = []struct{ Label, Policy string }{
 	{"OASiS", "oasis"}, {"FIFO", "ps-fifo"}, {"DRF", "ps-drf"}, {"RRH", "rrh"}, {"Dorm", "dorm"},
 }
 
-// variant is an extra row of the paper reading's sweep, not one of the
+// variant is an extra row of the default reading's sweep, not one of the
 // paper's schemes: RRH starting jobs by value density and skipping those
 // that do not fit, the stronger variant the earlier reading used.
 var variant = struct{ Label, Policy string }{"RRH-value", "rrh:order=value"}
@@ -57,12 +59,12 @@ type Reading struct {
 	RRH string
 }
 
-// Readings: the paper's (U per unit of resource, decay per timespan so
+// Readings: the default (U per unit of resource, decay per timespan so
 // that L is the jobs' own, RRH in arrival order) and the earlier one (U
 // per unit of resource-slot, decay per slot with L at its floor, RRH by
 // value density with skipping).
 var Readings = []Reading{
-	{Name: "paper", U: oasis.UPerResource, RRH: "rrh"},
+	{Name: "default", U: oasis.UPerResource, RRH: "rrh"},
 	{Name: "earlier", U: oasis.UPerResourceSlot, Earlier: true, RRH: "rrh:order=value"},
 }
 
@@ -177,7 +179,7 @@ func sd(xs []float64) float64 {
 	return math.Sqrt(s / float64(len(xs)-1))
 }
 
-// compare runs the five schemes (and, under the paper reading with
+// compare runs the five schemes (and, under the default reading with
 // variant set, the RRH-value row) over seeds of a setting under a reading
 // and returns one row per scheme (metrics averaged over seeds). OASiS rows
 // also get u_over_l, the spread of its price functions.
@@ -217,9 +219,69 @@ func compare(ctx context.Context, env *experiment.Env, rd Reading, st oasis.Sett
 		for k, v := range params {
 			p[k] = v
 		}
-		rows = append(rows, experiment.Row{Policy: c.Label, Params: p, Metrics: experiment.MeanMetrics(ms[i])})
+		m := experiment.MeanMetrics(ms[i])
+		u := make([]float64, len(ms[i]))
+		for k, x := range ms[i] {
+			u[k] = x["utility_total"]
+		}
+		_, h := experiment.MeanCI95(u)
+		experiment.PutCI95(m, "utility_total_ci95", h)
+		rows = append(rows, experiment.Row{Policy: c.Label, Params: p, Metrics: m})
 	}
 	return rows, nil
+}
+
+// Decays are the two readings of the sigmoid's decay g2: per timespan
+// (oasis.DefaultSetting) or per slot (oasis.Setting.EarlierUtility).
+var Decays = []string{"timespan", "slot"}
+
+// RRHOrders are the two readings of RRH's start order: arrival (no
+// skipping) and value (utility per resource-second, skipping what does
+// not fit).
+var RRHOrders = []string{"arrival", "value"}
+
+// readingsGrid crosses the decay readings with RRH's start order at the
+// scarce job counts (600 and 800; 60 and 120 with --quick), every scheme,
+// U per unit of resource in all four. Rows carry decay and rrh_order; the
+// OASiS, FIFO, DRF and Dorm rows of a decay are the same runs under both
+// orders (only RRH depends on the order).
+func readingsGrid(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
+	sc := fullScale(env)
+	jobs := []int{600, 800}
+	if env.Quick {
+		jobs = []int{60, 120}
+	}
+	var rows []experiment.Row
+	for _, n := range jobs {
+		for _, decay := range Decays {
+			rd := Reading{Name: "decay=" + decay, U: oasis.UPerResource, Earlier: decay == "slot", RRH: "rrh"}
+			r, err := compare(ctx, env, rd, oasis.DefaultSetting(n, sc.workers, sc.pss, sc.slots), sc.seeds, map[string]string{"jobs": strconv.Itoa(n)}, true)
+			if err != nil {
+				return nil, err
+			}
+			for _, order := range RRHOrders {
+				rrh := map[string]string{"arrival": "rrh", "value": variant.Policy}[order]
+				for _, row := range r {
+					if row.Policy == "RRH" || row.Policy == variant.Label {
+						if row.Params["policy_name"] != rrh {
+							continue
+						}
+						row.Policy = "RRH"
+					}
+					p := maps.Clone(row.Params)
+					delete(p, "reading")
+					p["decay"], p["rrh_order"] = decay, order
+					rows = append(rows, experiment.Row{Policy: row.Policy, Params: p, Metrics: maps.Clone(row.Metrics)})
+				}
+			}
+		}
+	}
+	return &experiment.Report{Experiment: "oasis-readings", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
+		Columns: []string{"utility_total", "utility_total_ci95", "admitted", "completed", "deadline_miss_mean_s", "gpu_util"},
+		Notes: []string{settingNote(oasis.DefaultSetting(jobs[0], sc.workers, sc.pss, sc.slots)), mapping,
+			"decay=timespan: g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan; decay=slot: 0.1-0.5 and 2-5 per slot (L at its 1e-12 floor); U per unit of resource (Appendix A) in both",
+			"rrh_order=arrival: admitted jobs start in arrival order, a job that does not fit holding those behind it (rrh); rrh_order=value: by expected utility per resource-second, skipping jobs that do not fit (rrh:order=value); OASiS, FIFO, DRF and Dorm do not depend on it (the same runs under both orders)",
+			"utility_total_ci95: half-width of the 95% confidence interval of the mean over seeds"}}, nil
 }
 
 func settingNote(st oasis.Setting) string {
@@ -230,7 +292,7 @@ func settingNote(st oasis.Setting) string {
 
 const (
 	mapping      = "rows use the paper's names; registered policies: OASiS=oasis, FIFO=ps-fifo, DRF=ps-drf, RRH=rrh, Dorm=dorm (see params.policy_name)"
-	readingsNote = "reading=paper: U per unit of resource (Appendix A), g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan so that L is the jobs' own, RRH in arrival order (rrh); reading=earlier: U per unit of resource-slot (oasis:ubound=resource-slot), g2 0.1-0.5 and 2-5 per slot with L at its 1e-12 floor, RRH by value density skipping what does not fit (rrh:order=value)"
+	readingsNote = "reading=default (drover's choices where the text is silent; see docs/oasis.md): U per unit of resource (Appendix A), g2 0.7-3.5 (sensitive) and 3.5-7 (critical) per timespan so that L is the jobs' own, RRH in arrival order (rrh); reading=earlier: U per unit of resource-slot (oasis:ubound=resource-slot), g2 0.1-0.5 and 2-5 per slot with L at its 1e-12 floor, RRH by value density skipping what does not fit (rrh:order=value)"
 )
 
 func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
@@ -250,7 +312,7 @@ func sweep(ctx context.Context, env *experiment.Env) (*experiment.Report, error)
 	return &experiment.Report{Experiment: "oasis", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
 		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "deadline_miss_mean_s", "gpu_util", "u_over_l"},
 		Notes: []string{settingNote(st), mapping, readingsNote, "utility_total sums sigmoid utilities of jobs finished within the timespan",
-			"RRH-value is a labelled variant, not the paper's RRH: rrh:order=value under the paper reading's workload"}}, nil
+			"RRH-value is a labelled variant, not the paper's RRH: rrh:order=value under the default reading's workload"}}, nil
 }
 
 func deadline(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
@@ -438,5 +500,5 @@ func rrhSweep(ctx context.Context, env *experiment.Env) (*experiment.Report, err
 	return &experiment.Report{Experiment: "oasis-rrh", Seed: env.Seed, Seeds: sc.seeds, Results: rows,
 		Columns: []string{"utility_total", "admitted", "rejected", "completed", "low_value_completed", "preemptions", "queue_delay_mean_s"},
 		Notes: []string{settingNote(st), readingsNote,
-			"order=arrival (the paper's reading, the default): admitted jobs start in arrival order, a job that does not fit holding those behind it; order=value: by expected utility per resource-second, skipping jobs that do not fit; threshold: admission needs gain - delay cost > threshold * g1"}}, nil
+			"order=arrival (the default; the paper names no order): admitted jobs start in arrival order, a job that does not fit holding those behind it; order=value: by expected utility per resource-second, skipping jobs that do not fit; threshold: admission needs gain - delay cost > threshold * g1"}}, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover-sched/drover/pkg/experiment"
 	poasis "github.com/drover-sched/drover/pkg/oasis"
 	"github.com/drover-sched/drover/pkg/policy"
@@ -61,14 +63,14 @@ func TestSweepQuick(t *testing.T) {
 			}
 		}
 	}
-	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "paper")["u_over_l"]; !(ul > 1 && ul < 1e11) {
+	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "default")["u_over_l"]; !(ul > 1 && ul < 1e11) {
 		t.Errorf("paper reading: U/L %v, want the jobs' own, well below the floor's 1e12", ul)
 	}
 	if ul := row(t, rep, "OASiS", "jobs", "120", "reading", "earlier")["u_over_l"]; math.Abs(ul/1e12-1) > 1e-9 {
 		t.Errorf("earlier reading: U/L %v, want the floor's 1e12", ul)
 	}
 	for _, r := range rep.Results {
-		want := map[string]string{"paper": "rrh", "earlier": "rrh:order=value"}[r.Params["reading"]]
+		want := map[string]string{"default": "rrh", "earlier": "rrh:order=value"}[r.Params["reading"]]
 		if r.Policy == "RRH" && r.Params["policy_name"] != want {
 			t.Errorf("%s reading: RRH runs %s, want %s", r.Params["reading"], r.Params["policy_name"], want)
 		}
@@ -160,5 +162,62 @@ func TestRRHQuick(t *testing.T) {
 		if !(v > a) {
 			t.Errorf("%s: value order %v not above arrival order %v", rd.Name, v, a)
 		}
+	}
+}
+
+// TestReadingsGridQuick: oasis-readings covers the four combinations of
+// decay reading and RRH order at both job counts, with the five schemes in
+// each; the RRH row is the order's policy, and the schemes that do not
+// depend on the order have the same figures under both. The decay reading
+// changes the utilities.
+func TestReadingsGridQuick(t *testing.T) {
+	env := quickEnv(t)
+	env.Seeds = 2
+	rep, err := readingsGrid(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	combos := map[string]int{}
+	for _, r := range rep.Results {
+		combos[r.Params["jobs"]+" "+r.Params["decay"]+" "+r.Params["rrh_order"]]++
+	}
+	want := map[string]int{}
+	for _, n := range []string{"60", "120"} {
+		for _, d := range Decays {
+			for _, o := range RRHOrders {
+				want[n+" "+d+" "+o] = len(Compared)
+			}
+		}
+	}
+	if d := cmp.Diff(want, combos); d != "" {
+		t.Fatalf("rows per combination (-want +got):\n%s", d)
+	}
+	for _, r := range rep.Results {
+		if r.Policy == "RRH" {
+			if w := map[string]string{"arrival": "rrh", "value": "rrh:order=value"}[r.Params["rrh_order"]]; r.Params["policy_name"] != w {
+				t.Errorf("RRH row %v runs %s, want %s", r.Params, r.Params["policy_name"], w)
+			}
+		}
+		if _, ok := r.Metrics["utility_total_ci95"]; !ok {
+			t.Errorf("%s %v: no utility_total_ci95 over 2 seeds", r.Policy, r.Params)
+		}
+	}
+	for _, d := range Decays {
+		for _, p := range []string{"OASiS", "DRF"} {
+			a := row(t, rep, p, "jobs", "120", "decay", d, "rrh_order", "arrival")["utility_total"]
+			b := row(t, rep, p, "jobs", "120", "decay", d, "rrh_order", "value")["utility_total"]
+			if a != b {
+				t.Errorf("%s decay=%s: utility %v under arrival, %v under value: it does not depend on RRH's order", p, d, a, b)
+			}
+		}
+		ra := row(t, rep, "RRH", "jobs", "120", "decay", d, "rrh_order", "arrival")["utility_total"]
+		rv := row(t, rep, "RRH", "jobs", "120", "decay", d, "rrh_order", "value")["utility_total"]
+		if ra == rv {
+			t.Errorf("decay=%s: RRH has utility %v under both orders", d, ra)
+		}
+	}
+	if ts, sl := row(t, rep, "OASiS", "jobs", "120", "decay", "timespan", "rrh_order", "arrival")["utility_total"],
+		row(t, rep, "OASiS", "jobs", "120", "decay", "slot", "rrh_order", "arrival")["utility_total"]; ts == sl {
+		t.Errorf("OASiS has utility %v under both decay readings", ts)
 	}
 }

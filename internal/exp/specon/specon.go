@@ -3,7 +3,8 @@
 // 20 mixed jobs in [0, 300] s (Fig. 6), 30 jobs on 4 workers and 50 jobs
 // on 8 workers, the Table III sweep of alpha and the categorisation
 // interval, and a co-location interference study. Every experiment runs
-// the baseline `default` and `specon` under the paper's reading and
+// the baseline `default` and `specon` under its default reading (Alg. 1
+// line 15 over the cluster), the per-worker reading of line 15 and
 // drover's first reading on the same jobs for each seed and compares them
 // job by job; the comparisons also report three reference schedules
 // (Fluid) of the same jobs.
@@ -42,29 +43,29 @@ const (
 
 // The paper's workloads.
 var (
-	fixedScenario  = scenario{name: "specon-fixed", workers: 4, jobs: 20, fixed: 50, models: []string{"vae"}}
-	mixedScenario  = scenario{name: "specon-mixed", workers: 4, jobs: 20, window: 300}
-	randomScenario = scenario{name: "specon-random", workers: 4, jobs: 30, window: 600}
-	largeScenario  = scenario{name: "specon-large", workers: 8, jobs: 50, window: 1200}
+	fixedScenario  = scenario{name: "specon-fixed", workers: 4, jobs: 20, fixed: 50, models: []string{"vae"}, paper: [2]float64{-0.147, -0.056}}
+	mixedScenario  = scenario{name: "specon-mixed", workers: 4, jobs: 20, window: 300, paper: [2]float64{-0.136, -0.247}}
+	randomScenario = scenario{name: "specon-random", workers: 4, jobs: 30, window: 600, paper: [2]float64{-0.076, -0.148}}
+	largeScenario  = scenario{name: "specon-large", workers: 8, jobs: 50, window: 1200, paper: [2]float64{-0.072, -0.111}}
 	paramsScenario = scenario{name: "specon-params", workers: 4, jobs: 20, window: 300, models: []string{"vae"}}
 )
 
 // Experiments returns SpeCon's experiments.
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{
-		{Name: "specon-fixed", Description: "SpeCon Sec. VI-B: 20 VAE jobs, one every 50 s, 1 manager + 4 workers, alpha 0.01, interval 30 s; default vs specon (paper's and first reading) and reference schedules",
+		{Name: "specon-fixed", Description: "SpeCon Sec. VI-B: 20 VAE jobs, one every 50 s, 1 manager + 4 workers, alpha 0.01, interval 30 s; default vs specon (default reading with line 15 over the cluster, line 15 per worker, and drover's first reading) and reference schedules",
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return compare(ctx, env, fixedScenario)
 			}},
-		{Name: "specon-mixed", Description: "SpeCon Sec. VI-C2, Fig. 6: 20 jobs of random models submitted uniformly in [0, 300] s on 4 workers; default vs specon (paper's and first reading) and reference schedules",
+		{Name: "specon-mixed", Description: "SpeCon Sec. VI-C2, Fig. 6: 20 jobs of random models submitted uniformly in [0, 300] s on 4 workers; default vs specon (default reading with line 15 over the cluster, line 15 per worker, and drover's first reading) and reference schedules",
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return compare(ctx, env, mixedScenario)
 			}},
-		{Name: "specon-random", Description: "SpeCon Sec. VI-C2, Fig. 7: 30 jobs of random models submitted uniformly in [0, 600] s on 4 workers; default vs specon (paper's and first reading) and reference schedules",
+		{Name: "specon-random", Description: "SpeCon Sec. VI-C2, Fig. 7: 30 jobs of random models submitted uniformly in [0, 600] s on 4 workers; default vs specon (default reading with line 15 over the cluster, line 15 per worker, and drover's first reading) and reference schedules",
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return compare(ctx, env, randomScenario)
 			}},
-		{Name: "specon-large", Description: "SpeCon Sec. VI-D: 50 jobs of random models submitted uniformly in [0, 1200] s on 8 workers; default vs specon (paper's and first reading) and reference schedules",
+		{Name: "specon-large", Description: "SpeCon Sec. VI-D: 50 jobs of random models submitted uniformly in [0, 1200] s on 8 workers; default vs specon (default reading with line 15 over the cluster, line 15 per worker, and drover's first reading) and reference schedules",
 			Run: func(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 				return compare(ctx, env, largeScenario)
 			}},
@@ -72,7 +73,7 @@ func Experiments() []experiment.Experiment {
 			Run: interference},
 		{Name: "specon-readings", Description: "SpeCon's readings one switch at a time: specon-fixed, -mixed, -random and -large under every combination of scope (Alg. 1 line 15), rebalance and candidates (Alg. 3)",
 			Run: readingsExperiment},
-		{Name: "specon-params", Description: "SpeCon Table III: 20 VAE jobs submitted uniformly in [0, 300] s on 4 workers, alpha x interval grid vs default (paper's and first reading)",
+		{Name: "specon-params", Description: "SpeCon Table III: 20 VAE jobs submitted uniformly in [0, 300] s on 4 workers, alpha x interval grid vs default (default reading, line 15 per worker, first reading)",
 			Run: params},
 	}
 }
@@ -90,6 +91,9 @@ type scenario struct {
 	// scale multiplies every model's run length (0 means 1, the
 	// reproductions' lengths).
 	scale float64
+	// paper is the paper's change of mean JCT and of makespan, SpeCon
+	// against DS (negative is better; zero where the paper gives none).
+	paper [2]float64
 }
 
 // Jobs builds the scenario's jobs for a seed. Submit times and models come
@@ -258,7 +262,7 @@ func rebalances(res *sim.Result) float64 {
 // Columns of the comparison tables.
 var columns = []string{"jct_mean_s", "makespan_s", "jct_change", "makespan_change", "jobs_faster_frac", "best_job_gain_frac",
 	"migrations", "rebalances", "seeds_jct_better", "jct_change_min", "jct_change_max", "makespan_change_min", "makespan_change_max",
-	"moved_jct_change", "others_jct_change", "stranded_frac"}
+	"moved_jct_change", "others_jct_change", "stranded_frac", "jct_change_ci95", "makespan_change_ci95", "seeds_jct_paper", "seeds_makespan_paper"}
 
 // variant is one specon configuration of a comparison: its policy spec
 // and the parameters its row shows.
@@ -267,9 +271,11 @@ type variant struct {
 	params map[string]string
 }
 
-// readings returns the paper's reading (the specon defaults) and drover's
-// first reading, with the extra parameters ps ("alpha=0.05;interval=20",
-// or "") added to both specs and shown in both rows.
+// readings returns the specon defaults (line 15 over the cluster,
+// reading=cluster), the per-worker reading of line 15 (reading=worker)
+// and drover's first reading (reading=first), with the extra parameters ps
+// ("alpha=0.05;interval=20", or "") added to every spec and shown in every
+// row.
 func readings(ps string) []variant {
 	show := map[string]string{}
 	for _, kv := range strings.Split(ps, ";") {
@@ -277,9 +283,10 @@ func readings(ps string) []variant {
 			show[k] = v
 		}
 	}
-	paper, first := "specon", sp.FirstReadingSpec
+	def, worker, first := "specon", sp.WorkerReadingSpec, sp.FirstReadingSpec
 	if ps != "" {
-		paper += ":" + ps
+		def += ":" + ps
+		worker += ";" + ps
 		first += ";" + ps
 	}
 	with := func(r string) map[string]string {
@@ -287,7 +294,7 @@ func readings(ps string) []variant {
 		m["reading"] = r
 		return m
 	}
-	return []variant{{paper, with("paper")}, {first, with("first")}}
+	return []variant{{def, with("cluster")}, {worker, with("worker")}, {first, with("first")}}
 }
 
 // pairMetrics runs default and each variant on every seed and returns one
@@ -337,6 +344,11 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 		}
 	}
 	baseRow := experiment.Row{Policy: "default", Metrics: experiment.MeanMetrics(baseMs)}
+	baseJ, baseS := column(baseMs, "jct_mean_s"), column(baseMs, "makespan_s")
+	_, hj := experiment.MeanCI95(baseJ)
+	_, hs := experiment.MeanCI95(baseS)
+	experiment.PutCI95(baseRow.Metrics, "jct_mean_s_ci95", hj)
+	experiment.PutCI95(baseRow.Metrics, "makespan_s_ci95", hs)
 	baseRow.Metrics["makespan_s_min"], baseRow.Metrics["makespan_s_max"] = math.Inf(1), math.Inf(-1)
 	for _, m := range baseMs {
 		baseRow.Metrics["makespan_s_min"] = math.Min(baseRow.Metrics["makespan_s_min"], m["makespan_s"])
@@ -351,13 +363,13 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 		for i, b := range Bounds {
 			m := experiment.MeanMetrics(boundMs[i])
 			change(m)
+			spread(m, baseJ, baseS, boundMs[i], sc.paper)
 			rows = append(rows, experiment.Row{Policy: "bound-" + b.String(), Metrics: m})
 		}
 	}
 	for vi, v := range vs {
 		var ms []map[string]float64
 		better := 0
-		lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(-1), math.Inf(-1)}
 		for k := range seeds {
 			r := all[(vi+1)*seeds+k]
 			if k == 0 {
@@ -374,19 +386,57 @@ func pairMetrics(ctx context.Context, env *experiment.Env, sc scenario, vs []var
 			if c.JCTChange < 0 {
 				better++
 			}
-			for i, x := range []float64{c.JCTChange, c.MakespanChange} {
-				lo[i], hi[i] = math.Min(lo[i], x), math.Max(hi[i], x)
-			}
 			ms = append(ms, m)
 		}
 		mean := experiment.MeanMetrics(ms)
 		change(mean)
 		mean["seeds_jct_better"] = float64(better)
-		mean["jct_change_min"], mean["jct_change_max"] = lo[0], hi[0]
-		mean["makespan_change_min"], mean["makespan_change_max"] = lo[1], hi[1]
+		spread(mean, baseJ, baseS, ms, sc.paper)
 		rows = append(rows, experiment.Row{Policy: "specon", Params: maps.Clone(v.params), Metrics: mean})
 	}
 	return rows, first, nil
+}
+
+// column returns key's value in each of ms.
+func column(ms []map[string]float64, key string) []float64 {
+	xs := make([]float64, len(ms))
+	for i, m := range ms {
+		xs[i] = m[key]
+	}
+	return xs
+}
+
+// spread adds to m, a row's mean metrics, what the spread over seeds says
+// about its changes against default (baseJ and baseS: default's per-seed
+// mean JCT and makespan; ms: the row's per-seed metrics, same seeds):
+// jct_change_ci95 and makespan_change_ci95, the half-widths of the 95%
+// confidence intervals of jct_change and makespan_change
+// (experiment.ChangeCI95); the per-seed ranges jct_change_min/max and
+// makespan_change_min/max; and, where the paper gives a change, the
+// number of seeds on which the row's own change reached it
+// (seeds_jct_paper, seeds_makespan_paper: per-seed change at or below
+// the paper's).
+func spread(m map[string]float64, baseJ, baseS []float64, ms []map[string]float64, paper [2]float64) {
+	for i, k := range []struct {
+		key  string
+		base []float64
+	}{{"jct", baseJ}, {"makespan", baseS}} {
+		pol := column(ms, map[string]string{"jct": "jct_mean_s", "makespan": "makespan_s"}[k.key])
+		_, h := experiment.ChangeCI95(k.base, pol)
+		experiment.PutCI95(m, k.key+"_change_ci95", h)
+		lo, hi, reached := math.Inf(1), math.Inf(-1), 0
+		for s := range pol {
+			c := experiment.Change(k.base[s], pol[s])
+			lo, hi = math.Min(lo, c), math.Max(hi, c)
+			if paper[i] < 0 && c <= paper[i] {
+				reached++
+			}
+		}
+		m[k.key+"_change_min"], m[k.key+"_change_max"] = lo, hi
+		if paper[i] < 0 {
+			m["seeds_"+k.key+"_paper"] = float64(reached)
+		}
+	}
 }
 
 func seedCount(env *experiment.Env) int {
@@ -403,11 +453,11 @@ func compare(ctx context.Context, env *experiment.Env, sc scenario) (*experiment
 		return nil, err
 	}
 	rep := &experiment.Report{Experiment: sc.name, Seed: env.Seed, Seeds: seeds, Results: rows, Columns: columns,
-		Notes: []string{scenarioNote(sc), fmt.Sprintf("specon: alpha=%g, interval=%g s, weights %g/%g/%g; reading=paper is the specon defaults (scope=%s;rebalance=%s;candidates=%s), reading=first is %s",
+		Notes: []string{scenarioNote(sc), fmt.Sprintf("specon: alpha=%g, interval=%g s, weights %g/%g/%g; reading=cluster is the specon defaults (scope=%s;rebalance=%s;candidates=%s), reading=worker is %s (Alg. 1 line 15 on the converged job's worker), reading=first is %s",
 			sp.DefaultParams.Alpha, sp.DefaultParams.Interval, sp.DefaultWeights.PC, sp.DefaultWeights.WC, sp.DefaultWeights.CC,
-			sp.DefaultParams.Scope, sp.DefaultParams.Rebalance, sp.DefaultParams.Candidates, sp.FirstReadingSpec),
+			sp.DefaultParams.Scope, sp.DefaultParams.Rebalance, sp.DefaultParams.Candidates, sp.WorkerReadingSpec, sp.FirstReadingSpec),
 			"bound-* rows: the same jobs with free, instant migration; pooled-ps: all workers shared equally; placement-srpt: the W-1 jobs with least work left run alone, the rest share one worker; pooled-srpt: the W jobs with least work left run, the rest wait",
-			"change keys compare the means over seeds; _min/_max are the range over seeds of the per-seed change; moved_jct_change and others_jct_change: change of the summed JCT of the jobs specon moved, and of the others, against the same jobs under default (mean over seeds)"}}
+			"change keys compare the means over seeds; _ci95 is the half-width of a change's 95% confidence interval (delta method over the paired seeds); _min/_max are the range over seeds of the per-seed change; seeds_jct_paper and seeds_makespan_paper count the seeds whose own change reached the paper's; moved_jct_change and others_jct_change: change of the summed JCT of the jobs specon moved, and of the others, against the same jobs under default (mean over seeds)"}}
 	addOutputs(rep, first[:2])
 	return rep, nil
 }
@@ -429,14 +479,14 @@ func params(ctx context.Context, env *experiment.Env) (*experiment.Report, error
 	rep := &experiment.Report{Experiment: sc.name, Seed: env.Seed, Seeds: seeds, Results: rows,
 		Columns: []string{"jobs_faster_frac", "jct_change", "best_job_gain_frac", "makespan_change", "jct_mean_s", "makespan_s", "migrations", "rebalances", "seeds_jct_better", "stranded_frac"},
 		Notes: []string{scenarioNote(sc), "paper Table III (Reduced / Overall / Best / Makespan): 0.05,20s 60.0/5.7/29.1/6.1%; 0.05,25s 60.0/6.8/27.8/7.5%; 0.05,30s 55.0/3.2/21.3/4.0%; 0.01,30s 65.0/9.6/31.0/8.2%; 0.10,30s 60.0/6.4/23.9/3.1% (reductions: our changes are negative when better)",
-			"reading=paper is the specon defaults, reading=first is " + sp.FirstReadingSpec}}
+			"reading=cluster is the specon defaults, reading=worker is " + sp.WorkerReadingSpec + ", reading=first is " + sp.FirstReadingSpec}}
 	addOutputs(rep, first[:2])
 	return rep, nil
 }
 
 // readingsExperiment runs every combination of the three reading switches
 // on the four comparison workloads, so that the difference between the
-// paper's reading and drover's first one can be traced to each switch.
+// default reading and drover's first one can be traced to each switch.
 func readingsExperiment(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 	seeds := seedCount(env)
 	var vs []variant
@@ -449,9 +499,9 @@ func readingsExperiment(ctx context.Context, env *experiment.Env) (*experiment.R
 		}
 	}
 	rep := &experiment.Report{Experiment: "specon-readings", Seed: env.Seed, Seeds: seeds,
-		Columns: []string{"jct_mean_s", "makespan_s", "jct_change", "makespan_change", "migrations", "rebalances", "seeds_jct_better", "stranded_frac"},
-		Notes: []string{"scope=worker;rebalance=always;candidates=migrated is the paper's reading (the specon defaults); scope=cluster;rebalance=gated;candidates=converged is drover's first reading",
-			"workloads as in specon-fixed, specon-mixed, specon-random and specon-large; change keys compare the means over seeds"}}
+		Columns: []string{"jct_mean_s", "makespan_s", "jct_change", "makespan_change", "migrations", "rebalances", "seeds_jct_better", "stranded_frac", "jct_change_ci95", "makespan_change_ci95", "seeds_jct_paper", "seeds_makespan_paper"},
+		Notes: []string{"scope=cluster;rebalance=always;candidates=migrated is the specon defaults; scope=worker;rebalance=always;candidates=migrated the other reading of Alg. 1 line 15; scope=cluster;rebalance=gated;candidates=converged is drover's first reading",
+			"workloads as in specon-fixed, specon-mixed, specon-random and specon-large; change keys compare the means over seeds; _ci95 is the half-width of a change's 95% confidence interval; seeds_jct_paper and seeds_makespan_paper count the seeds whose own change reached the paper's"}}
 	for _, sc := range []scenario{fixedScenario, mixedScenario, randomScenario, largeScenario} {
 		rows, _, err := pairMetrics(ctx, env, sc, vs, seeds, false)
 		if err != nil {
@@ -502,7 +552,7 @@ func interference(ctx context.Context, env *experiment.Env) (*experiment.Report,
 		Notes: []string{"k jobs on an oversubscribed worker each run at speed 1/k / (1 + interference·(k-1)); interference 0 is the reproduction's model",
 			"scale multiplies every model's run length; it is fitted for each workload and level so that default's mean JCT is the paper's DS (specon-fixed 275.2 s, specon-random 865.7 s, specon-large 596.3 s); makespan_vs_paper compares default's makespan with the paper's DS (1260 s, 1760 s, 2070 s); makespan_s_min/max: default's range over seeds",
 			"specon-fixed: 20 VAE jobs one every 50 s on 4 workers; specon-random: 30 jobs in [0, 600] s on 4 workers; specon-large: 50 jobs in [0, 1200] s on 8 workers",
-			"reading=paper is the specon defaults, reading=first is " + sp.FirstReadingSpec}}
+			"reading=cluster is the specon defaults, reading=worker is " + sp.WorkerReadingSpec + ", reading=first is " + sp.FirstReadingSpec}}
 	for _, base := range []scenario{fixedScenario, randomScenario, largeScenario} {
 		ds := PaperDS[base.name]
 		for _, beta := range levels {

@@ -73,13 +73,13 @@ func row(t *testing.T, rep *experiment.Report, policy string, want ...string) ma
 func TestRandomExperiment(t *testing.T) {
 	rep := run(t, "specon-random")
 	d := row(t, rep, "default")
-	paper, first := row(t, rep, "specon", "reading", "paper"), row(t, rep, "specon", "reading", "first")
+	paper, first := row(t, rep, "specon", "reading", "cluster"), row(t, rep, "specon", "reading", "first")
 	for _, s := range []map[string]float64{d, paper, first} {
 		if s["completed"] != 30 {
 			t.Fatalf("completed %v", s["completed"])
 		}
 	}
-	for name, s := range map[string]map[string]float64{"paper": paper, "first": first} {
+	for name, s := range map[string]map[string]float64{"cluster": paper, "first": first} {
 		if s["migrations"] == 0 || s["migrations"] > 30 || s["rebalances"] > s["migrations"] {
 			t.Errorf("%s: migrations %v rebalances %v", name, s["migrations"], s["rebalances"])
 		}
@@ -137,7 +137,7 @@ func TestMixedExperiment(t *testing.T) {
 			t.Errorf("%s %v: completed %v", r.Policy, r.Params, r.Metrics["completed"])
 		}
 	}
-	want := []string{"default ", "bound-pooled-ps ", "bound-placement-srpt ", "bound-pooled-srpt ", "specon paper", "specon first"}
+	want := []string{"default ", "bound-pooled-ps ", "bound-placement-srpt ", "bound-pooled-srpt ", "specon cluster", "specon worker", "specon first"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rows (-want +got):\n%s", d)
 	}
@@ -158,7 +158,7 @@ func TestMixedExperiment(t *testing.T) {
 }
 
 // TestReadingsExperiment: every combination of the three switches on the
-// four workloads; the corners are the paper's and the first reading, and
+// four workloads; the default, per-worker and first readings are three of them, and
 // give the same figures as the comparison experiments.
 func TestReadingsExperiment(t *testing.T) {
 	rep := run(t, "specon-readings")
@@ -167,7 +167,8 @@ func TestReadingsExperiment(t *testing.T) {
 	}
 	random := run(t, "specon-random")
 	for _, c := range []struct{ reading, scope, when, cands string }{
-		{"paper", "worker", "always", "migrated"},
+		{"cluster", "cluster", "always", "migrated"},
+		{"worker", "worker", "always", "migrated"},
 		{"first", "cluster", "gated", "converged"},
 	} {
 		got := row(t, rep, "specon", "workload", "specon-random", "scope", c.scope, "rebalance", c.when, "candidates", c.cands)
@@ -184,7 +185,7 @@ func TestReadingsExperiment(t *testing.T) {
 // baseline, each with the four Table III keys.
 func TestParamsExperiment(t *testing.T) {
 	rep := run(t, "specon-params")
-	if len(rep.Results) != 1+2*len(TableIII) {
+	if len(rep.Results) != 1+3*len(TableIII) {
 		t.Fatalf("%d rows", len(rep.Results))
 	}
 	for _, r := range rep.Results[1:] {
@@ -290,14 +291,14 @@ func TestJobsDeterministic(t *testing.T) {
 	}
 }
 
-// TestInterferenceExperiment: the sensitivity study has a default and two
+// TestInterferenceExperiment: the sensitivity study has a default and three
 // specon rows per workload and level; at every level default's mean JCT
 // is the paper's DS (the run lengths are re-fitted), the fitted lengths
 // shrink as interference grows, and SpeCon's mean-JCT gain grows with
 // interference in the random schedule, as docs/specon.md reports.
 func TestInterferenceExperiment(t *testing.T) {
 	rep := run(t, "specon-interference")
-	if len(rep.Results) != 3*3*len(QuickInterference) {
+	if len(rep.Results) != 3*4*len(QuickInterference) {
 		t.Fatalf("%d rows", len(rep.Results))
 	}
 	lo, hi := fmt.Sprint(QuickInterference[0]), fmt.Sprint(QuickInterference[len(QuickInterference)-1])
@@ -318,7 +319,7 @@ func TestInterferenceExperiment(t *testing.T) {
 			t.Errorf("%s: scale %v at %s, %v at %s: interference should need shorter jobs", w, scale[hi], hi, scale[lo], lo)
 		}
 	}
-	for _, reading := range []string{"paper", "first"} {
+	for _, reading := range []string{"cluster", "first"} {
 		at := func(b string) float64 {
 			return row(t, rep, "specon", "workload", "specon-random", "interference", b, "reading", reading)["jct_change"]
 		}
@@ -354,5 +355,32 @@ func TestCalibrate(t *testing.T) {
 	}
 	if _, err := Calibrate(context.Background(), e, sc, 1e6, 2); err == nil || !strings.Contains(err.Error(), "not reached") {
 		t.Errorf("unreachable target: %v", err)
+	}
+}
+
+// TestSpread: the per-seed keys of a comparison row. Three seeds whose
+// changes are -20%, -10% and +10% reach a paper change of -10% on two of
+// them; a change that is the same on every seed has a zero-width
+// interval.
+func TestSpread(t *testing.T) {
+	base := []float64{100, 200, 100}
+	ms := []map[string]float64{{"jct_mean_s": 80, "makespan_s": 100}, {"jct_mean_s": 180, "makespan_s": 200}, {"jct_mean_s": 110, "makespan_s": 100}}
+	got := map[string]float64{}
+	spread(got, base, base, ms, [2]float64{-0.10, -0.05})
+	half := got["jct_change_ci95"]
+	delete(got, "jct_change_ci95")
+	want := map[string]float64{"jct_change_min": -0.2, "jct_change_max": 0.1, "seeds_jct_paper": 2,
+		"makespan_change_min": 0, "makespan_change_max": 0, "makespan_change_ci95": 0, "seeds_makespan_paper": 0}
+	if d := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); d != "" {
+		t.Errorf("spread (-want +got):\n%s", d)
+	}
+	if !(half > 0.05 && half < 1) {
+		t.Errorf("jct_change_ci95 %v: three spread seeds should give a wide interval", half)
+	}
+	// Without a paper figure there is no seeds_*_paper key.
+	got = map[string]float64{}
+	spread(got, base, base, ms, [2]float64{})
+	if _, ok := got["seeds_jct_paper"]; ok {
+		t.Errorf("seeds_jct_paper without a paper change: %v", got)
 	}
 }
