@@ -62,7 +62,13 @@ type Payoff struct {
 	// rejected (false) jobs are not tested again.
 	seen    map[string]bool
 	decided map[string]bool
+	// deferred holds every job deferred at least once.
+	deferred map[string]bool
 }
+
+// Deferred is the number of jobs deferred at least once (for tests and
+// reports; a deferred job is pending, never lost).
+func (p *Payoff) Deferred() int { return len(p.deferred) }
 
 // tenantBounds are one tenant's samples, oldest first.
 type tenantBounds struct {
@@ -196,7 +202,7 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 		return nil
 	}
 	if p.seen == nil {
-		p.seen, p.decided, p.tenants = map[string]bool{}, map[string]bool{}, map[string]*tenantBounds{}
+		p.seen, p.decided, p.deferred, p.tenants = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]*tenantBounds{}
 	}
 	s := c.Snap
 	total := s.ReadyCapacity()
@@ -241,6 +247,7 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 		// capacity for.
 		return pass()
 	}
+	p.deferred[j.ID] = true
 	return framework.Statusf(framework.Unschedulable, "deferred: payoff %.4g <= 0 (utility %.4g at the earliest completion, priced cost %.4g at tenant %q's prices); tested again when running jobs change",
 		best-cost, best, cost, j.Tenant)
 }

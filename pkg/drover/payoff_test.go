@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -215,5 +216,75 @@ func TestPayoffPoisoning(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPayoffHintsChangeNoDecision: the payoff plugin's hints are exact.
+// On a loaded two-node cluster where jobs of three tenants with decaying
+// utilities are deferred, the drover profile makes the same decisions at
+// the same times with the scheduling queue (no backoff, no flush) as with
+// the exhaustive walk that asks every pending job every cycle.
+func TestPayoffHintsChangeNoDecision(t *testing.T) {
+	nodes := []cluster.Node{{Name: "n0", Capacity: resource.New(64, 512, 8)}, {Name: "n1", Capacity: resource.New(64, 512, 8)}}
+	for seed := uint64(1); seed <= 2; seed++ {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			var deferred [2]int
+			var logs [2][]string
+			for i, queue := range []bool{false, true} {
+				r := rand.New(rand.NewPCG(seed, 24))
+				var jobs []*cluster.Job
+				at := 0.0
+				for k := range 120 {
+					at += r.ExpFloat64() * 120
+					work := 60 + r.Float64()*3600
+					j := &cluster.Job{ID: fmt.Sprintf("j%03d", k), Tenant: fmt.Sprintf("t%d", r.IntN(3)), Class: cluster.ClassBE, Submit: at, Work: work,
+						Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(4, 16, 1+int64(r.IntN(4))), Replicas: 1, Min: 1, Max: 1}}}
+					if r.IntN(4) > 0 {
+						j.Utility = cluster.Sigmoid{G1: 1 + r.Float64()*99, G2: 1e-3 * r.Float64(), G3: work * (1 + 3*r.Float64())}
+					}
+					jobs = append(jobs, j)
+				}
+				o := DefaultOptions()
+				o.Provision = false
+				p, err := Profile(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pay := p.Admit[0].(*Payoff)
+				rt, err := framework.New(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if queue {
+					rt.WithQueue(framework.QueueOptions{})
+				} else {
+					rt.WithoutQueue()
+				}
+				cfg := sim.Config{Seed: seed, Tick: 30, Check: true, Observe: func(now float64, kind sim.Observed, js *cluster.JobState, detail string) {
+					logs[i] = append(logs[i], fmt.Sprintf("%g %s %s %s", now, kind, js.Job.ID, detail))
+				}}
+				s, err := sim.New(cfg, nodes, jobs, rt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := s.Run(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rc := range res.Records {
+					if rc.Rejected || !rc.Finished() {
+						t.Errorf("queue=%v: %s rejected %v, finished %v (%s)", queue, rc.ID, rc.Rejected, rc.Finished(), rc.Reason)
+					}
+				}
+				deferred[i] = pay.Deferred()
+			}
+			if deferred[0] == 0 {
+				t.Fatalf("no job was deferred: the case does not exercise the hints")
+			}
+			if diff := gocmp.Diff(logs[0], logs[1]); diff != "" {
+				t.Errorf("actions differ with the queue (-without +with):\n%s", diff)
+			}
+			t.Logf("%d jobs deferred at least once (exhaustive walk), %d (queue)", deferred[0], deferred[1])
+		})
 	}
 }
