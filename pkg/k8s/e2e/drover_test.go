@@ -350,3 +350,47 @@ func (tc *testCluster) logTimeline(t *testing.T) {
 		t.Logf("event %s %-10s %-12s %s", e.FirstTimestamp.Format("15:04:05.000"), e.Reason, e.InvolvedObject.Name, e.Message)
 	}
 }
+
+// The drover preset's payoff test defers, not rejects, a job that is not
+// worth its priced capacity (issue 24): once its tenant has three valued
+// jobs running, a job worth nothing stays Pending with no pods, its
+// status.reason and a Waiting event saying it was deferred by the payoff
+// test (what `kubectl describe trainingjob` shows), and it runs once the
+// valued jobs are done and nothing holds what it needs.
+func TestDroverPayoffDefers(t *testing.T) {
+	requirePolicy(t, "drover")
+	tc := newCluster(t, 1, "8", "4", standin.Config{TimeScale: 5})
+	tc.startScheduler("drover:provision=false", nil)
+	for i := range 3 {
+		j := tc.job(fmt.Sprintf("valued%d", i), v1alpha1.ClassBE, 60, group{name: "worker", replicas: 1, cpu: "2", gpu: "1"})
+		j.Spec.Utility = &v1alpha1.Utility{Weight: 100}
+		tc.create(j)
+	}
+	for i := range 3 {
+		tc.waitPhase(fmt.Sprintf("valued%d", i), v1alpha1.PhaseRunning, 20*time.Second)
+	}
+	stale := tc.job("stale", v1alpha1.ClassBE, 60, group{name: "worker", replicas: 1, cpu: "1", gpu: "0"})
+	stale.Spec.Utility = &v1alpha1.Utility{Weight: 0}
+	tc.create(stale)
+	tc.eventually("stale deferred", 15*time.Second, func() (bool, string) {
+		got := tc.get("stale")
+		return strings.Contains(got.Status.Reason, "deferred") && strings.Contains(got.Status.Reason, "payoff"),
+			fmt.Sprintf("phase %s reason %q", got.Status.Phase, got.Status.Reason)
+	})
+	got := tc.get("stale")
+	if got.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("stale: phase %s while deferred, want Pending", got.Status.Phase)
+	}
+	if ok, msg := tc.waitEvent("stale", "Waiting"); !ok || !strings.Contains(msg, "deferred") {
+		t.Errorf("stale: no Waiting event saying it was deferred: %v %s", ok, msg)
+	}
+	if ok, _ := tc.hasEvent("stale", "Rejected"); ok {
+		t.Errorf("stale: rejected; the payoff test must defer by default")
+	}
+	if n := len(tc.pods("stale")); n != 0 {
+		t.Errorf("stale: deferred but has %d pods", n)
+	}
+	t.Logf("deferred: %s", got.Status.Reason)
+	// Never lost: it runs when the valued jobs are done.
+	tc.waitPhase("stale", v1alpha1.PhaseSucceeded, 90*time.Second)
+}
