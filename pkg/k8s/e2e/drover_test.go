@@ -157,7 +157,9 @@ func (tc *testCluster) messages(name, reason string) []string {
 // on the dev cluster's shape (4 nodes of 16 CPU, 64 GiB, 4 GPUs; trainers
 // at 5x), so this test is also what `make dev-cluster` and `kubectl
 // apply -f examples/` show. In one run:
-//   - be-stale (utility weight 0) is rejected by the payoff test;
+//   - be-stale (utility weight 0) is not rejected: the payoff test defers
+//     rather than rejects, and prices a tenant only from three jobs'
+//     weight (issue 24), so the tenant's one valued job passes;
 //   - te-sweep (TE, priority 10) starts first; te-finetune (TE, 5 workers
 //     of 2 GPUs) waits for it, then makes room by shrinking the elastic BE
 //     job elastic-gpt (a Resize, no preemption);
@@ -206,18 +208,18 @@ func TestDroverProfileStory(t *testing.T) {
 	}
 	since := func() string { return time.Since(start).Round(100 * time.Millisecond).String() }
 
-	// Admission: the job worth nothing is rejected, with no pods.
-	rej := tc.waitPhase("be-stale", v1alpha1.PhaseRejected, time.Minute)
-	if !strings.Contains(rej.Status.Reason, "payoff") {
-		t.Errorf("be-stale: reason %q does not come from the payoff test", rej.Status.Reason)
+	// Admission: nothing is rejected by default; be-stale, its tenant's
+	// only job with a utility, is not priced (TestDroverPayoffDefers shows
+	// a deferral).
+	tc.eventually("be-stale admitted", time.Minute, func() (bool, string) {
+		got := tc.get("be-stale")
+		return got.Status.Phase == v1alpha1.PhaseRunning || got.Status.Phase == v1alpha1.PhaseSucceeded,
+			fmt.Sprintf("phase %s reason %q", got.Status.Phase, got.Status.Reason)
+	})
+	if ok, msg := tc.hasEvent("be-stale", "Rejected"); ok {
+		t.Errorf("be-stale: rejected: %s", msg)
 	}
-	if ok, msg := tc.waitEvent("be-stale", "Rejected"); !ok {
-		t.Errorf("be-stale: no Rejected event: %s", msg)
-	}
-	if n := len(tc.pods("be-stale")); n != 0 {
-		t.Errorf("be-stale: rejected but has %d pods", n)
-	}
-	t.Logf("%s: be-stale rejected: %s", since(), rej.Status.Reason)
+	t.Logf("%s: be-stale admitted", since())
 
 	// TE first: te-sweep runs while te-finetune waits for room.
 	tc.waitPhase("te-sweep", v1alpha1.PhaseRunning, 2*time.Minute)
