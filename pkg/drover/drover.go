@@ -13,8 +13,10 @@
 //   - admit `payoff` (off by default, payoff=true): OASiS's payoff test for
 //     a job that carries a utility (its utility at the earliest completion
 //     minus its resource-time at OASiS's exponential prices, Eq. 22, with
-//     online-learned bounds); jobs without one pass. Decided once per job,
-//     on first sight. Off by default since a rejection is for good.
+//     bounds learned per tenant, clipped and decaying); jobs without one
+//     pass. A job that fails is deferred and tested again as load changes
+//     (payoffreject=true: rejected for good, as in the paper). See
+//     payoff.go.
 //   - size: none by default (size=requested): a job starts at its requested
 //     counts, and scale-up grows it later (on the scoreboard's elastic
 //     regimes starting smaller ran more jobs at once, each slower, and
@@ -72,7 +74,6 @@ import (
 	"github.com/drover-sched/drover/pkg/elastic"
 	"github.com/drover-sched/drover/pkg/fitgpp"
 	"github.com/drover-sched/drover/pkg/framework"
-	"github.com/drover-sched/drover/pkg/oasis"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -526,92 +527,6 @@ func (ScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	return nil
 }
 
-// Payoff is OASiS's admission test (Alg. 1: admit when the best schedule's
-// utility exceeds its priced cost) for jobs of any shape that carry a
-// utility. A job's earliest completion is now plus its work at the
-// requested size; its cost is its resource-time (demand as a share of the
-// cluster, times its work) at the price of Eq. 22 for each kind given the
-// cluster's current allocation. U and L are learned online from the jobs
-// seen (U: the highest utility per unit of share-time; L: the lowest
-// utility at the horizon, floored at LFloor·U, which docs/oasis.md shows
-// sets the prices when utilities decay steeply). Allocation is priced at
-// the running jobs' minimum sizes (what a shrink cannot reclaim). A job
-// with payoff <= 0 is
-// rejected for good; others, and jobs without a utility, pass. Each job is
-// decided once.
-type Payoff struct {
-	Eta, LFloor, Horizon float64
-	u, l                 float64
-	decided              map[string]bool
-}
-
-var _ framework.Admit = (*Payoff)(nil)
-
-// Name implements framework.Plugin.
-func (*Payoff) Name() string { return PayoffName }
-
-// shareTime is the job's demand as a share of the cluster, summed over
-// kinds, times its work.
-func shareTime(j *cluster.Job, total resource.Vector) float64 {
-	d := j.RequestedDemand()
-	sh := 0.0
-	for k := range d {
-		if total[k] > 0 {
-			sh += float64(d[k]) / float64(total[k])
-		}
-	}
-	return sh * j.Work
-}
-
-// Admit implements framework.Admit.
-func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Status {
-	j := js.Job
-	if j.Utility == nil || p.decided[j.ID] {
-		return nil
-	}
-	if p.decided == nil {
-		p.decided = map[string]bool{}
-	}
-	p.decided[j.ID] = true
-	s := c.Snap
-	total := s.ReadyCapacity()
-	st := shareTime(j, total)
-	if st <= 0 {
-		return nil
-	}
-	best := j.Utility.Value(s.Now - j.Submit + j.Work)
-	p.u = math.Max(p.u, j.Utility.Value(j.Work)/st)
-	low := j.Utility.Value(p.Horizon) / st
-	if p.l == 0 || low < p.l {
-		p.l = low
-	}
-	l := math.Max(p.l, p.LFloor*p.u)
-	// Allocation is priced at what running jobs hold at their minimum
-	// size: capacity an elastic job holds above its minimum is reclaimable
-	// by a shrink at no checkpoint, so it is not scarce.
-	var alloc resource.Vector
-	for _, r := range s.Running {
-		counts := r.Counts()
-		for g := range counts {
-			counts[g] = min(counts[g], max(r.Job.Groups[g].Min, 1))
-		}
-		alloc = alloc.Add(r.Job.Demand(counts))
-	}
-	d := j.RequestedDemand()
-	cost := 0.0
-	for k := range d {
-		if total[k] <= 0 || d[k] == 0 {
-			continue
-		}
-		price := oasis.Price(float64(alloc[k]), float64(total[k]), p.u, l, p.Eta)
-		cost += float64(d[k]) / float64(total[k]) * j.Work * price
-	}
-	if best-cost <= 0 {
-		return framework.Statusf(framework.Unresolvable, "payoff %.4g <= 0 (utility %.4g at the earliest completion, priced cost %.4g)", best-cost, best, cost)
-	}
-	return nil
-}
-
 // Options switch the profile's parts on and off (all on by default); the
 // combined-ablation experiment turns each off in turn.
 type Options struct {
@@ -635,9 +550,9 @@ type Options struct {
 	// (fitgpp-be-head-of-line): no backfilling, so room stays free for
 	// TE jobs at the cost of BE waiting.
 	HOL bool
-	// Predictive and SpeCon are the predictive and specon plugins'
-	// arguments (empty: their defaults).
-	Predictive, SpeCon policy.Params
+	// Predictive, SpeCon and PayoffArgs are the predictive, specon and
+	// payoff plugins' arguments (empty: their defaults; payoff defers).
+	Predictive, SpeCon, PayoffArgs policy.Params
 }
 
 // DefaultRenew is drover's renewal window for FitGpp's cap: one hour.
@@ -664,7 +579,11 @@ func Profile(o Options) (framework.Profile, error) {
 		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: o.Place}, Weight: 1}},
 		Gang:   placement.OneNodeFirst, Future: true}
 	if o.Payoff {
-		p.Admit = append(p.Admit, &Payoff{Eta: 1, LFloor: 1e-4, Horizon: 7 * 86400})
+		pay, err := parsePayoff(o.PayoffArgs)
+		if err != nil {
+			return p, err
+		}
+		p.Admit = append(p.Admit, pay)
 	}
 	if o.HOL {
 		p.Admit = append(p.Admit, fitgpp.BEHeadOfLine{})
@@ -727,9 +646,9 @@ var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "p
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			known := append([]string{"lambda", "p", "renew_h", "place", "order", "size", "victim", "hol", "model", "tick"}, switches...)
+			known := append([]string{"lambda", "p", "renew_h", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
@@ -786,7 +705,10 @@ func Entries() []policy.Entry {
 					return nil, err
 				}
 			}
-			o.Predictive, o.SpeCon = policy.Params{}, policy.Params{}
+			o.Predictive, o.SpeCon, o.PayoffArgs = policy.Params{}, policy.Params{}, policy.Params{}
+			if v, ok := pr["payoffreject"]; ok {
+				o.PayoffArgs["reject"] = v
+			}
 			for _, k := range []string{"model", "tick"} {
 				if v, ok := pr[k]; ok {
 					o.Predictive[k] = v
@@ -835,28 +757,6 @@ func Plugins() []framework.PluginEntry {
 				}
 				return &Converged{P: p}, nil
 			}},
-		{Name: PayoffName, Description: "admit: OASiS's payoff test for jobs with a utility (reject when utility at the earliest completion <= priced cost); eta (1), lfloor (1e-4), horizon_h (168)",
-			New: func(a policy.Params) (framework.Plugin, error) {
-				if err := a.Check(PayoffName, "eta", "lfloor", "horizon_h"); err != nil {
-					return nil, err
-				}
-				p := &Payoff{}
-				var err error
-				if p.Eta, err = a.FloatIn("eta", 1, oasis.MinScale, oasis.MaxScale); err != nil {
-					return nil, err
-				}
-				if p.LFloor, err = a.Float("lfloor", 1e-4); err != nil {
-					return nil, err
-				}
-				h, err := a.Float("horizon_h", 168)
-				if err != nil {
-					return nil, err
-				}
-				if !(p.Eta > 0) || !(p.LFloor > 0 && p.LFloor < 1) || !(h > 0 && h <= 24*365) {
-					return nil, fmt.Errorf("parameters eta=%v lfloor=%v horizon_h=%v: want eta > 0, 0 < lfloor < 1, 0 < horizon_h <= 8760", p.Eta, p.LFloor, h)
-				}
-				p.Horizon = h * 3600
-				return p, nil
-			}},
+		{Name: PayoffName, Description: payoffDescription, New: newPayoff},
 	}
 }

@@ -154,25 +154,6 @@ func TestInteractions(t *testing.T) {
 	}
 }
 
-func TestPayoff(t *testing.T) {
-	late := be("late", 2, 2, 2)
-	late.j.Utility = cluster.Sigmoid{G1: 10, G2: 1, G3: 100} // worth ~0 after 100 s
-	late.j.Submit = 0
-	ok := be("ok", 2, 2, 2)
-	ok.j.Utility = cluster.Sigmoid{G1: 10, G2: 0, G3: 0}
-	w := newWorld(1).run(be("busy", 6, 6, 6), 0, 6, cluster.Running, nil).pend(ok, late)
-	w.s.Now = 5000
-	got := summary(profile(t, func(o *Options) { o.ScaleUp, o.Payoff = false, true }).Schedule(w.s))
-	if diff := gocmp.Diff([]string{"start ok x2", "reject late"}, got); diff != "" {
-		t.Errorf("actions (-want +got):\n%s", diff)
-	}
-	// By default (issue 24) payoff admission is off: the same job waits.
-	got = summary(profile(t, func(o *Options) { o.ScaleUp = false }).Schedule(w.s))
-	if diff := gocmp.Diff([]string{"start ok x2", "wait late"}, got); diff != "" {
-		t.Errorf("default, actions (-want +got):\n%s", diff)
-	}
-}
-
 // TestShrinkIsNotAPreemption: in the simulator, a TE job that arrives on a
 // cluster full of one elastic job gets its room by a shrink; the BE job
 // keeps running, is resized, and its preemption count (FitGpp's cap P)

@@ -157,7 +157,9 @@ func (tc *testCluster) messages(name, reason string) []string {
 // on the dev cluster's shape (4 nodes of 16 CPU, 64 GiB, 4 GPUs; trainers
 // at 5x), so this test is also what `make dev-cluster` and `kubectl
 // apply -f examples/` show. In one run:
-//   - be-stale (utility weight 0) is rejected by the payoff test;
+//   - be-stale (utility weight 0) is not rejected: the payoff test defers
+//     rather than rejects, and prices a tenant only from three jobs'
+//     weight (issue 24), so the tenant's one valued job passes;
 //   - te-sweep (TE, priority 10) starts first; te-finetune (TE, 5 workers
 //     of 2 GPUs) waits for it, then makes room by shrinking the elastic BE
 //     job elastic-gpt (a Resize, no preemption);
@@ -206,18 +208,18 @@ func TestDroverProfileStory(t *testing.T) {
 	}
 	since := func() string { return time.Since(start).Round(100 * time.Millisecond).String() }
 
-	// Admission: the job worth nothing is rejected, with no pods.
-	rej := tc.waitPhase("be-stale", v1alpha1.PhaseRejected, time.Minute)
-	if !strings.Contains(rej.Status.Reason, "payoff") {
-		t.Errorf("be-stale: reason %q does not come from the payoff test", rej.Status.Reason)
+	// Admission: nothing is rejected by default; be-stale, its tenant's
+	// only job with a utility, is not priced (TestDroverPayoffDefers shows
+	// a deferral).
+	tc.eventually("be-stale admitted", time.Minute, func() (bool, string) {
+		got := tc.get("be-stale")
+		return got.Status.Phase == v1alpha1.PhaseRunning || got.Status.Phase == v1alpha1.PhaseSucceeded,
+			fmt.Sprintf("phase %s reason %q", got.Status.Phase, got.Status.Reason)
+	})
+	if ok, msg := tc.hasEvent("be-stale", "Rejected"); ok {
+		t.Errorf("be-stale: rejected: %s", msg)
 	}
-	if ok, msg := tc.waitEvent("be-stale", "Rejected"); !ok {
-		t.Errorf("be-stale: no Rejected event: %s", msg)
-	}
-	if n := len(tc.pods("be-stale")); n != 0 {
-		t.Errorf("be-stale: rejected but has %d pods", n)
-	}
-	t.Logf("%s: be-stale rejected: %s", since(), rej.Status.Reason)
+	t.Logf("%s: be-stale admitted", since())
 
 	// TE first: te-sweep runs while te-finetune waits for room.
 	tc.waitPhase("te-sweep", v1alpha1.PhaseRunning, 2*time.Minute)
@@ -349,4 +351,49 @@ func (tc *testCluster) logTimeline(t *testing.T) {
 	for _, e := range l.Items {
 		t.Logf("event %s %-10s %-12s %s", e.FirstTimestamp.Format("15:04:05.000"), e.Reason, e.InvolvedObject.Name, e.Message)
 	}
+}
+
+// The drover preset's payoff test (opt-in since issue 24: payoff=true)
+// defers, not rejects, a job that is not
+// worth its priced capacity (issue 24): once its tenant has three valued
+// jobs running, a job worth nothing stays Pending with no pods, its
+// status.reason and a Waiting event saying it was deferred by the payoff
+// test (what `kubectl describe trainingjob` shows), and it runs once the
+// valued jobs are done and nothing holds what it needs.
+func TestDroverPayoffDefers(t *testing.T) {
+	requirePolicy(t, "drover")
+	tc := newCluster(t, 1, "8", "4", standin.Config{TimeScale: 5})
+	tc.startScheduler("drover:provision=false;payoff=true", nil)
+	for i := range 3 {
+		j := tc.job(fmt.Sprintf("valued%d", i), v1alpha1.ClassBE, 60, group{name: "worker", replicas: 1, cpu: "2", gpu: "1"})
+		j.Spec.Utility = &v1alpha1.Utility{Weight: 100}
+		tc.create(j)
+	}
+	for i := range 3 {
+		tc.waitPhase(fmt.Sprintf("valued%d", i), v1alpha1.PhaseRunning, 20*time.Second)
+	}
+	stale := tc.job("stale", v1alpha1.ClassBE, 60, group{name: "worker", replicas: 1, cpu: "1", gpu: "0"})
+	stale.Spec.Utility = &v1alpha1.Utility{Weight: 0}
+	tc.create(stale)
+	tc.eventually("stale deferred", 15*time.Second, func() (bool, string) {
+		got := tc.get("stale")
+		return strings.Contains(got.Status.Reason, "deferred") && strings.Contains(got.Status.Reason, "payoff"),
+			fmt.Sprintf("phase %s reason %q", got.Status.Phase, got.Status.Reason)
+	})
+	got := tc.get("stale")
+	if got.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("stale: phase %s while deferred, want Pending", got.Status.Phase)
+	}
+	if ok, msg := tc.waitEvent("stale", "Waiting"); !ok || !strings.Contains(msg, "deferred") {
+		t.Errorf("stale: no Waiting event saying it was deferred: %v %s", ok, msg)
+	}
+	if ok, _ := tc.hasEvent("stale", "Rejected"); ok {
+		t.Errorf("stale: rejected; the payoff test must defer by default")
+	}
+	if n := len(tc.pods("stale")); n != 0 {
+		t.Errorf("stale: deferred but has %d pods", n)
+	}
+	t.Logf("deferred: %s", got.Status.Reason)
+	// Never lost: it runs when the valued jobs are done.
+	tc.waitPhase("stale", v1alpha1.PhaseSucceeded, 90*time.Second)
 }

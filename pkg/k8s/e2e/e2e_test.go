@@ -75,36 +75,58 @@ func TestGangPlacementByBinding(t *testing.T) {
 }
 
 // The API server refuses invalid TrainingJobs with a message naming the
-// field (OpenAPI and CEL rules from the Go markers).
+// field (OpenAPI and CEL rules from the Go markers), among them issue 24's
+// bounds on utility and estimatedDurationSeconds (also checks, as
+// "ordinary-utility", that a job a user would write is accepted).
 func TestInvalidTrainingJobRefused(t *testing.T) {
 	tc := newCluster(t, 0, "1", "0", standin.Config{})
+	withUtility := func(dur int64, u v1alpha1.Utility) func(*v1alpha1.TrainingJob) {
+		return func(j *v1alpha1.TrainingJob) { j.Spec.EstimatedDurationSeconds, j.Spec.Utility = &dur, &u }
+	}
 	cases := []struct {
 		name string
 		mod  func(*v1alpha1.TrainingJob)
 		want string
+		// and, when set, must be in the error too.
+		and string
 	}{
 		{"min-above-max", func(j *v1alpha1.TrainingJob) {
 			lo, hi := int32(4), int32(2)
 			j.Spec.ReplicaGroups[0].MinReplicas, j.Spec.ReplicaGroups[0].MaxReplicas = &lo, &hi
-		}, "minReplicas must be <= maxReplicas"},
+		}, "minReplicas must be <= maxReplicas", ""},
 		{"replicas-above-max", func(j *v1alpha1.TrainingJob) {
 			hi := int32(1)
 			j.Spec.ReplicaGroups[0].MaxReplicas = &hi
-		}, "replicas must be <= maxReplicas"},
-		{"bad-class", func(j *v1alpha1.TrainingJob) { j.Spec.Class = "XX" }, "spec.class"},
-		{"no-groups", func(j *v1alpha1.TrainingJob) { j.Spec.ReplicaGroups = nil }, "spec.replicaGroups"},
-		{"negative-grace", func(j *v1alpha1.TrainingJob) { g := int64(-1); j.Spec.GracePeriodSeconds = &g }, "spec.gracePeriodSeconds"},
+		}, "replicas must be <= maxReplicas", ""},
+		{"bad-class", func(j *v1alpha1.TrainingJob) { j.Spec.Class = "XX" }, "spec.class", ""},
+		{"no-groups", func(j *v1alpha1.TrainingJob) { j.Spec.ReplicaGroups = nil }, "spec.replicaGroups", ""},
+		{"negative-grace", func(j *v1alpha1.TrainingJob) { g := int64(-1); j.Spec.GracePeriodSeconds = &g }, "spec.gracePeriodSeconds", ""},
+		{"utility-short-duration", withUtility(1, v1alpha1.Utility{Weight: 100}),
+			"spec.estimatedDurationSeconds", "estimatedDurationSeconds must be at least 60 when utility is set"},
+		{"duration-over-a-year", withUtility(31536001, v1alpha1.Utility{Weight: 100}), "spec.estimatedDurationSeconds", "31536000"},
+		{"utility-weight-too-large", withUtility(600, v1alpha1.Utility{Weight: 1e7}), "spec.utility.weight", "less than or equal to 1000000"},
+		{"utility-decay-too-large", withUtility(600, v1alpha1.Utility{Weight: 1, Decay: 2}), "spec.utility.decay", ""},
+		{"utility-target-over-a-year", withUtility(600, v1alpha1.Utility{Weight: 1, TargetSeconds: 4e7}), "spec.utility.targetSeconds", ""},
+		{"ordinary-utility", withUtility(60, v1alpha1.Utility{Weight: 1e6, Decay: 1, TargetSeconds: 31536000}), "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := tc.job(c.name, v1alpha1.ClassBE, 10, group{name: "worker", replicas: 2, cpu: "1", gpu: "0"})
 			c.mod(j)
 			err := cl.Create(context.Background(), j)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("valid job refused: %v", err)
+				}
+				return
+			}
 			if err == nil {
 				t.Fatalf("invalid job accepted")
 			}
-			if !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %q does not mention %q", err, c.want)
+			for _, w := range []string{c.want, c.and} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
 			}
 		})
 	}

@@ -67,6 +67,12 @@ const (
 )
 
 // TrainingJobSpec is what the user asks for.
+//
+// A job with a utility must not claim to run for under a minute: the
+// payoff test prices a job by its utility per share-second, and a tiny
+// estimate makes that an outlier (issue 24: one such job made another
+// tenant's jobs rejected).
+// +kubebuilder:validation:XValidation:rule="!has(self.utility) || !has(self.estimatedDurationSeconds) || self.estimatedDurationSeconds >= 60",message="estimatedDurationSeconds must be at least 60 when utility is set",fieldPath=".estimatedDurationSeconds"
 type TrainingJobSpec struct {
 	// Class is TE (trial-and-error, short and latency-sensitive) or BE
 	// (best-effort). Preemptive policies preempt BE jobs for TE jobs.
@@ -91,8 +97,10 @@ type TrainingJobSpec struct {
 
 	// EstimatedDurationSeconds is the expected run time at the requested
 	// replica counts. Policies that estimate remaining time use it; it is
-	// not a limit.
+	// not a limit. At most one year (31536000); at least 60 when the job
+	// has a utility.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=31536000
 	// +optional
 	EstimatedDurationSeconds *int64 `json:"estimatedDurationSeconds,omitempty"`
 
@@ -190,17 +198,21 @@ type ReplicaGroup struct {
 // Utility is OASiS's sigmoid utility weight / (1 + exp(decay·(t −
 // targetSeconds))) of the job completion time t.
 type Utility struct {
-	// Weight is the value of finishing at once (G1).
+	// Weight is the value of finishing at once (G1), in [0, 1e6]: values
+	// are relative within a tenant, so no user needs more range.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
 	Weight float64 `json:"weight"`
 	// Decay is how sharply value falls after the target, per second (G2);
-	// 0 is time-insensitive.
+	// 0 is time-insensitive; at most 1 (value falls e-fold per second).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
 	// +optional
 	Decay float64 `json:"decay,omitempty"`
 	// TargetSeconds is the completion time at which half the value is
-	// lost (G3).
+	// lost (G3); at most one year (31536000).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
 	// +optional
 	TargetSeconds float64 `json:"targetSeconds,omitempty"`
 }
