@@ -416,6 +416,12 @@ func (d *DragonScaleDown) state(c *framework.Cycle) *dragonCycle {
 	return &d.cur
 }
 
+// starving reports whether the head of s's queue has waited StarveAfter.
+func (u *DragonScaleUp) starving(s *cluster.Snapshot) bool {
+	head := earliest(s.Pending)
+	return head != nil && s.Now-head.Enqueued >= u.StarveAfter
+}
+
 // earliest returns the job of q enqueued earliest, the first in queue
 // order among equals: q's head when q is in Enqueued order.
 func earliest(q cluster.PendingQueue) *cluster.JobState {
@@ -548,6 +554,13 @@ func (d *DragonScaleDown) shrinkable(c *framework.Cycle) bool {
 type DragonScaleUp struct {
 	// ScaleUpAfter is how long without an action before scale-up (60 s).
 	ScaleUpAfter float64
+	// StarveAfter is how long the head of the queue waits before it
+	// starves (DragonScaleDown's, 30 s): a starving head counts as an
+	// action. Scale-up reads it from the snapshot itself, not from
+	// DragonScaleDown's cycle state, which exists only in cycles where the
+	// queue asked DragonScaleDown about a job (a random profile with the
+	// queue found the difference).
+	StarveAfter float64
 
 	started    bool
 	lastAction float64
@@ -574,7 +587,7 @@ func (u *DragonScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	if !u.started {
 		u.started, u.lastAction = true, now
 	}
-	if st, ok := framework.Get(c, dragonKey); len(c.Started()) > 0 || ok && st.hp != nil {
+	if len(c.Started()) > 0 || u.starving(c.Snap) {
 		u.lastAction = now
 	}
 	if now-u.lastAction < u.ScaleUpAfter {
@@ -678,7 +691,7 @@ func DragonProfile(starveAfter, scaleUpAfter float64) framework.Profile {
 		Admit:     []framework.Admit{OnePerCycle{}, down},
 		Place:     NewDragonPlace(),
 		Preempt:   []framework.Preempt{down},
-		Rebalance: []framework.Rebalance{&DragonScaleUp{ScaleUpAfter: scaleUpAfter}},
+		Rebalance: []framework.Rebalance{&DragonScaleUp{ScaleUpAfter: scaleUpAfter, StarveAfter: starveAfter}},
 	}
 }
 

@@ -133,13 +133,20 @@ func Plugins() []framework.PluginEntry {
 				}
 				return &DragonScaleDown{StarveAfter: v}, nil
 			}},
-		{Name: DragonScaleUpName, Description: "rebalance: after scaleup_s (default 60) without a start or a starving job, grow running jobs in start order towards their maximum, filling nodes in order; time-driven",
+		{Name: DragonScaleUpName, Description: "rebalance: after scaleup_s (default 60) without a start or a job starving (the head of the queue waiting starve_s, default 30), grow running jobs in start order towards their maximum, filling nodes in order; time-driven",
 			New: func(a policy.Params) (framework.Plugin, error) {
-				v, err := seconds(a, DragonScaleUpName, "scaleup_s", DefaultScaleUpAfter)
+				if err := a.Check(DragonScaleUpName, "scaleup_s", "starve_s"); err != nil {
+					return nil, err
+				}
+				v, err := a.FloatIn("scaleup_s", DefaultScaleUpAfter, 0, MaxWaitSeconds)
 				if err != nil {
 					return nil, err
 				}
-				return &DragonScaleUp{ScaleUpAfter: v}, nil
+				st, err := a.FloatIn("starve_s", DefaultStarveAfter, 0, MaxWaitSeconds)
+				if err != nil {
+					return nil, err
+				}
+				return &DragonScaleUp{ScaleUpAfter: v, StarveAfter: st}, nil
 			}},
 		{Name: PodPriorityName, Description: "queueSort: priority, highest first, then submit time, then job ID (kube-scheduler's PrioritySort over pods created at submission)",
 			New: none(PodPriorityName, PodPriority{})},
