@@ -406,20 +406,21 @@ func (d *DragonScaleDown) state(c *framework.Cycle) *dragonCycle {
 	if st, ok := framework.Get(c, dragonKey); ok {
 		return st
 	}
-	s := c.Snap
-	head := earliest(s.Pending)
+	head, starving := starvingHead(c.Snap, d.StarveAfter)
 	d.cur = dragonCycle{head: head}
-	if head != nil && s.Now-head.Enqueued >= d.StarveAfter {
+	if starving {
 		d.cur.hp = head
 	}
 	framework.Set(c, dragonKey, &d.cur)
 	return &d.cur
 }
 
-// starving reports whether the head of s's queue has waited StarveAfter.
-func (u *DragonScaleUp) starving(s *cluster.Snapshot) bool {
+// starvingHead returns the head of s's queue (the job enqueued earliest)
+// and whether it has waited after seconds: DRAGON's starving job, which
+// both phases read from the snapshot.
+func starvingHead(s *cluster.Snapshot, after float64) (*cluster.JobState, bool) {
 	head := earliest(s.Pending)
-	return head != nil && s.Now-head.Enqueued >= u.StarveAfter
+	return head, head != nil && s.Now-head.Enqueued >= after
 }
 
 // earliest returns the job of q enqueued earliest, the first in queue
@@ -587,7 +588,7 @@ func (u *DragonScaleUp) Rebalance(c *framework.Cycle) *framework.Status {
 	if !u.started {
 		u.started, u.lastAction = true, now
 	}
-	if len(c.Started()) > 0 || u.starving(c.Snap) {
+	if _, starving := starvingHead(c.Snap, u.StarveAfter); len(c.Started()) > 0 || starving {
 		u.lastAction = now
 	}
 	if now-u.lastAction < u.ScaleUpAfter {
