@@ -48,7 +48,7 @@ func requireKarpenter(t *testing.T) string {
 	dir := karpenterDir()
 	for _, f := range []string{"kube-controller-manager", "kube-scheduler", "karpenter-kwok", "crds/karpenter.sh_nodepools.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Skipf("Karpenter loop: %s is not cached (%v); run `make testbin-karpenter` (hack/testbin/karpenter.sh) or set DROVER_KARPENTER", f, err)
+			skipUnlessCI(t, "Karpenter loop: %s is not cached (%v); run `make testbin-karpenter` (hack/testbin/karpenter.sh) or set DROVER_KARPENTER", f, err)
 		}
 	}
 	return dir

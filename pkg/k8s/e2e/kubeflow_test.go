@@ -176,7 +176,7 @@ func pytorchJob(ns, name string, workers int) *unstructured.Unstructured {
 func TestKubeflowPyTorchJobGang(t *testing.T) {
 	dir := operatorDir()
 	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
-		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+		skipUnlessCI(t, "the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
 	}
 	tc := newCluster(t, 2, "8", "2", standin.Config{TimeScale: 10})
 	startOperator(t, dir)
@@ -289,7 +289,7 @@ func TestKubeflowPyTorchJobGang(t *testing.T) {
 func TestKubeflowGangContract(t *testing.T) {
 	dir := operatorDir()
 	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
-		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+		skipUnlessCI(t, "the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
 	}
 	startOperator(t, dir)
 	ctx := context.Background()
@@ -386,7 +386,7 @@ func kubeflowJob(ns, name, kind, specField string, replicas map[string]int, gpu 
 func TestKubeflowTFJobAndMPIJobGangs(t *testing.T) {
 	dir := operatorDir()
 	if _, err := os.Stat(filepath.Join(dir, "training-operator")); err != nil {
-		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
+		skipUnlessCI(t, "the training-operator is not cached in %s (run `make testbin-operator`): %v", dir, err)
 	}
 	startOperator(t, dir)
 	ctx := context.Background()

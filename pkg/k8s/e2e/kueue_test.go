@@ -388,10 +388,10 @@ func (w *gangWatch) report() []string {
 func TestKueueInFront(t *testing.T) {
 	kdir, odir := kueueDir(), operatorDir()
 	if _, err := os.Stat(filepath.Join(kdir, "kueue")); err != nil {
-		t.Skipf("Kueue is not cached in %s (run `make testbin-kueue`): %v", kdir, err)
+		skipUnlessCI(t, "Kueue is not cached in %s (run `make testbin-kueue`): %v", kdir, err)
 	}
 	if _, err := os.Stat(filepath.Join(odir, "training-operator")); err != nil {
-		t.Skipf("the training-operator is not cached in %s (run `make testbin-operator`): %v", odir, err)
+		skipUnlessCI(t, "the training-operator is not cached in %s (run `make testbin-operator`): %v", odir, err)
 	}
 	ctx := context.Background()
 	tc := newCluster(t, 3, "8", "2", standin.Config{TimeScale: 10})
