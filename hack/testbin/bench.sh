@@ -15,23 +15,15 @@
 #
 #   export DROVER_BENCH_ASSETS="$(hack/testbin/bench.sh | tail -1)"
 #
-# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P and DROVER_TESTBIN_FORCE
-# as for build.sh.
+# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P, DROVER_TESTBIN_FORCE
+# and DROVER_TESTBIN_KEEP (lib.sh).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/kube-wrapper.sh"
 KWOK_VERSION="0.8.0"   # sigs.k8s.io/kwok
 
-CACHE_ROOT="${DROVER_TESTBIN_CACHE:-${HOME}/.cache/drover/testbin}"
-BUILD_P="${DROVER_TESTBIN_P:-2}"
-FORCE="${DROVER_TESTBIN_FORCE:-0}"
-
-log() { printf '[testbin-bench] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "go is not on PATH"
-mkdir -p "${CACHE_ROOT}"
-CACHE_ROOT="$(cd "${CACHE_ROOT}" && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+testbin_init testbin-bench
 SCHED_DEST="${CACHE_ROOT}/kube-scheduler-${K8S_VERSION}"
 KWOK_DEST="${CACHE_ROOT}/kwok-${KWOK_VERSION}"
 DEST="${CACHE_ROOT}/bench-k8s-${K8S_VERSION}-kwok-${KWOK_VERSION}"
@@ -46,45 +38,16 @@ kwok_ok() {
 	[[ -x "${KWOK_DEST}/kwok" ]] || return 1
 	go version -m "${KWOK_DEST}/kwok" 2>/dev/null | grep -qE "^[[:space:]]+mod[[:space:]]+sigs\.k8s\.io/kwok[[:space:]]+v${KWOK_VERSION}[[:space:]]"
 }
-link() {
+cache_ok() { sched_ok && kwok_ok; }
+cache_print() {
 	mkdir -p "${DEST}"
 	ln -sfn "${SCHED_DEST}/kube-scheduler" "${DEST}/kube-scheduler"
 	ln -sfn "${KWOK_DEST}/kwok" "${DEST}/kwok"
 	echo "${DEST}"
 }
 
-if [[ "${FORCE}" != "1" ]] && sched_ok && kwok_ok; then
-	log "cached: ${SCHED_DEST}, ${KWOK_DEST}"
-	link
-	exit 0
-fi
-
-exec 9>"${CACHE_ROOT}/.lock-bench"
-if command -v flock >/dev/null 2>&1; then
-	if ! flock -n 9; then
-		log "another build holds ${CACHE_ROOT}/.lock-bench; waiting for it"
-		flock 9
-	fi
-	rm -rf "${CACHE_ROOT}"/.build-bench.*
-fi
-
-WORK="$(mktemp -d "${CACHE_ROOT}/.build-bench.XXXXXX")"
-trap 'rm -rf "${WORK}"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GO111MODULE=on
+testbin_begin bench
 export GOFLAGS="-mod=mod -buildvcs=false"
-START=${SECONDS}
-
-# The temp dirs live in the cache root, so installing is a rename on the same
-# filesystem: an interrupted build never leaves a half cache.
-install_dir() { # install_dir SRC DEST
-	if [[ -e "$2" ]]; then
-		mv -T "$2" "${WORK}/old-$(basename "$2")"
-	fi
-	mv -T "$1" "$2"
-}
 
 if [[ "${FORCE}" == "1" ]] || ! sched_ok; then
 	T=${SECONDS}
@@ -94,7 +57,7 @@ if [[ "${FORCE}" == "1" ]] || ! sched_ok; then
 	(cd "${WORK}/kube" && go build -p "${BUILD_P}" -trimpath -ldflags "-s -w${VERSION_LDFLAGS}" \
 		-o "${WORK}/sched/" k8s.io/kubernetes/cmd/kube-scheduler >&2)
 	"${WORK}/sched/kube-scheduler" --version >&2
-	install_dir "${WORK}/sched" "${SCHED_DEST}"
+	testbin_install "${WORK}/sched" "${SCHED_DEST}"
 	sched_ok || die "${SCHED_DEST}/kube-scheduler fails the version check"
 	log "kube-scheduler built in $((SECONDS - T))s"
 fi
@@ -107,10 +70,9 @@ if [[ "${FORCE}" == "1" ]] || ! kwok_ok; then
 	log "kwok v${KWOK_VERSION}: go install with -p ${BUILD_P} (cold: about 10 min on 2 cores)"
 	GOFLAGS="-buildvcs=false" GOBIN="${WORK}/kwok" go install -p "${BUILD_P}" -trimpath -ldflags "-s -w" \
 		"sigs.k8s.io/kwok/cmd/kwok@v${KWOK_VERSION}" >&2
-	install_dir "${WORK}/kwok" "${KWOK_DEST}"
+	testbin_install "${WORK}/kwok" "${KWOK_DEST}"
 	kwok_ok || die "${KWOK_DEST}/kwok is not sigs.k8s.io/kwok v${KWOK_VERSION}"
 	log "kwok built in $((SECONDS - T))s"
 fi
 
-log "done ($((SECONDS - START))s)"
-link
+testbin_done

@@ -6,12 +6,9 @@
 #
 #   export KUBEBUILDER_ASSETS="$(hack/testbin/build.sh | tail -1)"
 #
-# Environment:
-#   DROVER_TESTBIN_CACHE   cache root (default: $HOME/.cache/drover/testbin)
-#   DROVER_TESTBIN_P       go build -p parallelism (default: 2)
+# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P, DROVER_TESTBIN_FORCE
+# and DROVER_TESTBIN_KEEP (lib.sh), and
 #   DROVER_TESTBIN_KUBECTL set to 0 to skip building kubectl (default: 1)
-#   DROVER_TESTBIN_FORCE   set to 1 to rebuild even if the cache looks good
-#   DROVER_TESTBIN_KEEP    set to 1 to keep the temporary build dir (debugging)
 set -euo pipefail
 
 # K8S_VERSION (kube-apiserver / kubectl, k8s.io/kubernetes v$K8S_VERSION) and
@@ -19,17 +16,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/kube-wrapper.sh"
 ETCD_VERSION="3.5.21"  # etcd (go.etcd.io/etcd/server/v3 v$ETCD_VERSION)
 
-CACHE_ROOT="${DROVER_TESTBIN_CACHE:-${HOME}/.cache/drover/testbin}"
-BUILD_P="${DROVER_TESTBIN_P:-2}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+testbin_init testbin
 WITH_KUBECTL="${DROVER_TESTBIN_KUBECTL:-1}"
-
-log() { printf '[testbin] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "go is not on PATH"
-
-mkdir -p "${CACHE_ROOT}"
-CACHE_ROOT="$(cd "${CACHE_ROOT}" && pwd -P)"
 DEST="${CACHE_ROOT}/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 
 # cache_ok: both binaries exist, run, and report the expected versions.
@@ -46,49 +35,12 @@ cache_ok() {
 	return 0
 }
 
-if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
-	log "cached: ${DEST}"
-	echo "${DEST}"
-	exit 0
-fi
+cache_print() { echo "${DEST}"; }
 
-# Serialise concurrent builders (e.g. two test runs started at once); the
-# second one waits, then finds the cache filled.
-exec 9>"${CACHE_ROOT}/.lock"
-if command -v flock >/dev/null 2>&1; then
-	if ! flock -n 9; then
-		log "another build holds ${CACHE_ROOT}/.lock; waiting for it"
-		flock 9
-	fi
-	if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
-		log "cached (built by another process): ${DEST}"
-		echo "${DEST}"
-		exit 0
-	fi
-	# We hold the lock, so any leftover build dir is from a killed build.
-	rm -rf "${CACHE_ROOT}"/.build.*
-fi
-
-# The temp dir lives inside the cache root so the final mv is a rename on the
-# same filesystem (atomic): an interrupted build never leaves a half cache.
-WORK="$(mktemp -d "${CACHE_ROOT}/.build.XXXXXX")"
-cleanup() {
-	if [[ "${DROVER_TESTBIN_KEEP:-0}" == "1" ]]; then
-		log "keeping ${WORK}"
-	else
-		rm -rf "${WORK}"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0
+testbin_begin apiserver
 export GOFLAGS="-mod=mod -buildvcs=false"
-export GO111MODULE=on
 OUT="${WORK}/out"
 mkdir -p "${OUT}"
-START=${SECONDS}
 
 # ---------------------------------------------------------------- etcd ------
 log "etcd v${ETCD_VERSION}: preparing wrapper module"
@@ -150,10 +102,5 @@ log "kubernetes binaries built ($((SECONDS - START))s elapsed)"
 # ------------------------------------------------------------- install ------
 "${OUT}/etcd" --version >&2
 "${OUT}/kube-apiserver" --version >&2
-if [[ -e "${DEST}" ]]; then
-	mv -T "${DEST}" "${WORK}/old"   # stale or broken cache; removed by cleanup
-fi
-mv -T "${OUT}" "${DEST}"
-cache_ok || die "installed binaries in ${DEST} fail the version check"
-log "installed into ${DEST} ($((SECONDS - START))s)"
-echo "${DEST}"
+testbin_install "${OUT}" "${DEST}"
+testbin_done

@@ -28,23 +28,15 @@
 # for them; `make testbin-karpenter` runs this and CI runs it before `make
 # test`.
 #
-# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P and DROVER_TESTBIN_FORCE
-# as for build.sh.
+# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P, DROVER_TESTBIN_FORCE
+# and DROVER_TESTBIN_KEEP (lib.sh).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/kube-wrapper.sh"
 KARPENTER_VERSION="1.6.0" # sigs.k8s.io/karpenter
 
-CACHE_ROOT="${DROVER_TESTBIN_CACHE:-${HOME}/.cache/drover/testbin}"
-BUILD_P="${DROVER_TESTBIN_P:-2}"
-FORCE="${DROVER_TESTBIN_FORCE:-0}"
-
-log() { printf '[testbin-karpenter] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "go is not on PATH"
-mkdir -p "${CACHE_ROOT}"
-CACHE_ROOT="$(cd "${CACHE_ROOT}" && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+testbin_init testbin-karpenter
 KCM_DEST="${CACHE_ROOT}/kube-controller-manager-${K8S_VERSION}"
 SCHED_DEST="${CACHE_ROOT}/kube-scheduler-${K8S_VERSION}"
 KARP_DEST="${CACHE_ROOT}/karpenter-kwok-${KARPENTER_VERSION}"
@@ -60,10 +52,10 @@ karp_ok() {
 	[[ -s "${KARP_DEST}/crds/karpenter.sh_nodepools.yaml" && -s "${KARP_DEST}/crds/karpenter.kwok.sh_kwoknodeclasses.yaml" ]] || return 1
 	[[ "$(cat "${KARP_DEST}/VERSION" 2>/dev/null)" == "${KARP_WANT}" ]]
 }
-all_ok() {
+cache_ok() {
 	kube_ok "${KCM_DEST}" kube-controller-manager && kube_ok "${SCHED_DEST}" kube-scheduler && karp_ok
 }
-link() {
+cache_print() {
 	mkdir -p "${DEST}"
 	ln -sfn "${KCM_DEST}/kube-controller-manager" "${DEST}/kube-controller-manager"
 	ln -sfn "${SCHED_DEST}/kube-scheduler" "${DEST}/kube-scheduler"
@@ -72,38 +64,8 @@ link() {
 	echo "${DEST}"
 }
 
-if [[ "${FORCE}" != "1" ]] && all_ok; then
-	log "cached: ${KCM_DEST}, ${SCHED_DEST}, ${KARP_DEST}"
-	link
-	exit 0
-fi
-
-exec 9>"${CACHE_ROOT}/.lock-karpenter"
-if command -v flock >/dev/null 2>&1; then
-	if ! flock -n 9; then
-		log "another build holds ${CACHE_ROOT}/.lock-karpenter; waiting for it"
-		flock 9
-	fi
-	rm -rf "${CACHE_ROOT}"/.build-karpenter.*
-fi
-
-WORK="$(mktemp -d "${CACHE_ROOT}/.build-karpenter.XXXXXX")"
-trap 'rm -rf "${WORK}"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GO111MODULE=on
+testbin_begin karpenter
 export GOFLAGS="-mod=mod -buildvcs=false"
-START=${SECONDS}
-
-# The temp dirs live in the cache root, so installing is a rename on the same
-# filesystem: an interrupted build never leaves a half cache.
-install_dir() { # install_dir SRC DEST
-	if [[ -e "$2" ]]; then
-		mv -T "$2" "${WORK}/old-$(basename "$2")"
-	fi
-	mv -T "$1" "$2"
-}
 
 build_kube() {
 	local T=${SECONDS} pkgs=()
@@ -122,9 +84,9 @@ build_kube() {
 		mkdir -p "${WORK}/${b}"
 		mv "${WORK}/kube-out/${b}" "${WORK}/${b}/"
 		if [[ "${b}" == kube-controller-manager ]]; then
-			install_dir "${WORK}/${b}" "${KCM_DEST}"
+			testbin_install "${WORK}/${b}" "${KCM_DEST}"
 		else
-			install_dir "${WORK}/${b}" "${SCHED_DEST}"
+			testbin_install "${WORK}/${b}" "${SCHED_DEST}"
 		fi
 	done
 	log "kubernetes binaries built in $((SECONDS - T))s"
@@ -143,13 +105,11 @@ build_karpenter() {
 		"sigs.k8s.io/karpenter/kwok@v${KARPENTER_VERSION}" >&2
 	mv "${out}/bin/kwok" "${out}/karpenter-kwok"
 	rmdir "${out}/bin"
-	dir="$(cd "${WORK}" && GOFLAGS="" go mod download -json "sigs.k8s.io/karpenter@v${KARPENTER_VERSION}" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
-	[[ -d "${dir}" ]] || die "cannot find sigs.k8s.io/karpenter@v${KARPENTER_VERSION} in the module cache"
+	dir="$(module_dir "sigs.k8s.io/karpenter@v${KARPENTER_VERSION}")"
 	cp "${dir}"/kwok/charts/crds/karpenter.sh_*.yaml "${dir}"/kwok/apis/crds/karpenter.kwok.sh_*.yaml "${out}/crds/"
 	chmod -R u+w "${out}/crds"
 	echo "${KARP_WANT}" >"${out}/VERSION"
-	install_dir "${out}" "${KARP_DEST}"
+	testbin_install "${out}" "${KARP_DEST}"
 	karp_ok || die "${KARP_DEST} fails the check"
 	log "karpenter-kwok built in $((SECONDS - T))s"
 }
@@ -163,6 +123,4 @@ rc=0
 wait "${KUBE_PID}" || { log "ERROR: the Kubernetes build failed"; rc=1; }
 wait "${KARP_PID}" || { log "ERROR: the Karpenter build failed"; rc=1; }
 ((rc == 0)) || exit 1
-all_ok || die "installed binaries fail the checks"
-log "done ($((SECONDS - START))s)"
-link
+testbin_done

@@ -23,23 +23,14 @@
 # never waits for this build. `make testbin-kueue` runs it; CI runs it
 # before `make test`.
 #
-# Environment:
-#   DROVER_TESTBIN_CACHE   cache root (default: $HOME/.cache/drover/testbin)
-#   DROVER_TESTBIN_P       go build -p parallelism (default: 2)
-#   DROVER_TESTBIN_FORCE   set to 1 to rebuild even if the cache looks good
+# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P, DROVER_TESTBIN_FORCE
+# and DROVER_TESTBIN_KEEP (lib.sh).
 set -euo pipefail
 
 KUEUE_VERSION="0.14.0" # sigs.k8s.io/kueue
 
-CACHE_ROOT="${DROVER_TESTBIN_CACHE:-${HOME}/.cache/drover/testbin}"
-BUILD_P="${DROVER_TESTBIN_P:-2}"
-
-log() { printf '[testbin-kueue] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "go is not on PATH"
-mkdir -p "${CACHE_ROOT}"
-CACHE_ROOT="$(cd "${CACHE_ROOT}" && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+testbin_init testbin-kueue
 DEST="${CACHE_ROOT}/kueue-${KUEUE_VERSION}"
 WANT="kueue v${KUEUE_VERSION}"
 
@@ -48,35 +39,9 @@ cache_ok() {
 	[[ -s "${DEST}/crds/kueue.x-k8s.io_clusterqueues.yaml" && -s "${DEST}/crds/kueue.x-k8s.io_workloads.yaml" ]] || return 1
 	[[ "$(cat "${DEST}/VERSION" 2>/dev/null)" == "${WANT}" ]]
 }
+cache_print() { echo "${DEST}"; }
 
-if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
-	log "cached: ${DEST}"
-	echo "${DEST}"
-	exit 0
-fi
-
-exec 9>"${CACHE_ROOT}/.lock-kueue"
-if command -v flock >/dev/null 2>&1; then
-	if ! flock -n 9; then
-		log "another build holds ${CACHE_ROOT}/.lock-kueue; waiting for it"
-		flock 9
-	fi
-	if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
-		log "cached (built by another process): ${DEST}"
-		echo "${DEST}"
-		exit 0
-	fi
-	rm -rf "${CACHE_ROOT}"/.build-kueue.*
-fi
-
-WORK="$(mktemp -d "${CACHE_ROOT}/.build-kueue.XXXXXX")"
-trap 'rm -rf "${WORK}"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GO111MODULE=on
-export GOFLAGS="-buildvcs=false"
-START=${SECONDS}
+testbin_begin kueue
 OUT="${WORK}/out"
 mkdir -p "${OUT}"
 
@@ -85,18 +50,12 @@ GOBIN="${OUT}" nice -n 10 go install -p "${BUILD_P}" -trimpath -ldflags "-s -w" 
 	"sigs.k8s.io/kueue/cmd/kueue@v${KUEUE_VERSION}" >&2
 log "kueue built ($((SECONDS - START))s elapsed)"
 
-K_DIR="$(cd "${WORK}" && go mod download -json "sigs.k8s.io/kueue@v${KUEUE_VERSION}" |
-	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+K_DIR="$(module_dir "sigs.k8s.io/kueue@v${KUEUE_VERSION}")"
 mkdir -p "${OUT}/crds"
 cp "${K_DIR}"/config/components/crd/bases/kueue.x-k8s.io_*.yaml "${OUT}/crds/"
 [[ -s "${OUT}/crds/kueue.x-k8s.io_clusterqueues.yaml" ]] || die "no ClusterQueue CRD in ${K_DIR}/config/components/crd/bases"
 chmod -R u+w "${OUT}/crds"
 echo "${WANT}" >"${OUT}/VERSION"
 
-if [[ -e "${DEST}" ]]; then
-	mv -T "${DEST}" "${WORK}/old"
-fi
-mv -T "${OUT}" "${DEST}"
-cache_ok || die "installed files in ${DEST} fail the check"
-log "installed into ${DEST} ($((SECONDS - START))s)"
-echo "${DEST}"
+testbin_install "${OUT}" "${DEST}"
+testbin_done

@@ -17,24 +17,15 @@
 # the default cache; it is skipped when the binary is not there, so a cold
 # `make test` never waits for this build. `make testbin-operator` runs it.
 #
-# Environment:
-#   DROVER_TESTBIN_CACHE   cache root (default: $HOME/.cache/drover/testbin)
-#   DROVER_TESTBIN_P       go build -p parallelism (default: 2)
-#   DROVER_TESTBIN_FORCE   set to 1 to rebuild even if the cache looks good
+# Environment: DROVER_TESTBIN_CACHE, DROVER_TESTBIN_P, DROVER_TESTBIN_FORCE
+# and DROVER_TESTBIN_KEEP (lib.sh).
 set -euo pipefail
 
 OPERATOR_VERSION="1.9.2"          # github.com/kubeflow/training-operator
 SCHEDULER_PLUGINS_VERSION="0.33.5" # sigs.k8s.io/scheduler-plugins (PodGroup CRD)
 
-CACHE_ROOT="${DROVER_TESTBIN_CACHE:-${HOME}/.cache/drover/testbin}"
-BUILD_P="${DROVER_TESTBIN_P:-2}"
-
-log() { printf '[testbin-operator] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "go is not on PATH"
-mkdir -p "${CACHE_ROOT}"
-CACHE_ROOT="$(cd "${CACHE_ROOT}" && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+testbin_init testbin-operator
 DEST="${CACHE_ROOT}/training-operator-${OPERATOR_VERSION}-sp-${SCHEDULER_PLUGINS_VERSION}"
 WANT="training-operator v${OPERATOR_VERSION} scheduler-plugins v${SCHEDULER_PLUGINS_VERSION}"
 
@@ -43,35 +34,9 @@ cache_ok() {
 	[[ -s "${DEST}/crds/kubeflow.org_pytorchjobs.yaml" ]] || return 1
 	[[ "$(cat "${DEST}/VERSION" 2>/dev/null)" == "${WANT}" ]]
 }
+cache_print() { echo "${DEST}"; }
 
-if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
-	log "cached: ${DEST}"
-	echo "${DEST}"
-	exit 0
-fi
-
-exec 9>"${CACHE_ROOT}/.lock-operator"
-if command -v flock >/dev/null 2>&1; then
-	if ! flock -n 9; then
-		log "another build holds ${CACHE_ROOT}/.lock-operator; waiting for it"
-		flock 9
-	fi
-	if [[ "${DROVER_TESTBIN_FORCE:-0}" != "1" ]] && cache_ok; then
-		log "cached (built by another process): ${DEST}"
-		echo "${DEST}"
-		exit 0
-	fi
-	rm -rf "${CACHE_ROOT}"/.build-operator.*
-fi
-
-WORK="$(mktemp -d "${CACHE_ROOT}/.build-operator.XXXXXX")"
-trap 'rm -rf "${WORK}"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-export GOWORK=off GOTOOLCHAIN=local CGO_ENABLED=0 GO111MODULE=on
-export GOFLAGS="-buildvcs=false"
-START=${SECONDS}
+testbin_begin operator
 OUT="${WORK}/out"
 mkdir -p "${OUT}"
 
@@ -84,23 +49,16 @@ mv "${OUT}/training-operator.v1" "${OUT}/training-operator"
 log "training-operator built ($((SECONDS - START))s elapsed)"
 
 # The PodGroup CRD, from the scheduler-plugins module (the API drover reads).
-SP_DIR="$(cd "${WORK}" && go mod download -json "sigs.k8s.io/scheduler-plugins@v${SCHEDULER_PLUGINS_VERSION}" |
-	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+SP_DIR="$(module_dir "sigs.k8s.io/scheduler-plugins@v${SCHEDULER_PLUGINS_VERSION}")"
 CRD="${SP_DIR}/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
 [[ -s "${CRD}" ]] || die "no PodGroup CRD at ${CRD}"
 cp "${CRD}" "${OUT}/"
-OP_DIR="$(cd "${WORK}" && go mod download -json "github.com/kubeflow/training-operator@v${OPERATOR_VERSION}" |
-	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+OP_DIR="$(module_dir "github.com/kubeflow/training-operator@v${OPERATOR_VERSION}")"
 mkdir -p "${OUT}/crds"
 cp "${OP_DIR}"/manifests/base/crds/kubeflow.org_*.yaml "${OUT}/crds/"
 [[ -s "${OUT}/crds/kubeflow.org_pytorchjobs.yaml" ]] || die "no PyTorchJob CRD in ${OP_DIR}/manifests/base/crds"
 chmod -R u+w "${OUT}/crds" "${OUT}/scheduling.x-k8s.io_podgroups.yaml"
 echo "${WANT}" >"${OUT}/VERSION"
 
-if [[ -e "${DEST}" ]]; then
-	mv -T "${DEST}" "${WORK}/old"
-fi
-mv -T "${OUT}" "${DEST}"
-cache_ok || die "installed files in ${DEST} fail the check"
-log "installed into ${DEST} ($((SECONDS - START))s)"
-echo "${DEST}"
+testbin_install "${OUT}" "${DEST}"
+testbin_done
