@@ -31,15 +31,7 @@ import (
 // karpenterDir is where hack/testbin/karpenter.sh links the autoscaling
 // parts: $DROVER_KARPENTER, else the default cache.
 func karpenterDir() string {
-	if d := os.Getenv("DROVER_KARPENTER"); d != "" {
-		return d
-	}
-	root := os.Getenv("DROVER_TESTBIN_CACHE")
-	if root == "" {
-		home, _ := os.UserHomeDir()
-		root = filepath.Join(home, ".cache", "drover", "testbin")
-	}
-	return filepath.Join(root, "autoscaler-k8s-1.34.4-karpenter-1.6.0")
+	return testbinDir("DROVER_KARPENTER", "autoscaler-k8s-1.34.4-karpenter-1.6.0")
 }
 
 // requireKarpenter skips the test while the parts are not cached.

@@ -30,15 +30,7 @@ import (
 // operatorDir is where hack/testbin/operator.sh caches the Kubeflow
 // training-operator: $DROVER_TRAINING_OPERATOR, else the default cache.
 func operatorDir() string {
-	if d := os.Getenv("DROVER_TRAINING_OPERATOR"); d != "" {
-		return d
-	}
-	root := os.Getenv("DROVER_TESTBIN_CACHE")
-	if root == "" {
-		home, _ := os.UserHomeDir()
-		root = filepath.Join(home, ".cache", "drover", "testbin")
-	}
-	return filepath.Join(root, "training-operator-1.9.2-sp-0.33.5")
+	return testbinDir("DROVER_TRAINING_OPERATOR", "training-operator-1.9.2-sp-0.33.5")
 }
 
 // The operator's cert rotator waits for its certificates in this fixed

@@ -29,17 +29,7 @@ import (
 
 // kueueDir is where hack/testbin/kueue.sh caches Kueue's controller
 // manager: $DROVER_KUEUE, else the default cache.
-func kueueDir() string {
-	if d := os.Getenv("DROVER_KUEUE"); d != "" {
-		return d
-	}
-	root := os.Getenv("DROVER_TESTBIN_CACHE")
-	if root == "" {
-		home, _ := os.UserHomeDir()
-		root = filepath.Join(home, ".cache", "drover", "testbin")
-	}
-	return filepath.Join(root, "kueue-0.14.0")
-}
+func kueueDir() string { return testbinDir("DROVER_KUEUE", "kueue-0.14.0") }
 
 // kueueNamespace is Kueue's own namespace in the test (its config's
 // namespace): it holds the webhook Secret its cert rotator fills.
