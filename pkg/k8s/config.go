@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/textio"
 )
 
@@ -30,7 +30,7 @@ type Config struct {
 	// Profile is a profile given plugin by plugin (see docs/ARCHITECTURE.md,
 	// "Profiles as configuration"), instead of a preset. Unknown plugins
 	// and arguments are errors at start-up that name the field.
-	Profile *framework.ProfileSpec `json:"profile,omitempty"`
+	Profile *profile.Spec `json:"profile,omitempty"`
 	// Period is the time between scheduling cycles. Default 1s.
 	Period metav1.Duration `json:"period,omitempty"`
 	// Seed seeds the policies' random choices.
