@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/profile"
@@ -293,4 +294,11 @@ func (c *Config) catalog() []cluster.InstanceType {
 // every namespace unless Namespaces (the namespaced mode) lists others.
 func (c *Config) InScope(ns string) bool {
 	return len(c.Namespaces) == 0 || slices.Contains(c.Namespaces, ns)
+}
+
+// applyConfig is what the writes need of the configuration.
+func (c *Config) applyConfig() apply.Config {
+	return apply.Config{SchedulerName: c.SchedulerName, PlaceholderNamespace: c.PlaceholderNamespace,
+		PlaceholderPriorityClass: c.PlaceholderPriorityClass, PauseImage: c.PauseImage, Tenants: c.Tenants,
+		DefaultDurationSeconds: c.DefaultDurationSeconds, ProgressPeriod: c.ProgressPeriod.Duration}
 }
