@@ -232,10 +232,8 @@ func explain(why map[string]int, nodes int) string {
 	return fmt.Sprintf("0/%d nodes are available: %s", nodes, strings.Join(parts, ", "))
 }
 
-// Built-in plugins the Runtime knows by type: the placement strategies as
-// Score plugins and the node role rule as a Filter (a profile of only
-// these is placed by placement.Place). The other built-in plugins, such
-// as node-affinity, live with their registry entries in pkg/baseline.
+// Built-in plugins: the placement strategies as Score plugins and the node
+// role rule as a Filter.
 
 // Strategy is a built-in Score plugin: least-allocated (spread),
 // most-allocated (pack) or first-fit.
