@@ -16,9 +16,9 @@ import (
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/experiment"
-	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/registry"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/textio"
@@ -276,16 +276,16 @@ func addProfiles(pols *policy.Registry, files []string) ([]string, error) {
 	return names, nil
 }
 
-// parseProfileFile reads a --profile file: a framework.ProfileSpec, or a
+// parseProfileFile reads a --profile file: a profile.Spec, or a
 // document whose only top-level key is profile: holding one (the scheduler
 // config's block, as docs/ARCHITECTURE.md shows it), so that the same
 // block runs in drover sim and in the scheduler.
-func parseProfileFile(data []byte, file string) (framework.ProfileSpec, error) {
+func parseProfileFile(data []byte, file string) (profile.Spec, error) {
 	var top map[string]json.RawMessage
 	if js, err := yaml.YAMLToJSON(data); err == nil && json.Unmarshal(js, &top) == nil && len(top) == 1 && top["profile"] != nil {
-		return framework.ParseProfile(top["profile"], file+" (profile:)")
+		return profile.Parse(top["profile"], file+" (profile:)")
 	}
-	return framework.ParseProfile(data, file)
+	return profile.Parse(data, file)
 }
 
 // splitPolicies splits --policy at commas. An empty entry (--policy ',')

@@ -395,7 +395,7 @@ const maxNameLen = 63
 // most 63 characters. The result is always a DNS-1123 label, which the
 // Kubernetes executor requires: it names the placeholder's Deployment and
 // labels its pods with it, and refuses a name with dots such as the
-// instance types' (pkg/k8s, applier.Unsupported). Names are collision-free
+// instance types' (pkg/k8s/apply, Cycle.Unsupported). Names are collision-free
 // within a plugin instance whatever the types are called: seq is unique per
 // virtual instance and is always kept whole as the name's last '-'-separated
 // field, so two virtual instances never share a name even when their

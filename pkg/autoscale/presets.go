@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/pkg/forecast"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // ReactiveName is the name of the reactive preset.
@@ -97,8 +98,8 @@ func PredictiveOf(p policy.Policy) *Predictive {
 }
 
 // Plugins returns the registry entry of the predictive plugin.
-func Plugins() []framework.PluginEntry {
-	return []framework.PluginEntry{
+func Plugins() []profile.PluginEntry {
+	return []profile.PluginEntry{
 		{Name: PredictiveName, Description: "provision: placeholders for the forecast growth of demand per instance type, ladder until warm (papers/004); " +
 			"model=" + strings.Join(forecast.Names(), "|") + "|ladder, tick=s, warmup=h, refit=h, groups=a,b, quick=1, net=small|paper",
 			New: func(a policy.Params) (framework.Plugin, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -182,18 +183,18 @@ func NewFIFO(s placement.Strategy) *framework.Runtime {
 }
 
 // Plugins returns the registry entries of the generic plugins.
-func Plugins() []framework.PluginEntry {
+func Plugins() []profile.PluginEntry {
 	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
-	return []framework.PluginEntry{
+	return []profile.PluginEntry{
 		{Name: PriorityName, Description: "queueSort: priority, highest first, then queue order", New: none(PriorityName, Priority{})},
 		{Name: DRFName, Description: "queueSort, reserve: lowest dominant share of the job's tenant first (Ghodsi et al.), re-ranked after each start", New: none(DRFName, DRF{})},
 		{Name: HeadOfLineName, Description: "admit: strict FIFO, a job that could not start blocks every job behind it", New: none(HeadOfLineName, HeadOfLine{})},
 		{Name: "least-allocated", Description: "score: the node with the most free after placing (spread, kube-scheduler's LeastAllocated)", New: none("least-allocated", framework.Strategy{S: placement.Spread})},
 		{Name: "most-allocated", Description: "score: the node with the least free after placing (pack, best fit)", New: none("most-allocated", framework.Strategy{S: placement.Pack})},
 		{Name: "first-fit", Description: "score: the lowest-indexed node that fits", New: none("first-fit", framework.Strategy{S: placement.FirstFit})},
-		{Name: "node-affinity", Description: "score: the summed weights of the preferred node-affinity terms a node matches (kube-scheduler's NodeAffinity score; placement's built-in strategies add it by themselves)", New: none("node-affinity", framework.NodeAffinity{})},
+		{Name: "node-affinity", Description: "score: the summed weights of the preferred node-affinity terms a node matches (kube-scheduler's NodeAffinity score; placement's built-in strategies add it by themselves)", New: none("node-affinity", NodeAffinity{})},
 		{Name: "node-role", Description: "filter: a node with a role takes only replicas of that group (always enforced)", New: none("node-role", framework.NodeRole{})},
 	}
 }

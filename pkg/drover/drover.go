@@ -76,6 +76,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/specon"
 )
@@ -728,11 +729,11 @@ func Entries() []policy.Entry {
 }
 
 // Plugins returns the registry entries of the drover plugins.
-func Plugins() []framework.PluginEntry {
+func Plugins() []profile.PluginEntry {
 	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
-	return []framework.PluginEntry{
+	return []profile.PluginEntry{
 		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=weight: the elastic article's weight after TE",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				if err := a.Check(OrderName, "by"); err != nil {

@@ -90,7 +90,7 @@ func summary(acts []policy.Action) []string {
 	return out
 }
 
-func profile(t *testing.T, mod func(*Options)) *framework.Runtime {
+func testRuntime(t *testing.T, mod func(*Options)) *framework.Runtime {
 	t.Helper()
 	o := DefaultOptions()
 	o.Speculate, o.Provision = false, false // labels and forecasts are not what these cases test
@@ -146,7 +146,7 @@ func TestInteractions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summary(profile(t, tc.mod).Schedule(tc.world.s))
+			got := summary(testRuntime(t, tc.mod).Schedule(tc.world.s))
 			if diff := gocmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
@@ -328,8 +328,8 @@ func TestShrinkWakesParkedTE(t *testing.T) {
 		out = append(out, summary(rt.Schedule(w.s)))
 		return out
 	}
-	want := cycles(profile(t, nil).WithoutQueue())
-	if d := gocmp.Diff(want, cycles(profile(t, nil).WithQueue(framework.QueueOptions{}))); d != "" {
+	want := cycles(testRuntime(t, nil).WithoutQueue())
+	if d := gocmp.Diff(want, cycles(testRuntime(t, nil).WithQueue(framework.QueueOptions{}))); d != "" {
 		t.Errorf("actions per cycle differ with the queue (-without +with):\n%s", d)
 	}
 	if len(want[1]) == 0 || want[1][0] != "resize e x2" {

@@ -38,7 +38,7 @@ func TestPayoff(t *testing.T) {
 			ok.j.Utility = cluster.Sigmoid{G1: 10, G2: 0, G3: 0}
 			w := newWorld(1).run(be("busy", 6, 6, 6), 0, 6, cluster.Running, nil).pend(ok, late)
 			w.s.Now = 5000
-			got := summary(profile(t, func(o *Options) { o.ScaleUp, o.Payoff, o.PayoffArgs = false, true, tc.args }).Schedule(w.s))
+			got := summary(testRuntime(t, func(o *Options) { o.ScaleUp, o.Payoff, o.PayoffArgs = false, true, tc.args }).Schedule(w.s))
 			if diff := gocmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // MaxWaitSeconds bounds DRAGON's starve_s and scaleup_s: a year.
@@ -70,7 +71,7 @@ func Entries() []policy.Entry {
 
 // Plugins returns the registry entries of the plugins the three presets
 // are made of.
-func Plugins() []framework.PluginEntry {
+func Plugins() []profile.PluginEntry {
 	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
@@ -80,7 +81,7 @@ func Plugins() []framework.PluginEntry {
 		}
 		return a.FloatIn(key, def, 0, MaxWaitSeconds)
 	}
-	return []framework.PluginEntry{
+	return []profile.PluginEntry{
 		{Name: WeightedName, Description: "queueSort: the elastic article's weight, heaviest first: priority, then utility, then CPU + memory share; ties keep queue order",
 			New: none(WeightedName, Weighted{})},
 		{Name: WorkersName, Description: "size: the requested counts, then one worker fewer at a time down to the worker group's minimum (parameter servers fixed); order=one-node-first (default: the largest of these counts that the profile places on one node goes first) or size-first (largest first)",

@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -388,7 +389,7 @@ func TestPodByPod(t *testing.T) {
 }
 
 func TestPluginEntries(t *testing.T) {
-	reg := framework.NewRegistry()
+	reg := profile.NewRegistry()
 	if err := reg.Add(Plugins()...); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestPluginEntries(t *testing.T) {
 		if p.Name() != e.Name {
 			t.Errorf("entry %s builds plugin %s", e.Name, p.Name())
 		}
-		points := strings.Join(framework.Points(p), ", ")
+		points := strings.Join(profile.Points(p), ", ")
 		if head, _, _ := strings.Cut(e.Description, ":"); !samePoints(head, points) {
 			t.Errorf("%s: description names %q, plugin implements %q", e.Name, head, points)
 		}
@@ -455,38 +456,38 @@ func samePoints(a, b string) bool {
 // plugin registry and checks it decides as the preset does over a whole
 // run.
 func TestProfilesFromSpec(t *testing.T) {
-	reg := framework.NewRegistry()
+	reg := profile.NewRegistry()
 	if err := reg.Add(Plugins()...); err != nil {
 		t.Fatal(err)
 	}
-	ref := func(names ...string) []framework.PluginRef {
-		var out []framework.PluginRef
+	ref := func(names ...string) []profile.PluginRef {
+		var out []profile.PluginRef
 		for _, n := range names {
-			out = append(out, framework.PluginRef{Name: n})
+			out = append(out, profile.PluginRef{Name: n})
 		}
 		return out
 	}
-	one := func(n string) *framework.PluginRef { return &framework.PluginRef{Name: n} }
+	one := func(n string) *profile.PluginRef { return &profile.PluginRef{Name: n} }
 	specs := []struct {
 		preset policy.Policy
-		spec   framework.ProfileSpec
+		spec   profile.Spec
 	}{
-		{NewElastic(ElasticOptions{LocalScaleUp: true}), framework.ProfileSpec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
-			Plugins: framework.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
+		{NewElastic(ElasticOptions{LocalScaleUp: true}), profile.Spec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
+			Plugins: profile.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
 				Score: ref("least-allocated"), Preempt: ref(ScaleDownName), Rebalance: ref(ScaleUpName)},
-			PluginConfig: []framework.PluginConfig{{Name: ScaleUpName, Args: map[string]any{"local": true}}}}},
-		{NewElastic(ElasticOptions{Order: SizeFirst}), framework.ProfileSpec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
-			Plugins: framework.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
+			PluginConfig: []profile.PluginConfig{{Name: ScaleUpName, Args: map[string]any{"local": true}}}}},
+		{NewElastic(ElasticOptions{Order: SizeFirst}), profile.Spec{Name: "elastic", Gang: "one-node-first", OneNodeFirstFit: true,
+			Plugins: profile.PluginsSpec{QueueSort: one(WeightedName), Admit: ref(OnePerCycleName, ScaleDownName), Size: one(WorkersName),
 				Score: ref("least-allocated"), Preempt: ref(ScaleDownName), Rebalance: ref(ScaleUpName)},
-			PluginConfig: []framework.PluginConfig{{Name: WorkersName, Args: map[string]any{"order": "size-first"}}}}},
-		{NewDragon(), framework.ProfileSpec{Name: "dragon",
-			Plugins: framework.PluginsSpec{QueueSort: one(FCFSName), Admit: ref(OnePerCycleName, DragonScaleDownName), Place: one(DragonPlaceName),
+			PluginConfig: []profile.PluginConfig{{Name: WorkersName, Args: map[string]any{"order": "size-first"}}}}},
+		{NewDragon(), profile.Spec{Name: "dragon",
+			Plugins: profile.PluginsSpec{QueueSort: one(FCFSName), Admit: ref(OnePerCycleName, DragonScaleDownName), Place: one(DragonPlaceName),
 				Preempt: ref(DragonScaleDownName), Rebalance: ref(DragonScaleUpName)}}},
-		{NewTFOperator(), framework.ProfileSpec{Name: "tf-operator",
-			Plugins: framework.PluginsSpec{QueueSort: one(PodPriorityName), Place: one(PodByPodName), Rebalance: ref(PodByPodName)}}},
+		{NewTFOperator(), profile.Spec{Name: "tf-operator",
+			Plugins: profile.PluginsSpec{QueueSort: one(PodPriorityName), Place: one(PodByPodName), Rebalance: ref(PodByPodName)}}},
 	}
 	// least-allocated is a framework built-in; the lead's registry holds it.
-	if err := reg.Add(framework.PluginEntry{Name: "least-allocated", New: func(policy.Params) (framework.Plugin, error) {
+	if err := reg.Add(profile.PluginEntry{Name: "least-allocated", New: func(policy.Params) (framework.Plugin, error) {
 		return framework.Strategy{S: placement.Spread}, nil
 	}}); err != nil {
 		t.Fatal(err)

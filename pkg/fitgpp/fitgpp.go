@@ -91,6 +91,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -847,7 +848,7 @@ func parseRule(rule Victims) func(policy.Params) (*Preemptor, error) {
 }
 
 // Plugins returns the registry entries of the FitGpp plugins.
-func Plugins() []framework.PluginEntry {
+func Plugins() []profile.PluginEntry {
 	none := func(name string, p framework.Plugin) func(policy.Params) (framework.Plugin, error) {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
@@ -860,7 +861,7 @@ func Plugins() []framework.PluginEntry {
 			return p, nil
 		}
 	}
-	return []framework.PluginEntry{
+	return []profile.PluginEntry{
 		{Name: TEFirstName, Description: "queueSort: TE jobs (and jobs without a class) before BE jobs, queue order within each",
 			New: none(TEFirstName, TEFirst{})},
 		{Name: ClassName, Description: "admit: rejects a job that is neither TE nor BE, naming it",

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // ids returns the jobs' IDs.
@@ -206,20 +207,20 @@ func TestNeedsSoon(t *testing.T) {
 // parameters, the Preemptor turns the Soon ledger on, and the built
 // profile decides as the preset does.
 func TestPluginRegistry(t *testing.T) {
-	reg := framework.NewRegistry()
+	reg := profile.NewRegistry()
 	if err := reg.Add(append(baseline.Plugins(), Plugins()...)...); err != nil {
 		t.Fatal(err)
 	}
-	spec := func(pre string, args map[string]any) framework.ProfileSpec {
-		s := framework.ProfileSpec{Name: pre, Plugins: framework.PluginsSpec{
-			QueueSort: &framework.PluginRef{Name: TEFirstName},
-			Admit:     []framework.PluginRef{{Name: ClassName}, {Name: BEHeadOfLineName}},
-			Filter:    []framework.PluginRef{{Name: "node-role"}},
-			Score:     []framework.PluginRef{{Name: "most-allocated"}},
-			Preempt:   []framework.PluginRef{{Name: pre}},
+	spec := func(pre string, args map[string]any) profile.Spec {
+		s := profile.Spec{Name: pre, Plugins: profile.PluginsSpec{
+			QueueSort: &profile.PluginRef{Name: TEFirstName},
+			Admit:     []profile.PluginRef{{Name: ClassName}, {Name: BEHeadOfLineName}},
+			Filter:    []profile.PluginRef{{Name: "node-role"}},
+			Score:     []profile.PluginRef{{Name: "most-allocated"}},
+			Preempt:   []profile.PluginRef{{Name: pre}},
 		}}
 		if args != nil {
-			s.PluginConfig = []framework.PluginConfig{{Name: pre, Args: args}}
+			s.PluginConfig = []profile.PluginConfig{{Name: pre, Args: args}}
 		}
 		return s
 	}
@@ -289,7 +290,7 @@ func TestPluginRegistry(t *testing.T) {
 		if p.Name() != e.Name {
 			t.Errorf("entry %s builds plugin %s", e.Name, p.Name())
 		}
-		points := framework.Points(p)
+		points := profile.Points(p)
 		if pt, _, _ := strings.Cut(e.Description, ":"); pt != strings.Join(points, ", ") {
 			t.Errorf("%s: description starts %q, plugin implements %v", e.Name, pt, points)
 		}

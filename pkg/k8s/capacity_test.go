@@ -29,6 +29,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/validate"
@@ -368,7 +369,7 @@ func TestValidatorRefusesOverPodsAndExtended(t *testing.T) {
 		return p
 	}
 	v := view.Build(&view.World{Nodes: nodes, Pods: pods, Jobs: jobs}, t0, view.Options{DefaultDuration: 100, SchedulerName: "drover"})
-	a := newApplier(nil, v, nil)
+	a := apply.NewCycle(nil, v, nil)
 	type step struct {
 		job  string
 		p    cluster.Placement
@@ -394,7 +395,7 @@ func TestValidatorRefusesOverPodsAndExtended(t *testing.T) {
 		if err != nil {
 			got = err.Error()
 		} else {
-			a.take(js.Job, s.p, 1)
+			a.Take(js.Job, s.p, 1)
 			js.Phase = cluster.Running
 		}
 		if got != s.want {

@@ -14,9 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/framework"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/textio"
 )
 
@@ -30,7 +31,7 @@ type Config struct {
 	// Profile is a profile given plugin by plugin (see docs/ARCHITECTURE.md,
 	// "Profiles as configuration"), instead of a preset. Unknown plugins
 	// and arguments are errors at start-up that name the field.
-	Profile *framework.ProfileSpec `json:"profile,omitempty"`
+	Profile *profile.Spec `json:"profile,omitempty"`
 	// Period is the time between scheduling cycles. Default 1s.
 	Period metav1.Duration `json:"period,omitempty"`
 	// Seed seeds the policies' random choices.
@@ -293,4 +294,11 @@ func (c *Config) catalog() []cluster.InstanceType {
 // every namespace unless Namespaces (the namespaced mode) lists others.
 func (c *Config) InScope(ns string) bool {
 	return len(c.Namespaces) == 0 || slices.Contains(c.Namespaces, ns)
+}
+
+// applyConfig is what the writes need of the configuration.
+func (c *Config) applyConfig() apply.Config {
+	return apply.Config{SchedulerName: c.SchedulerName, PlaceholderNamespace: c.PlaceholderNamespace,
+		PlaceholderPriorityClass: c.PlaceholderPriorityClass, PauseImage: c.PauseImage, Tenants: c.Tenants,
+		DefaultDurationSeconds: c.DefaultDurationSeconds, ProgressPeriod: c.ProgressPeriod.Duration}
 }

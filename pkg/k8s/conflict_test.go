@@ -45,7 +45,7 @@ func TestStatusConflictRetried(t *testing.T) {
 	e := New(Config{}, cl, nil, nil, nil, logr.Discard())
 	before := conflicts(e)
 	jv := &view.Job{TJ: cur, St: cluster.NewJobState(&cluster.Job{ID: "ns/j"})}
-	err := e.updateStatus(context.Background(), jv, func(o *v1alpha1.TrainingJob) error {
+	err := e.w.UpdateStatus(context.Background(), jv, func(o *v1alpha1.TrainingJob) error {
 		o.Status.Preemptions++
 		now := metav1.Now()
 		o.Status.RequeuedAt = &now
@@ -71,7 +71,7 @@ func TestStatusConflictRetried(t *testing.T) {
 
 func conflicts(e *Executor) float64 {
 	m := &dtoMetric{}
-	_ = e.m.Conflicts.Write(&m.Metric)
+	_ = e.w.M.Conflicts.Write(&m.Metric)
 	return m.Metric.GetCounter().GetValue()
 }
 

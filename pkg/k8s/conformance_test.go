@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 	dres "github.com/drover-sched/drover/pkg/resource"
@@ -325,7 +326,7 @@ func runK8s(t *testing.T, c conf) (confSeen, []string) {
 	var ready []string
 	node := func(name, role string, cap dres.Vector, isReady bool) {
 		n := testNode(name, "1", "0", isReady)
-		n.Status.Allocatable = resourceList(cap)
+		n.Status.Allocatable = apply.ResourceList(cap)
 		if role != "" {
 			n.Labels = map[string]string{view.LabelRole: role}
 		}
@@ -360,7 +361,7 @@ func runK8s(t *testing.T, c conf) (confSeen, []string) {
 			lo, hi := int32(g.Min), int32(g.Max)
 			tj.Spec.ReplicaGroups = append(tj.Spec.ReplicaGroups, v1alpha1.ReplicaGroup{Name: g.Name, Replicas: int32(g.Replicas),
 				MinReplicas: &lo, MaxReplicas: &hi, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
-					Resources: corev1.ResourceRequirements{Requests: resourceList(g.Demand)}}}}}})
+					Resources: corev1.ResourceRequirements{Requests: apply.ResourceList(g.Demand)}}}}}})
 		}
 		if j.placement != nil {
 			tj.Status = v1alpha1.TrainingJobStatus{Phase: v1alpha1.PhaseRunning, Attempt: 1}
@@ -373,7 +374,7 @@ func runK8s(t *testing.T, c conf) (confSeen, []string) {
 				pod := replicaPod(name, g.Name, node, "1", nil)
 				pod.Name = PodName(name, g.Name, 1, idx[g.Name])
 				idx[g.Name]++
-				pod.Spec.Containers[0].Resources.Requests = resourceList(g.Demand)
+				pod.Spec.Containers[0].Resources.Requests = apply.ResourceList(g.Demand)
 				objs = append(objs, &pod)
 			}
 			for k, n := range count {
@@ -395,7 +396,7 @@ func runK8s(t *testing.T, c conf) (confSeen, []string) {
 					objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ph-%d", k), Namespace: "drover-system",
 						Labels: map[string]string{v1alpha1.LabelPlaceholder: p.Name}},
 						Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "pause",
-							Resources: corev1.ResourceRequirements{Requests: resourceList(p.Demand)}}}}})
+							Resources: corev1.ResourceRequirements{Requests: apply.ResourceList(p.Demand)}}}}})
 					break
 				}
 			}

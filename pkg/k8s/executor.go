@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,43 +22,32 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
 )
 
-// Executor runs scheduling cycles against an API server. It is not safe
-// for concurrent use: the manager runs one cycle at a time.
+// Executor runs scheduling cycles against an API server: it reads the
+// world through package view, brings jobs in line with what was decided
+// before (reconcile), runs the policy, and carries out its actions
+// through package apply, whose Writer holds the state of the writes. It
+// is not safe for concurrent use: the manager runs one cycle at a time.
 type Executor struct {
 	cfg Config
-	// c reads through the informer cache and writes to the API server; api
-	// reads the API server directly (to retry after a conflict).
-	c   client.Client
-	api client.Reader
-	rec record.EventRecorder
 	pol policy.Policy
-	m   *Metrics
 	log logr.Logger
+	// w makes the API writes and keeps what they remember between cycles
+	// (package apply).
+	w *apply.Writer
 
 	cycle uint64
-	// jobs caches converted TrainingJob specs between cycles.
-	jobs *view.JobCache
-	// nodes keeps node indices stable between cycles.
-	nodes *view.NodeTable
-	// elig keeps node constraints' eligible sets between cycles.
-	elig *cluster.Eligibility
-	// crowded remembers nodes whose pod slots a refused start lacked.
-	crowded view.Crowded
+	// caches are the snapshot's caches kept between cycles.
+	caches caches
 	// noPodGroups is set once listing PodGroups found no such API (the
 	// scheduler-plugins CRD is not installed); it is tried again
 	// PodGroupRetry later, so that gangs are read within that of the CRD
 	// appearing (their pods wait as PodGroupNotFound meanwhile).
 	noPodGroups time.Time
-	// written remembers the TrainingJobs this executor wrote, so that a
-	// cycle that reads an informer cache lagging behind its own writes
-	// does not act on the stale copy (start a job twice, say).
-	written map[string]*v1alpha1.TrainingJob
-	// reported remembers stuck pods already reported, by UID.
-	reported map[types.UID]bool
 	// positioned is when queue positions were last written (queue.go).
 	positioned time.Time
 	// indexed is set when the client's cache has the live indexes
@@ -70,28 +56,11 @@ type Executor struct {
 	// finished counts the finished TrainingJobs for drover_jobs when the
 	// cycle does not read them (indexed).
 	finished *finishedJobs
-
-	// progress holds, per job, progress copied from reports but not yet
-	// written to the API server (Config.ProgressPeriod); Read lays it over
-	// the cached status, and any status write of the job carries it.
-	progress map[string]*deferredProgress
-
-	mu      sync.Mutex
-	reports map[string]observed // newest report seen per job (ObserveReport)
-	// rejected is the time of the last future-dated report seen per job,
-	// so that each gets one ReportRejected Event.
-	rejected map[string]time.Time
-	// flights are the starts whose API calls are under way, and, in Run's
-	// pipelined cycles, the status writes that record jobs' ends
-	// (flight.go).
-	flights flights
+	// reports are the trainers' reports the informer delivered
+	// (ObserveReport) and the stuck pods already reported.
+	reports *reportBook
 	// pipelined is set during Run's cycles (runCycle).
 	pipelined bool
-	// made remembers the replica pods this executor created (and bound)
-	// until the informer cache shows them, by namespace/name, so that a
-	// cycle reading a lagging cache neither creates them again
-	// (AlreadyExists) nor binds them again (Conflict).
-	made map[string]madePod
 
 	// Origin is time 0 of the policies' clock, kept in the ConfigMap
 	// drover-clock so that every scheduler that ever runs against the
@@ -114,17 +83,38 @@ type Executor struct {
 	OnCycle func(*CycleResult)
 }
 
+// caches are the caches a snapshot keeps from one cycle to the next
+// (view.Options).
+type caches struct {
+	// jobs caches converted TrainingJob specs between cycles.
+	jobs *view.JobCache
+	// nodes keeps node indices stable between cycles.
+	nodes *view.NodeTable
+	// elig keeps node constraints' eligible sets between cycles.
+	elig *cluster.Eligibility
+	// crowded remembers nodes whose pod slots a refused start lacked.
+	crowded view.Crowded
+}
+
 // New returns an executor. reader may be nil, in which case c is used for
 // conflict retries too.
 func New(cfg Config, c client.Client, reader client.Reader, rec record.EventRecorder, pol policy.Policy, log logr.Logger) *Executor {
-	if reader == nil {
-		reader = c
+	e := &Executor{cfg: cfg, pol: pol, log: log, reports: newReportBook(), Now: time.Now}
+	name := ""
+	if pol != nil {
+		name = pol.Name()
 	}
-	return &Executor{
-		cfg: cfg, c: c, api: reader, rec: rec, pol: pol, m: DefaultMetrics(), log: log,
-		written: map[string]*v1alpha1.TrainingJob{}, reported: map[types.UID]bool{}, reports: map[string]observed{},
-		rejected: map[string]time.Time{}, progress: map[string]*deferredProgress{}, made: map[string]madePod{}, Now: time.Now,
+	e.w = apply.New(cfg.applyConfig(), c, reader, rec, nil, name)
+	// The writer reads the executor's clock and fault hook at each call:
+	// tests replace them after New.
+	e.w.Now = func() time.Time { return e.Now() }
+	e.w.Fault = func(op string) error {
+		if e.Fault == nil {
+			return nil
+		}
+		return e.Fault(op)
 	}
+	return e
 }
 
 // Fence returns the leadership fence of the executor's writes, nil
@@ -139,6 +129,15 @@ func (e *Executor) leading() error {
 		return nil
 	}
 	return e.fence.Check()
+}
+
+// drain waits for every start in flight.
+func (e *Executor) drain() { e.w.Drain() }
+
+// EnsurePriorityClass makes sure the placeholder PriorityClass exists
+// (apply.Writer.EnsurePriorityClass).
+func (e *Executor) EnsurePriorityClass(ctx context.Context) error {
+	return e.w.EnsurePriorityClass(ctx)
 }
 
 // Policy returns the policy the executor runs.
@@ -233,7 +232,7 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 		// through the manager's cache, where this option applies.)
 		nodeOpts = append(nodeOpts, client.UnsafeDisableDeepCopy)
 	}
-	if err := e.c.List(ctx, &nodes, nodeOpts...); err != nil {
+	if err := e.w.C.List(ctx, &nodes, nodeOpts...); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	w.Nodes = nodes.Items
@@ -242,7 +241,7 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 	if e.indexed {
 		podOpts = append(podOpts, client.MatchingFields{IndexPod: podLive})
 	}
-	if err := e.c.List(ctx, &pods, podOpts...); err != nil {
+	if err := e.w.C.List(ctx, &pods, podOpts...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	w.Pods = pods.Items
@@ -255,26 +254,15 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 	if e.indexed {
 		jobOpts = append(slices.Clone(opts), client.MatchingFields{IndexJobLive: "true"})
 	}
-	if err := e.c.List(ctx, &jobs, jobOpts...); err != nil {
+	if err := e.w.C.List(ctx, &jobs, jobOpts...); err != nil {
 		return nil, fmt.Errorf("listing trainingjobs: %w", err)
 	}
 	w.Jobs = jobs.Items
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i := range w.Jobs {
-		key := view.JobKey(&w.Jobs[i])
-		if mine, ok := e.written[key]; ok {
-			if olderThan(w.Jobs[i].ResourceVersion, mine.ResourceVersion) {
-				w.Jobs[i] = *mine.DeepCopy()
-			} else {
-				delete(e.written, key)
-			}
-		}
-	}
+	e.w.Overlay(w.Jobs)
 	if err := e.readFinished(ctx, w); err != nil {
 		return nil, err
 	}
-	e.forgetGone(w)
+	e.reports.forget(e.w.Settle(w))
 	if err := e.readGroupsQuotas(ctx, w, opts); err != nil {
 		return nil, err
 	}
@@ -282,7 +270,7 @@ func (e *Executor) Read(ctx context.Context) (*view.World, error) {
 }
 
 // readFinished adds the finished pods of running jobs to w (with the
-// live indexes, Read's pod list holds live pods only). e.mu is held.
+// live indexes, Read's pod list holds live pods only).
 func (e *Executor) readFinished(ctx context.Context, w *view.World) error {
 	if !e.indexed {
 		return nil
@@ -297,7 +285,7 @@ func (e *Executor) readFinished(ctx context.Context, w *view.World) error {
 			continue
 		}
 		var done corev1.PodList
-		if err := e.c.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
+		if err := e.w.C.List(ctx, &done, client.InNamespace(tj.Namespace), client.MatchingFields{IndexPod: podDone + "/" + tj.Name}); err != nil {
 			return fmt.Errorf("listing finished pods of %s: %w", view.JobKey(tj), err)
 		}
 		for k := range done.Items {
@@ -316,53 +304,13 @@ func (e *Executor) readFinished(ctx context.Context, w *view.World) error {
 	return nil
 }
 
-// forgetGone overlays deferred progress on w's jobs, adds the pods this
-// executor made that the cache does not show yet, and drops the
-// bookkeeping of jobs not in w. e.mu is held.
-func (e *Executor) forgetGone(w *view.World) {
-	// Forget jobs that are gone (or finished, with the live indexes), so
-	// the bookkeeping does not grow with the jobs that ever ran.
-	present := make(map[string]bool, len(w.Jobs))
-	for i := range w.Jobs {
-		key := view.JobKey(&w.Jobs[i])
-		present[key] = true
-		if dp := e.progress[key]; dp != nil {
-			dp.overlay(&w.Jobs[i])
-		}
-	}
-	// After the finished pods of running jobs: a pod this executor made
-	// that finished before the cache showed it live is among those, and
-	// must not be added back as live.
-	w.Pods = e.withMade(w.Pods, present)
-	for k := range e.written {
-		if !present[k] {
-			delete(e.written, k)
-		}
-	}
-	for k := range e.reports {
-		if !present[k] {
-			delete(e.reports, k)
-		}
-	}
-	for k := range e.progress {
-		if !present[k] {
-			delete(e.progress, k)
-		}
-	}
-	for k := range e.rejected {
-		if !present[k] {
-			delete(e.rejected, k)
-		}
-	}
-}
-
 // readGroupsQuotas lists PodGroups (unless their CRD was found missing
 // less than PodGroupRetry ago), ResourceQuotas and placeholder
 // Deployments into w.
 func (e *Executor) readGroupsQuotas(ctx context.Context, w *view.World, opts []client.ListOption) error {
 	if time.Since(e.noPodGroups) > PodGroupRetry {
 		var pgs schedv1alpha1.PodGroupList
-		if err := e.c.List(ctx, &pgs, opts...); err != nil {
+		if err := e.w.C.List(ctx, &pgs, opts...); err != nil {
 			if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "no matches for kind") {
 				return fmt.Errorf("listing podgroups: %w", err)
 			}
@@ -373,12 +321,12 @@ func (e *Executor) readGroupsQuotas(ctx context.Context, w *view.World, opts []c
 	}
 	// ResourceQuotas, for admission against namespace quota (admission.go).
 	var quotas corev1.ResourceQuotaList
-	if err := e.c.List(ctx, &quotas, opts...); err != nil {
+	if err := e.w.C.List(ctx, &quotas, opts...); err != nil {
 		return fmt.Errorf("listing resourcequotas: %w", err)
 	}
 	w.Quotas = quotas.Items
 	var deps appsv1.DeploymentList
-	if err := e.c.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
+	if err := e.w.C.List(ctx, &deps, client.InNamespace(e.cfg.PlaceholderNamespace), client.HasLabels{v1alpha1.LabelPlaceholder}); err != nil {
 		return fmt.Errorf("listing placeholder deployments: %w", err)
 	}
 	w.Deployments = deps.Items
@@ -396,11 +344,11 @@ func (e *Executor) reportHeld(ctx context.Context, v *view.View) error {
 		reason := why[id]
 		switch {
 		case v.PodJobs[id] != nil:
-			if err := e.setPodScheduled(ctx, v.PodJobs[id].Pod, reason); err != nil {
+			if err := e.w.SetPodScheduled(ctx, v.PodJobs[id].Pod, reason); err != nil {
 				errs = append(errs, err)
 			}
 		case v.Gangs[id] != nil:
-			if err := e.gangWaiting(ctx, v.Gangs[id], reason); err != nil {
+			if err := e.w.GangWaiting(ctx, v.Gangs[id], reason); err != nil {
 				errs = append(errs, err)
 			}
 		case v.Jobs[id] != nil:
@@ -410,7 +358,7 @@ func (e *Executor) reportHeld(ctx context.Context, v *view.View) error {
 			}
 			code, _, _ := strings.Cut(reason, ":")
 			unschedulable := code == view.ReasonUnschedulable || code == view.ReasonQuotaExceeded
-			if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			if err := e.w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.Reason = reason
 				if o.Status.Phase == "" {
 					o.Status.Phase = v1alpha1.PhasePending // a new job's first write
@@ -428,18 +376,10 @@ func (e *Executor) reportHeld(ctx context.Context, v *view.View) error {
 			if unschedulable {
 				kind = code // Unschedulable or QuotaExceeded, a Warning
 			}
-			e.event(jv.TJ, unschedulable, kind, "%s", reason)
+			e.w.Event(jv.TJ, unschedulable, kind, "%s", reason)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// olderThan compares resourceVersions. They are opaque in general but
-// etcd revisions in practice; when either does not parse, the cache wins.
-func olderThan(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
 }
 
 // Cycle runs one scheduling cycle: read the world, bring pods and status
@@ -463,7 +403,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	}
 	defer func() {
 		res.Duration = time.Since(start)
-		e.m.CycleSeconds.Observe(res.Duration.Seconds())
+		e.w.M.CycleSeconds.Observe(res.Duration.Seconds())
 	}()
 	e.pipelined = pipelined
 	if !pipelined {
@@ -473,10 +413,10 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	// committed first (their status written, so that this cycle reads
 	// them placed), and the jobs whose pods are still in flight are left
 	// alone below.
-	if err := e.awaitCommitted(ctx); err != nil {
+	if err := e.w.AwaitCommitted(ctx); err != nil {
 		return res, err
 	}
-	busy := e.inFlight()
+	busy := e.w.InFlight()
 	stage(&res.Stages.Commit)
 	if err := e.leading(); err != nil {
 		return res, err
@@ -487,15 +427,13 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	}
 	res.Jobs, res.Pods = len(w.Jobs), len(w.Pods)
 	stage(&res.Stages.Read)
-	if e.Origin.IsZero() {
-		if err := e.loadOrigin(ctx); err != nil {
-			return res, err
-		}
+	if err := e.ensureOrigin(ctx); err != nil {
+		return res, err
 	}
 	e.cycle++
 	opts := e.snapshotOptions()
 	v := view.Build(w, e.Now(), opts)
-	errs := e.lateErrs()
+	errs := e.w.LateErrs()
 	if err := e.leading(); err != nil {
 		return res, err // before the reconcile writes
 	}
@@ -503,7 +441,7 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	if stop {
 		return nil, errors.Join(errs...)
 	}
-	if err := e.yieldPlaceholders(ctx, w, v); err != nil {
+	if err := e.w.YieldPlaceholders(ctx, w, v); err != nil {
 		errs = append(errs, err)
 	}
 	stage(&res.Stages.Reconcile)
@@ -516,11 +454,11 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 		return res, errors.Join(append(errs, err)...)
 	}
 	stage(&res.Stages.Decide)
-	ap := newApplier(e, v, w)
+	ap := apply.NewCycle(e.w, v, w)
 	errs = e.applyAll(ctx, ap, v, acts, res, errs)
 	if pipelined {
-		e.late(ap.flights)
-	} else if err := ap.wait(); err != nil {
+		ap.Late()
+	} else if err := ap.Wait(); err != nil {
 		errs = append(errs, err)
 	}
 	stage(&res.Stages.Apply)
@@ -532,13 +470,27 @@ func (e *Executor) runCycle(ctx context.Context, pipelined bool) (*CycleResult, 
 	return res, errors.Join(errs...)
 }
 
+// ensureOrigin sets Origin, unless set, from the drover-clock ConfigMap
+// (apply.Writer.LoadOrigin).
+func (e *Executor) ensureOrigin(ctx context.Context) error {
+	if !e.Origin.IsZero() {
+		return nil
+	}
+	origin, err := e.w.LoadOrigin(ctx)
+	if err != nil {
+		return err
+	}
+	e.Origin = origin
+	return nil
+}
+
 // reconcileGangs reconciles the PodGroup gangs of v and tells the held
 // jobs' users why they wait.
 func (e *Executor) reconcileGangs(ctx context.Context, v *view.View) []error {
 	var errs []error
 	for _, key := range v.GangOrder {
 		ns, name, _ := strings.Cut(key, "/")
-		if err := e.reconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
+		if err := e.w.ReconcileGang(ctx, v, v.Gangs[view.GangJobID(ns, name)]); err != nil {
 			errs = append(errs, fmt.Errorf("podgroup %s: %w", key, err))
 		}
 	}
@@ -550,10 +502,10 @@ func (e *Executor) reconcileGangs(ctx context.Context, v *view.View) []error {
 
 // afterApply contains the policy's faults, writes Pending on the fresh
 // jobs it left pending, and publishes the metrics and the queue.
-func (e *Executor) afterApply(ctx context.Context, w *view.World, v *view.View, ap *applier, faults []policy.Fault, fresh []string) []error {
+func (e *Executor) afterApply(ctx context.Context, w *view.World, v *view.View, ap *apply.Cycle, faults []policy.Fault, fresh []string) []error {
 	var errs []error
 	if ctx.Err() == nil {
-		errs = append(errs, e.contain(ctx, ap, faults)...)
+		errs = append(errs, e.contain(ctx, ap, v, faults)...)
 	}
 	if ctx.Err() == nil {
 		errs = append(errs, e.markPending(ctx, v, fresh)...)
@@ -568,21 +520,21 @@ func (e *Executor) afterApply(ctx context.Context, w *view.World, v *view.View, 
 // snapshotOptions are the options of this cycle's snapshot, with the
 // caches kept from one cycle to the next.
 func (e *Executor) snapshotOptions() view.Options {
-	if e.jobs == nil {
-		e.jobs = view.NewJobCache()
+	if e.caches.jobs == nil {
+		e.caches.jobs = view.NewJobCache()
 	}
-	if e.nodes == nil {
-		e.nodes = view.NewNodeTable()
+	if e.caches.nodes == nil {
+		e.caches.nodes = view.NewNodeTable()
 	}
-	if e.elig == nil {
-		e.elig = cluster.NewEligibility()
+	if e.caches.elig == nil {
+		e.caches.elig = cluster.NewEligibility()
 	}
-	if e.crowded == nil {
-		e.crowded = view.Crowded{}
+	if e.caches.crowded == nil {
+		e.caches.crowded = view.Crowded{}
 	}
 	o := view.Options{Seed: e.cfg.Seed, Cycle: e.cycle, DefaultDuration: e.cfg.DefaultDurationSeconds,
 		StuckAfter: e.cfg.StuckAfter.Duration, Origin: e.Origin, Catalog: e.cfg.catalog(),
-		SchedulerName: e.cfg.SchedulerName, Jobs: e.jobs, Nodes: e.nodes, Eligibility: e.elig, Crowded: e.crowded, Tenants: e.cfg.Tenants,
+		SchedulerName: e.cfg.SchedulerName, Jobs: e.caches.jobs, Nodes: e.caches.nodes, Eligibility: e.caches.elig, Crowded: e.caches.crowded, Tenants: e.cfg.Tenants,
 		PlaceholderNamespace: e.cfg.PlaceholderNamespace}
 	if len(e.cfg.Namespaces) > 0 {
 		o.InScope = e.cfg.InScope
@@ -599,7 +551,7 @@ func (e *Executor) reconcileAll(ctx context.Context, w *view.World, v *view.View
 	changed := false
 	// Jobs are reconciled concurrently (each touches only its own job, its
 	// pods and the executor's locked bookkeeping): a cycle in which
-	// hundreds of jobs complete writes their statuses startWorkers at a
+	// hundreds of jobs complete writes their statuses apply.Workers at a
 	// time instead of one round trip after another.
 	type outcome struct {
 		changed bool
@@ -607,7 +559,7 @@ func (e *Executor) reconcileAll(ctx context.Context, w *view.World, v *view.View
 	}
 	outs := make([]outcome, len(v.Order))
 	var rg errgroup.Group
-	rg.SetLimit(startWorkers)
+	rg.SetLimit(apply.Workers)
 	for i, key := range v.Order {
 		jv := v.Jobs[key]
 		if busy[key] {
@@ -652,23 +604,23 @@ func (e *Executor) reconcileAll(ctx context.Context, w *view.World, v *view.View
 // applyAll validates and carries out the policy's actions in order:
 // a refused one is recorded in res, an API error appended to errs (and
 // the rest skipped when it is fatal).
-func (e *Executor) applyAll(ctx context.Context, ap *applier, v *view.View, acts []policy.Action, res *CycleResult, errs []error) []error {
+func (e *Executor) applyAll(ctx context.Context, ap *apply.Cycle, v *view.View, acts []policy.Action, res *CycleResult, errs []error) []error {
 	for _, a := range acts {
-		if err := ap.apply(ctx, a); err != nil {
-			var fatal *apiError
+		if err := ap.Apply(ctx, a); err != nil {
+			var fatal *apply.APIError
 			if errors.As(err, &fatal) {
 				errs = append(errs, err)
-				if ctx.Err() != nil || fatal.abort || errors.Is(err, ErrNotLeader) {
+				if ctx.Err() != nil || fatal.Abort || errors.Is(err, ErrNotLeader) {
 					break
 				}
 				continue
 			}
 			if tm := (*view.TooManyPods)(nil); errors.As(err, &tm) {
-				e.crowded.Note(tm)
+				e.caches.crowded.Note(tm)
 			}
 			r := policy.Refusal{Time: v.Snap.Now, Action: a, Reason: err.Error()}
 			res.Refusals = append(res.Refusals, r)
-			e.m.Refused.WithLabelValues(policy.Kind(a)).Inc()
+			e.w.M.Refused.WithLabelValues(policy.Kind(a)).Inc()
 			e.log.V(1).Info("action refused", "action", policy.Kind(a), "target", a.Target(), "reason", err.Error())
 			continue
 		}
@@ -686,14 +638,14 @@ func (e *Executor) markPending(ctx context.Context, v *view.View, fresh []string
 		if jv == nil || jv.St == nil || jv.St.Phase != cluster.Pending || jv.TJ.Status.Phase != "" {
 			continue
 		}
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if err := e.w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != "" {
-				return errPrecondition{"job has a phase already"}
+				return apply.Precondition{Msg: "job has a phase already"}
 			}
 			o.Status.Phase = v1alpha1.PhasePending
 			return nil
 		}); err != nil {
-			if _, ok := err.(errPrecondition); !ok {
+			if _, ok := err.(apply.Precondition); !ok {
 				errs = append(errs, fmt.Errorf("job %s: %w", key, err))
 			}
 		}
@@ -707,210 +659,14 @@ func (e *Executor) observe(v *view.View) {
 		counts[js.Job.Class.String()]++
 	}
 	for c, n := range counts {
-		e.m.QueueLength.WithLabelValues(c).Set(float64(n))
+		e.w.M.QueueLength.WithLabelValues(c).Set(float64(n))
 	}
-	e.m.Running.Set(float64(len(v.Snap.Running)))
+	e.w.M.Running.Set(float64(len(v.Snap.Running)))
 	stuck := 0
 	for _, jv := range v.Jobs {
 		stuck += len(jv.Stuck)
 	}
-	e.m.StuckPods.Set(float64(stuck))
-}
-
-// apiError wraps a failed API call: unlike a refusal, the action was valid
-// but could not be carried out now; the next cycle retries from the API
-// server's state. abort stops the cycle (the fault hook fired).
-type apiError struct {
-	err   error
-	abort bool
-}
-
-func (a *apiError) Error() string { return a.err.Error() }
-func (a *apiError) Unwrap() error { return a.err }
-
-// errFault is what a Fault hook returns to simulate a crash.
-var errFault = errors.New("fault injected")
-
-// ErrFault is the error tests return from Fault.
-var ErrFault = errFault
-
-func (e *Executor) fault(op string) error {
-	if e.Fault == nil {
-		return nil
-	}
-	if err := e.Fault(op); err != nil {
-		return &apiError{err: fmt.Errorf("%s: %w", op, err), abort: true}
-	}
-	return nil
-}
-
-// errPrecondition is returned by a status mutation whose precondition no
-// longer holds on the fresh object.
-type errPrecondition struct{ msg string }
-
-func (e errPrecondition) Error() string { return e.msg }
-
-// updateStatus applies mutate to the job and writes its status, retrying
-// on a resourceVersion conflict with the object re-read from the API
-// server (mutate is applied again, so it must check its preconditions on
-// the object it is given). It never overwrites a newer version blindly.
-func (e *Executor) updateStatus(ctx context.Context, jv *view.Job, mutate func(*v1alpha1.TrainingJob) error) error {
-	return e.write(ctx, jv, "status", mutate)
-}
-
-func (e *Executor) write(ctx context.Context, jv *view.Job, what string, mutate func(*v1alpha1.TrainingJob) error) error {
-	if err := e.fault("update " + what + " " + view.JobKey(jv.TJ)); err != nil {
-		return err
-	}
-	obj := jv.TJ.DeepCopy()
-	for try := 0; ; try++ {
-		before := markOf(obj)
-		if err := mutate(obj); err != nil {
-			return err
-		}
-		deriveStatus(obj)
-		// Users see the tenant they are charged to (kubectl's wide
-		// Tenant column), on a write the scheduler makes anyway.
-		obj.Status.Tenant = view.Options{Tenants: e.cfg.Tenants}.Tenant(obj.Namespace)
-		// Only the status subresource: policy state lives there too
-		// (status.policyLabels), so the scheduler needs no update or
-		// patch on TrainingJobs themselves, which tenants own.
-		err := e.c.Status().Update(ctx, obj)
-		if err == nil {
-			e.m.transition(before, obj, e.Now())
-			jv.TJ = obj
-			e.mu.Lock()
-			e.written[view.JobKey(obj)] = obj.DeepCopy()
-			if what == "status" {
-				// The write carried any deferred progress (jv.tj has it
-				// laid over; a re-read object got it below).
-				delete(e.progress, view.JobKey(obj))
-			}
-			e.mu.Unlock()
-			return nil
-		}
-		if !apierrors.IsConflict(err) || try >= 5 {
-			return &apiError{err: fmt.Errorf("updating %s of %s: %w", what, view.JobKey(obj), err)}
-		}
-		e.m.Conflicts.Inc()
-		fresh := &v1alpha1.TrainingJob{}
-		if err := e.api.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-			return &apiError{err: fmt.Errorf("re-reading %s after a conflict: %w", view.JobKey(obj), err)}
-		}
-		if what == "status" {
-			e.mu.Lock()
-			if dp := e.progress[view.JobKey(fresh)]; dp != nil {
-				dp.overlay(fresh)
-			}
-			e.mu.Unlock()
-		}
-		obj = fresh
-	}
-}
-
-// event records a Kubernetes Event on the TrainingJob.
-func (e *Executor) event(obj runtime.Object, warning bool, reason, format string, args ...any) {
-	if e.rec == nil {
-		return
-	}
-	t := corev1.EventTypeNormal
-	if warning {
-		t = corev1.EventTypeWarning
-	}
-	e.rec.Eventf(obj, t, reason, format, args...)
-}
-
-// ClockConfigMap holds the scheduler clock's origin.
-const ClockConfigMap = "drover-clock"
-
-// loadOrigin reads the clock origin from the drover-clock ConfigMap, or
-// creates it with the current time. The first scheduler to run fixes it;
-// restarts and new leaders read the same value.
-func (e *Executor) loadOrigin(ctx context.Context) error {
-	key := client.ObjectKey{Namespace: e.cfg.PlaceholderNamespace, Name: ClockConfigMap}
-	for range 3 {
-		cm := &corev1.ConfigMap{}
-		err := e.api.Get(ctx, key, cm)
-		if err == nil {
-			t, perr := time.Parse(time.RFC3339Nano, cm.Data["origin"])
-			if perr != nil {
-				return fmt.Errorf("configmap %s: origin %q: %w", key, cm.Data["origin"], perr)
-			}
-			e.Origin = t
-			return nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading configmap %s: %w", key, err)
-		}
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
-			Data: map[string]string{"origin": e.Now().UTC().Format(time.RFC3339Nano)}}
-		if err := e.c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating configmap %s (does namespace %s exist?): %w", key, key.Namespace, err)
-		}
-	}
-	return fmt.Errorf("configmap %s: could not read or create it", key)
-}
-
-// madePod is a pod this executor created, as the API server returned it
-// (with the node once bound).
-type madePod struct {
-	pod *corev1.Pod
-	at  time.Time
-}
-
-// madeFor is how long a created pod is remembered at most: the cache
-// normally shows it within a cycle or two; a pod deleted before the cache
-// saw it is forgotten after this.
-const madeFor = 30 * time.Second
-
-// remember records a pod this executor created or bound.
-func (e *Executor) remember(p *corev1.Pod) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.made[p.Namespace+"/"+p.Name] = madePod{pod: p.DeepCopy(), at: time.Now()}
-}
-
-// forget drops a pod from what remember recorded: this executor deleted
-// it, so the cache's copy (terminating, or gone) is the one to believe.
-func (e *Executor) forget(p *corev1.Pod) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.made, p.Namespace+"/"+p.Name)
-}
-
-// withMade adds to the pods listed from the cache those this executor
-// created that the cache does not show yet, and forgets those it shows
-// and those of jobs no longer listed (finished or gone). The caller holds
-// e.mu.
-func (e *Executor) withMade(pods []corev1.Pod, jobs map[string]bool) []corev1.Pod {
-	if len(e.made) == 0 {
-		return pods
-	}
-	lagging := map[string]int{} // made pods the cache shows unbound, by key
-	for i := range pods {
-		key := pods[i].Namespace + "/" + pods[i].Name
-		m, ok := e.made[key]
-		switch {
-		case !ok:
-		case pods[i].UID != m.pod.UID || pods[i].Spec.NodeName != "" || m.pod.Spec.NodeName == "":
-			delete(e.made, key) // the cache caught up (or holds another pod of that name)
-		default:
-			lagging[key] = i
-		}
-	}
-	now := time.Now()
-	for key, m := range e.made {
-		if now.Sub(m.at) > madeFor || !jobs[m.pod.Namespace+"/"+m.pod.Labels[v1alpha1.LabelJob]] {
-			delete(e.made, key)
-			continue
-		}
-		if i, ok := lagging[key]; ok {
-			pods[i] = *m.pod.DeepCopy() // the cache has it, without the binding yet
-		} else {
-			pods = append(pods, *m.pod.DeepCopy())
-		}
-	}
-	return pods
+	e.w.M.StuckPods.Set(float64(stuck))
 }
 
 // schedule runs the policy on the snapshot without letting a panic of its
@@ -940,10 +696,10 @@ const ReasonPolicyPanic = "PolicyPanic"
 // in its reason and a Warning Event, an opted-in pod or a PodGroup gang is
 // rejected (their way of leaving the queue). A panic outside any one job
 // changes no job; the cycle's other actions stand.
-func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fault) []error {
+func (e *Executor) contain(ctx context.Context, ap *apply.Cycle, v *view.View, faults []policy.Fault) []error {
 	var errs []error
 	for _, f := range faults {
-		e.m.PolicyPanics.WithLabelValues(string(f.Stage)).Inc()
+		e.w.M.PolicyPanics.WithLabelValues(string(f.Stage)).Inc()
 		e.log.Error(f, "policy panic contained", "policy", e.pol.Name(), "stage", string(f.Stage), "job", f.Job, "plugin", f.Plugin)
 		if f.Job == "" {
 			continue
@@ -952,10 +708,10 @@ func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fau
 		if f.At != "" {
 			reason += " (at " + f.At + ")"
 		}
-		jv := ap.v.Jobs[f.Job]
+		jv := v.Jobs[f.Job]
 		if jv == nil || jv.St == nil {
 			// A plain pod or a gang: reject it (validated: still pending).
-			if err := ap.apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
+			if err := ap.Apply(ctx, policy.Reject{Job: f.Job, Reason: reason}); err != nil {
 				errs = append(errs, fmt.Errorf("job %s: after a policy panic: %w", f.Job, err))
 			}
 			continue
@@ -963,24 +719,24 @@ func (e *Executor) contain(ctx context.Context, ap *applier, faults []policy.Fau
 		if jv.St.Phase != cluster.Pending {
 			continue // decided for in this cycle after all (cannot happen: its actions were discarded)
 		}
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if err := e.w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
-				return errPrecondition{"job is no longer pending"}
+				return apply.Precondition{Msg: "job is no longer pending"}
 			}
 			now := metav1.Time{Time: e.Now()}
 			o.Status.Phase = v1alpha1.PhaseFailed
 			o.Status.Reason = reason
 			o.Status.CompletionTime = &now
-			setTerminal(&o.Status, v1alpha1.PhaseFailed, reason)
+			apply.SetTerminal(&o.Status, v1alpha1.PhaseFailed, reason)
 			return nil
 		}); err != nil {
-			if _, ok := err.(errPrecondition); !ok {
+			if _, ok := err.(apply.Precondition); !ok {
 				errs = append(errs, fmt.Errorf("job %s: marking it Failed after a policy panic: %w", f.Job, err))
 			}
 			continue
 		}
 		jv.St.Phase = cluster.Rejected // out of the queue for the rest of the cycle
-		e.event(jv.TJ, true, ReasonPolicyPanic, "%s", reason)
+		e.w.Event(jv.TJ, true, ReasonPolicyPanic, "%s", reason)
 	}
 	return errs
 }

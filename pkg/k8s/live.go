@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
@@ -120,7 +121,7 @@ func (f *finishedJobs) update(o any, deleted bool) {
 	if deleted || !tj.Status.Phase.Terminal() {
 		return
 	}
-	pc := phaseClass{string(tj.Status.Phase), jobClass(tj)}
+	pc := phaseClass{string(tj.Status.Phase), apply.JobClass(tj)}
 	f.jobs[key] = pc
 	f.n[pc]++
 }

@@ -13,6 +13,7 @@ import (
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
@@ -88,15 +89,15 @@ func (e *Executor) publishQueue(ctx context.Context, v *view.View) error {
 			want[q.Namespace+"/"+q.Name] = int32(q.Position)
 		}
 	}
-	// The writes run startWorkers at a time (each touches only its own
+	// The writes run apply.Workers at a time (each touches only its own
 	// job). A job with a write in flight (a start of this cycle: its
 	// jobView is the flight's) is left alone: that write clears its
 	// position (deriveStatus clears it on a job that no longer waits).
-	busy := e.inFlight()
+	busy := e.w.InFlight()
 	var mu sync.Mutex
 	var errs []error
 	var g errgroup.Group
-	g.SetLimit(startWorkers)
+	g.SetLimit(apply.Workers)
 	for _, key := range v.Order {
 		jv := v.Jobs[key]
 		if jv.Invalid != nil || jv.St == nil || busy[key] {
@@ -107,7 +108,7 @@ func (e *Executor) publishQueue(ctx context.Context, v *view.View) error {
 			continue
 		}
 		g.Go(func() error {
-			err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+			err := e.w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 				o.Status.QueuePosition = nil
 				if pos > 0 {
 					o.Status.QueuePosition = &pos

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/report"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 )
@@ -132,7 +133,7 @@ func TestSemanticReportTime(t *testing.T) {
 		{"same instant, another zone", at, at.In(time.FixedZone("x", 3600)), true},
 		{"a nanosecond apart", at, at.Add(time.Nanosecond), false},
 	} {
-		if got := semantic.DeepEqual(status(tc.a), status(tc.b)); got != tc.want {
+		if got := apply.Semantic.DeepEqual(status(tc.a), status(tc.b)); got != tc.want {
 			t.Errorf("%s: equal %v, want %v", tc.name, got, tc.want)
 		}
 	}

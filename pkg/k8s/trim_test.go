@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 )
 
@@ -137,7 +138,7 @@ func TestTrimKeepsWhatTheSchedulerReads(t *testing.T) {
 		ew.Now, et.Now = func() time.Time { return t0.Add(time.Minute) }, func() time.Time { return t0.Add(time.Minute) }
 		ew.ObserveReport(whole)
 		et.ObserveReport(cut)
-		if d := cmp.Diff(ew.reports, et.reports, cmp.AllowUnexported(observed{})); d != "" {
+		if d := cmp.Diff(ew.reports.byJob, et.reports.byJob, cmp.AllowUnexported(observed{})); d != "" {
 			t.Errorf("pod %s report (-whole +trimmed):\n%s", whole.Name, d)
 		}
 	}
@@ -151,10 +152,10 @@ func TestTrimKeepsWhatTheSchedulerReads(t *testing.T) {
 		if len(cut.Spec.ReplicaGroups) != 0 || cut.Annotations != nil || cut.Status.Placement != nil || cut.Status.Conditions != nil {
 			t.Errorf("finished job %s not trimmed: %+v", name, cut)
 		}
-		if jobLive(whole) != jobLive(cut) || jobClass(whole) != jobClass(cut) || cut.Status.Phase != whole.Status.Phase ||
+		if jobLive(whole) != jobLive(cut) || apply.JobClass(whole) != apply.JobClass(cut) || cut.Status.Phase != whole.Status.Phase ||
 			!cut.Status.CompletionTime.Equal(whole.Status.CompletionTime) || cut.UID != whole.UID {
 			t.Errorf("finished job %s: live %s/%s, class %s/%s, phase %s/%s (whole/trimmed)", name, jobLive(whole), jobLive(cut),
-				jobClass(whole), jobClass(cut), whole.Status.Phase, cut.Status.Phase)
+				apply.JobClass(whole), apply.JobClass(cut), whole.Status.Phase, cut.Status.Phase)
 		}
 		fw, ft := newFinishedJobs(""), newFinishedJobs("")
 		fw.update(whole, false)

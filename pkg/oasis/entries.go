@@ -8,6 +8,7 @@ import (
 	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // OASiSProfile is the oasis preset: arrivals decided in submission order
@@ -98,7 +99,7 @@ func Entries() []policy.Entry {
 }
 
 // Plugins returns the registry entries of this package's plugins.
-func Plugins() []framework.PluginEntry {
+func Plugins() []profile.PluginEntry {
 	none := func(name string, mk func() framework.Plugin) func(policy.Params) (framework.Plugin, error) {
 		return func(a policy.Params) (framework.Plugin, error) {
 			if err := a.Check(name); err != nil {
@@ -107,7 +108,7 @@ func Plugins() []framework.PluginEntry {
 			return mk(), nil
 		}
 	}
-	return []framework.PluginEntry{
+	return []profile.PluginEntry{
 		{Name: OASiSName, Description: "admit, rebalance: OASiS (Bao et al.): admits an arrival when its best per-slot worker/PS schedule under exponential prices has positive payoff, then moves every admitted job to its plan each slot (slot, slots, eta, scale, uw, up, lw, lp, lfloor in (0, 1], ubound=resource|resource-slot)",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				o, err := newOASiS(a)

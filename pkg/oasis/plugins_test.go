@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -649,7 +650,7 @@ func TestPluginEntries(t *testing.T) {
 			t.Errorf("entry %s builds plugin %s", e.Name, p.Name())
 		}
 		points, _, _ := strings.Cut(e.Description, ":")
-		if want := strings.Join(framework.Points(p), ", "); points != want {
+		if want := strings.Join(profile.Points(p), ", "); points != want {
 			t.Errorf("%s: description names %q, plugin implements %q", e.Name, points, want)
 		}
 		if _, err := e.New(policy.Params{"bogus": "1"}); err == nil {
@@ -684,7 +685,7 @@ func TestPluginEntries(t *testing.T) {
 // TestProfilesFromSpecs: each preset written as a profile spec over the
 // registered plugins runs the same as the preset.
 func TestProfilesFromSpecs(t *testing.T) {
-	reg := framework.NewRegistry()
+	reg := profile.NewRegistry()
 	if err := reg.Add(append(baseline.Plugins(), Plugins()...)...); err != nil {
 		t.Fatal(err)
 	}
@@ -694,26 +695,26 @@ func TestProfilesFromSpecs(t *testing.T) {
 	for _, k := range []string{"uw", "up", "lw", "lp"} {
 		oasisArgs[k] = paramOf(b.String(), k)
 	}
-	ref := func(names ...string) []framework.PluginRef {
-		var out []framework.PluginRef
+	ref := func(names ...string) []profile.PluginRef {
+		var out []profile.PluginRef
 		for _, n := range names {
-			out = append(out, framework.PluginRef{Name: n})
+			out = append(out, profile.PluginRef{Name: n})
 		}
 		return out
 	}
 	tests := []struct {
 		preset string
-		spec   framework.ProfileSpec
+		spec   profile.Spec
 	}{
-		{"oasis:slot=3600;slots=30;" + b.String(), framework.ProfileSpec{Name: "oasis", Plugins: framework.PluginsSpec{
-			QueueSort: &framework.PluginRef{Name: ArrivalOrderName}, Admit: ref(OASiSName), Rebalance: ref(OASiSName)},
-			PluginConfig: []framework.PluginConfig{{Name: OASiSName, Args: oasisArgs}}}},
-		{"ps-fifo", framework.ProfileSpec{Name: "ps-fifo", Plugins: framework.PluginsSpec{
+		{"oasis:slot=3600;slots=30;" + b.String(), profile.Spec{Name: "oasis", Plugins: profile.PluginsSpec{
+			QueueSort: &profile.PluginRef{Name: ArrivalOrderName}, Admit: ref(OASiSName), Rebalance: ref(OASiSName)},
+			PluginConfig: []profile.PluginConfig{{Name: OASiSName, Args: oasisArgs}}}},
+		{"ps-fifo", profile.Spec{Name: "ps-fifo", Plugins: profile.PluginsSpec{
 			Admit: ref(baseline.HeadOfLineName, FitsEmptyName), Filter: ref("node-role"), Score: ref(RoundRobinName)}}},
-		{"ps-drf", framework.ProfileSpec{Name: "ps-drf", Plugins: framework.PluginsSpec{Admit: ref(DRFName), Rebalance: ref(DRFName)}}},
-		{"rrh", framework.ProfileSpec{Name: "rrh", Plugins: framework.PluginsSpec{QueueSort: &framework.PluginRef{Name: RRHName},
+		{"ps-drf", profile.Spec{Name: "ps-drf", Plugins: profile.PluginsSpec{Admit: ref(DRFName), Rebalance: ref(DRFName)}}},
+		{"rrh", profile.Spec{Name: "rrh", Plugins: profile.PluginsSpec{QueueSort: &profile.PluginRef{Name: RRHName},
 			Admit: ref(RRHName), Filter: ref("node-role"), Score: ref(RoundRobinName), Reserve: ref(RRHName)}}},
-		{"dorm", framework.ProfileSpec{Name: "dorm", Plugins: framework.PluginsSpec{Admit: ref(DormName), Rebalance: ref(DormName)}}},
+		{"dorm", profile.Spec{Name: "dorm", Plugins: profile.PluginsSpec{Admit: ref(DormName), Rebalance: ref(DormName)}}},
 	}
 	presets := policy.NewRegistry()
 	if err := presets.Add(Entries()...); err != nil {

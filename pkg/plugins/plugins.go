@@ -15,15 +15,16 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/oasis"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/specon"
 	"github.com/drover-sched/drover/pkg/tiresias"
 )
 
 // Registry returns a registry of every plugin, for profiles given as
-// configuration (framework.ProfileSpec).
-func Registry() (*framework.Registry, error) {
-	r := framework.NewRegistry()
-	for _, es := range [][]framework.PluginEntry{
+// configuration (profile.Spec).
+func Registry() (*profile.Registry, error) {
+	r := profile.NewRegistry()
+	for _, es := range [][]profile.PluginEntry{
 		baseline.Plugins(),
 		specon.Plugins(),
 		autoscale.Plugins(),
@@ -63,7 +64,7 @@ func Policies() (*policy.Registry, error) {
 
 // Profile builds a policy from a profile spec with every registered
 // plugin.
-func Profile(spec framework.ProfileSpec) (*framework.Runtime, error) {
+func Profile(spec profile.Spec) (*framework.Runtime, error) {
 	r, err := Registry()
 	if err != nil {
 		return nil, err

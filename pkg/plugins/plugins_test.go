@@ -7,6 +7,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // TestRegistries: both registries build (no duplicate names), every
@@ -26,7 +27,7 @@ func TestRegistries(t *testing.T) {
 		if p.Name() != e.Name {
 			t.Errorf("plugin registered as %s calls itself %s", e.Name, p.Name())
 		}
-		points := framework.Points(p)
+		points := profile.Points(p)
 		if len(points) == 0 {
 			t.Errorf("plugin %s implements no extension point", e.Name)
 		}

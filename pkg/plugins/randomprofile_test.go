@@ -10,13 +10,14 @@ import (
 
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // randomProfile draws a profile from the plugin registry: each extension
 // point gets zero or more of the plugins that implement it (one at the
 // single-plugin points), in random order, with default arguments. A
 // plugin named at several points is one instance, as in any profile.
-func randomProfile(t *testing.T, reg *framework.Registry, r *rand.Rand, i int) framework.ProfileSpec {
+func randomProfile(t *testing.T, reg *profile.Registry, r *rand.Rand, i int) profile.Spec {
 	t.Helper()
 	at := map[string][]string{}
 	for _, e := range reg.Entries() {
@@ -24,31 +25,31 @@ func randomProfile(t *testing.T, reg *framework.Registry, r *rand.Rand, i int) f
 		if err != nil {
 			t.Fatalf("plugin %s with default arguments: %v", e.Name, err)
 		}
-		for _, pt := range framework.Points(p) {
+		for _, pt := range profile.Points(p) {
 			at[pt] = append(at[pt], e.Name)
 		}
 	}
-	one := func(pt string, must bool) *framework.PluginRef {
+	one := func(pt string, must bool) *profile.PluginRef {
 		names := at[pt]
 		if len(names) == 0 || (!must && r.IntN(2) == 0) {
 			return nil
 		}
-		return &framework.PluginRef{Name: names[r.IntN(len(names))]}
+		return &profile.PluginRef{Name: names[r.IntN(len(names))]}
 	}
-	some := func(pt string, max int) []framework.PluginRef {
+	some := func(pt string, max int) []profile.PluginRef {
 		names := append([]string(nil), at[pt]...)
 		r.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
-		var out []framework.PluginRef
+		var out []profile.PluginRef
 		for _, n := range names[:r.IntN(min(max, len(names))+1)] {
-			out = append(out, framework.PluginRef{Name: n, Weight: float64(1 + r.IntN(3))})
+			out = append(out, profile.PluginRef{Name: n, Weight: float64(1 + r.IntN(3))})
 		}
 		return out
 	}
 	gangs := []string{"", "one-node-first", "one-node-only"}
-	return framework.ProfileSpec{
+	return profile.Spec{
 		Name: fmt.Sprintf("random-%d", i),
 		Gang: gangs[r.IntN(len(gangs))],
-		Plugins: framework.PluginsSpec{
+		Plugins: profile.PluginsSpec{
 			QueueSort: one("queueSort", true),
 			Admit:     some("admit", 2),
 			Size:      one("size", false),
@@ -123,7 +124,7 @@ func TestRandomProfilesQueueChangesNoDecision(t *testing.T) {
 }
 
 // describe prints a profile as the YAML a user would write.
-func describe(spec framework.ProfileSpec) string {
+func describe(spec profile.Spec) string {
 	b, err := yaml.Marshal(spec)
 	if err != nil {
 		return fmt.Sprintf("%+v", spec)

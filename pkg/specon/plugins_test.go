@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
 )
@@ -232,7 +233,7 @@ func TestPlugins(t *testing.T) {
 		if p.Name() != e.Name {
 			t.Errorf("entry %s builds plugin %s", e.Name, p.Name())
 		}
-		if want := strings.Join(framework.Points(p), ", ") + ":"; !strings.HasPrefix(e.Description, want) {
+		if want := strings.Join(profile.Points(p), ", ") + ":"; !strings.HasPrefix(e.Description, want) {
 			t.Errorf("%s: description %q does not start with %q", e.Name, e.Description, want)
 		}
 		if _, err := e.New(policy.Params{"colour": "red"}); err == nil || !strings.Contains(err.Error(), "colour") {
@@ -252,11 +253,11 @@ func TestPlugins(t *testing.T) {
 // TestProfileFromSpec: the specon preset written as a profile spec with
 // the plugin registry makes the same decisions as the preset.
 func TestProfileFromSpec(t *testing.T) {
-	reg := framework.NewRegistry()
+	reg := profile.NewRegistry()
 	if err := reg.Add(Plugins()...); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := framework.ParseProfile([]byte(`
+	spec, err := profile.Parse([]byte(`
 name: specon
 gang: one-node-only
 plugins:

@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // Labels SpeCon persists on each job, so that rebuilt plugins (the
@@ -281,8 +282,8 @@ func Entries() []policy.Entry {
 }
 
 // Plugins returns the registry entries of SpeCon's plugins.
-func Plugins() []framework.PluginEntry {
-	return []framework.PluginEntry{
+func Plugins() []profile.PluginEntry {
+	return []profile.PluginEntry{
 		{Name: RoundRobinName, Description: "filter, score, reserve: SpeCon's fixed round-robin, the n-th job started goes to worker n mod |W| or the next that fits, kept in the drover.dev/rr-slot label (use with gang one-node-only)",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				if err := a.Check(RoundRobinName); err != nil {

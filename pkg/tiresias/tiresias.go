@@ -79,6 +79,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -515,8 +516,8 @@ const paramsDoc = "thresholds=3250/7200 GPU-seconds (Tiresias simulator/jobs.py 
 
 // Plugins returns the registry entries of the plugins. Each takes the
 // preset's parameters; give both the same.
-func Plugins() []framework.PluginEntry {
-	return []framework.PluginEntry{
+func Plugins() []profile.PluginEntry {
+	return []profile.PluginEntry{
 		{Name: OrderName, Description: "queueSort, reserve: Tiresias 2D-LAS queue by attained GPU-service, starvation-promoted jobs behind the rest of queue 0, then queue order; " + paramsDoc,
 			New: func(a policy.Params) (framework.Plugin, error) {
 				cf, err := ParseConfig(OrderName, a)

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
@@ -84,13 +85,13 @@ func (MostFreeGPUs) Score(c *framework.Cycle, _ *cluster.JobState, _ int, node i
 
 // newcomerRegistry is every registered plugin plus most-free-gpus, as a
 // test-only registry.
-func newcomerRegistry(tb testing.TB) *framework.Registry {
+func newcomerRegistry(tb testing.TB) *profile.Registry {
 	tb.Helper()
 	r, err := plugins.Registry()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := r.Add(framework.PluginEntry{Name: "most-free-gpus", Description: "score: the node with the most free GPUs",
+	if err := r.Add(profile.PluginEntry{Name: "most-free-gpus", Description: "score: the node with the most free GPUs",
 		New: func(a policy.Params) (framework.Plugin, error) { return MostFreeGPUs{}, a.Check("most-free-gpus") }}); err != nil {
 		tb.Fatal(err)
 	}
@@ -106,15 +107,15 @@ func newcomerRegistry(tb testing.TB) *framework.Registry {
 //   - k8s-default+newcomer: the k8s-default preset's plugins (priority
 //     order, node-role, least-allocated) plus node-affinity and
 //     most-free-gpus.
-var newcomerSpecs = []framework.ProfileSpec{
-	{Name: "newcomer", Plugins: framework.PluginsSpec{
-		Filter: []framework.PluginRef{{Name: "node-role"}},
-		Score:  []framework.PluginRef{{Name: "most-free-gpus"}, {Name: "node-affinity"}},
+var newcomerSpecs = []profile.Spec{
+	{Name: "newcomer", Plugins: profile.PluginsSpec{
+		Filter: []profile.PluginRef{{Name: "node-role"}},
+		Score:  []profile.PluginRef{{Name: "most-free-gpus"}, {Name: "node-affinity"}},
 	}},
-	{Name: "k8s-default+newcomer", Plugins: framework.PluginsSpec{
-		QueueSort: &framework.PluginRef{Name: baseline.PriorityName},
-		Filter:    []framework.PluginRef{{Name: "node-role"}},
-		Score:     []framework.PluginRef{{Name: "least-allocated"}, {Name: "node-affinity"}, {Name: "most-free-gpus"}},
+	{Name: "k8s-default+newcomer", Plugins: profile.PluginsSpec{
+		QueueSort: &profile.PluginRef{Name: baseline.PriorityName},
+		Filter:    []profile.PluginRef{{Name: "node-role"}},
+		Score:     []profile.PluginRef{{Name: "least-allocated"}, {Name: "node-affinity"}, {Name: "most-free-gpus"}},
 	}},
 }
 

@@ -180,7 +180,7 @@ func buildQuotas(qs []corev1.ResourceQuota) map[string][]*NSQuota {
 	return out
 }
 
-// cloneQuotas copies the quotas' used amounts (the applier's ledger).
+// cloneQuotas copies the quotas' used amounts (apply.Cycle's ledger).
 func CloneQuotas(m map[string][]*NSQuota) map[string][]*NSQuota {
 	out := make(map[string][]*NSQuota, len(m))
 	for ns, l := range m {

@@ -189,7 +189,7 @@ var (
 )
 
 // FitsExtra implements validate.Extra: the pods and extended resources
-// left on the nodes, as the applier checks a Start.
+// left on the nodes, as apply.Cycle checks a Start.
 func (s *storedState) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
 	if s.skipExtra {
 		return nil

@@ -1,4 +1,4 @@
-package k8s
+package apply
 
 import (
 	"context"
@@ -26,16 +26,16 @@ import (
 	"github.com/drover-sched/drover/pkg/validate"
 )
 
-// applier carries out one cycle's actions. Like the simulator, it
+// Cycle carries out one cycle's actions. Like the simulator, it
 // validates every action with validate.Check against the state the
 // earlier actions of the cycle left (free capacity per node, each job's
 // phase and placement) before any API call, and refuses an invalid one
 // with a reason instead of half-applying it. It is the validate.State of
 // the Kubernetes executor.
-type applier struct {
-	e *Executor
-	v *view.View
-	w *view.World
+type Cycle struct {
+	wr    *Writer
+	v     *view.View
+	world *view.World
 	// free is what each node can still take this cycle, placeholder
 	// capacity included.
 	free []dres.Vector
@@ -43,23 +43,23 @@ type applier struct {
 	// quota of ResourceQuota usage per namespace (validate.Extra).
 	extra []view.NodeExtra
 	quota map[string][]*view.NSQuota
-	// flights are the starts this applier put in flight (Executor.flights):
+	// flights are the starts this cycle put in flight (Writer.flights):
 	// validation and the ledger stay sequential, in the policy's order, but
 	// one job's status write, pod creations and Bindings need not wait for
 	// the previous job's round trips.
-	flights []*flight
+	flights []*Flight
 }
 
-// startWorkers bounds the concurrent starts of one cycle, and the jobs
+// Workers bounds the concurrent starts of one cycle, and the jobs
 // reconciled at once. A start is three round trips (status, pod, Binding)
 // one after another, so with 16 workers a cycle of 200 starts on a busy
 // API server (100-300 ms a call) took 4 to 11 s; 64 keep the client's
 // rate limit (200/s by default), not the round trips, the bound.
-const startWorkers = 64
+const Workers = 64
 
-// wait waits until every start of this applier is done and returns their
+// Wait waits until every start of this cycle is done and returns their
 // errors; it may be called more than once (the errors are returned once).
-func (a *applier) wait() error {
+func (a *Cycle) Wait() error {
 	var errs []error
 	for _, f := range a.flights {
 		<-f.done
@@ -71,8 +71,16 @@ func (a *applier) wait() error {
 	return errors.Join(errs...)
 }
 
-func newApplier(e *Executor, v *view.View, w *view.World) *applier {
-	a := &applier{e: e, v: v, w: w, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: view.CloneExtra(v.Extra), quota: view.CloneQuotas(v.Quotas)}
+// Late leaves the starts of this cycle in flight (Run's pipelined
+// cycles): their errors are reported by the next cycle (Writer.LateErrs).
+func (a *Cycle) Late() { a.wr.Late(a.flights) }
+
+// NewCycle returns the applier of one cycle's actions on view v, read
+// from world: its ledger starts from the view's free capacity
+// (placeholders' counted free for a real job), pods, extended resources
+// and quotas.
+func NewCycle(wr *Writer, v *view.View, world *view.World) *Cycle {
+	a := &Cycle{wr: wr, v: v, world: world, free: make([]dres.Vector, len(v.Snap.Nodes)), extra: view.CloneExtra(v.Extra), quota: view.CloneQuotas(v.Quotas)}
 	for i, n := range v.Snap.Nodes {
 		if n.Ready && !n.Gone {
 			a.free[i] = n.Free().Add(n.Placeholder)
@@ -82,16 +90,16 @@ func newApplier(e *Executor, v *view.View, w *view.World) *applier {
 }
 
 var (
-	_ validate.State   = (*applier)(nil)
-	_ validate.Limited = (*applier)(nil)
-	_ validate.Extra   = (*applier)(nil)
+	_ validate.State   = (*Cycle)(nil)
+	_ validate.Limited = (*Cycle)(nil)
+	_ validate.Extra   = (*Cycle)(nil)
 )
 
 // FitsExtra implements validate.Extra: the placement fits the pods and
 // extended resources left on its nodes, and, for a TrainingJob, the
 // ResourceQuotas of its namespace (hard minus used, less what this
 // cycle's earlier starts and resizes took).
-func (a *applier) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
+func (a *Cycle) FitsExtra(j *cluster.Job, p, current cluster.Placement) error {
 	if err := a.v.PlacementExtra(a.extra, j, p, current); err != nil {
 		return err
 	}
@@ -116,7 +124,7 @@ func delta(j *cluster.Job, p, current cluster.Placement) []int {
 
 // Job implements validate.State: an opted-in pod or a TrainingJob whose
 // spec converted.
-func (a *applier) Job(id string) *cluster.JobState {
+func (a *Cycle) Job(id string) *cluster.JobState {
 	if pj := a.v.PodJobs[id]; pj != nil {
 		return pj.St
 	}
@@ -130,18 +138,18 @@ func (a *applier) Job(id string) *cluster.JobState {
 }
 
 // Nodes implements validate.State.
-func (a *applier) Nodes() []*cluster.NodeState { return a.v.Snap.Nodes }
+func (a *Cycle) Nodes() []*cluster.NodeState { return a.v.Snap.Nodes }
 
 // Free implements validate.State: the cycle's ledger.
-func (a *applier) Free(i int) dres.Vector { return a.free[i] }
+func (a *Cycle) Free(i int) dres.Vector { return a.free[i] }
 
 // Catalog implements validate.State.
-func (a *applier) Catalog() []cluster.InstanceType { return a.v.Snap.Catalog }
+func (a *Cycle) Catalog() []cluster.InstanceType { return a.v.Snap.Catalog }
 
 // Unsupported implements validate.Limited: nodes are the cluster
 // autoscaler's to add and remove, a plain pod cannot be moved, and a
 // placeholder's name must be usable as a Kubernetes name and label.
-func (a *applier) Unsupported(act policy.Action) error {
+func (a *Cycle) Unsupported(act policy.Action) error {
 	switch act := act.(type) {
 	case policy.ProvisionNode:
 		return fmt.Errorf("node provisioning is left to the cluster autoscaler (drover expresses demand with placeholders)")
@@ -174,10 +182,10 @@ func (a *applier) Unsupported(act policy.Action) error {
 	return nil
 }
 
-// take charges (sign 1) or returns (sign -1) placement p of job j on the
+// Take charges (sign 1) or returns (sign -1) placement p of job j on the
 // cycle's ledgers: node vectors, pods and extended resources, and the
 // namespace's quotas.
-func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
+func (a *Cycle) Take(j *cluster.Job, p cluster.Placement, sign int64) {
 	for ni, d := range p.DemandOn(j) {
 		a.free[ni] = a.free[ni].Sub(d.Scale(sign))
 	}
@@ -194,7 +202,7 @@ func (a *applier) take(j *cluster.Job, p cluster.Placement, sign int64) {
 }
 
 // toStatus converts a placement to status assignments, sorted.
-func (a *applier) toStatus(j *cluster.Job, p cluster.Placement) []v1alpha1.Assignment {
+func (a *Cycle) toStatus(j *cluster.Job, p cluster.Placement) []v1alpha1.Assignment {
 	m := map[[2]int]int32{}
 	for _, as := range p {
 		m[[2]int{as.Group, as.Node}]++
@@ -209,7 +217,7 @@ func (a *applier) toStatus(j *cluster.Job, p cluster.Placement) []v1alpha1.Assig
 	return out
 }
 
-func (a *applier) describe(p cluster.Placement) string {
+func (a *Cycle) describe(p cluster.Placement) string {
 	var names []string
 	for _, ni := range p.Nodes() {
 		names = append(names, a.v.Snap.Nodes[ni].Name)
@@ -217,19 +225,19 @@ func (a *applier) describe(p cluster.Placement) string {
 	return strings.Join(names, ",")
 }
 
-// apply validates one action (validate.Check) and, when it is valid,
-// carries it out. An error is a refusal unless it is an *apiError (the
+// Apply validates one action (validate.Check) and, when it is valid,
+// carries it out. An error is a refusal unless it is an *APIError (the
 // action was valid but an API call failed).
-func (a *applier) apply(ctx context.Context, act policy.Action) error {
+func (a *Cycle) Apply(ctx context.Context, act policy.Action) error {
 	if err := validate.Check(a, act); err != nil {
 		return err
 	}
-	e := a.e
-	now := metav1.Time{Time: e.Now()}
+	w := a.wr
+	now := metav1.Time{Time: w.Now()}
 	// A start of the job still in flight (from this cycle, or from an
 	// earlier one whose pods are still being created) finishes first, so
 	// that two writers never share the job.
-	e.awaitFlight(act.Target())
+	w.AwaitFlight(act.Target())
 	if pj := a.v.PodJobs[act.Target()]; pj != nil {
 		return a.applyPod(ctx, pj, act)
 	}
@@ -252,7 +260,7 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 	case policy.SetLabel:
 		return a.applySetLabel(ctx, act)
 	case policy.SetPlaceholders:
-		e.m.Actions.WithLabelValues("placeholders").Inc()
+		w.M.Actions.WithLabelValues("placeholders").Inc()
 		return a.setPlaceholders(ctx, act.Placeholders)
 	}
 	return fmt.Errorf("unsupported action %T", act)
@@ -261,10 +269,10 @@ func (a *applier) apply(ctx context.Context, act policy.Action) error {
 // applyStart charges a Start to the cycle's free room, evicts the
 // placeholders in its way and launches its status write, pods and
 // Binding on the start workers.
-func (a *applier) applyStart(ctx context.Context, act policy.Start, now metav1.Time) error {
+func (a *Cycle) applyStart(ctx context.Context, act policy.Start, now metav1.Time) error {
 	jv := a.v.Jobs[act.Job]
 	place := a.toStatus(jv.St.Job, act.Placement)
-	a.take(jv.St.Job, act.Placement, 1)
+	a.Take(jv.St.Job, act.Placement, 1)
 	jv.St.Phase = cluster.Running
 	jv.St.Placement = act.Placement
 	if err := a.evictPlaceholders(ctx, jv.St.Job, act.Placement); err != nil {
@@ -277,13 +285,13 @@ func (a *applier) applyStart(ctx context.Context, act policy.Start, now metav1.T
 
 // applyPreempt marks the job Suspended (requeued at the head) and
 // deletes its pods with the grace period to checkpoint.
-func (a *applier) applyPreempt(ctx context.Context, act policy.Preempt, now metav1.Time) error {
-	e := a.e
+func (a *Cycle) applyPreempt(ctx context.Context, act policy.Preempt, now metav1.Time) error {
+	w := a.wr
 	jv := a.v.Jobs[act.Job]
 	grace := int64(math.Ceil(act.Grace))
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			return &APIError{Err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
 		}
 		o.Status.Phase = v1alpha1.PhaseSuspended
 		o.Status.Placement = nil
@@ -301,21 +309,21 @@ func (a *applier) applyPreempt(ctx context.Context, act policy.Preempt, now meta
 		return err
 	}
 	jv.St.Phase = cluster.Suspending
-	e.m.Actions.WithLabelValues("preempt").Inc()
-	e.event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
-	return e.deletePods(ctx, jv, jv.Live(), grace)
+	w.M.Actions.WithLabelValues("preempt").Inc()
+	w.Event(jv.TJ, false, "Preempted", "%s; grace %ds to checkpoint", preemptReason(act), grace)
+	return w.DeletePods(ctx, jv, jv.Live(), grace)
 }
 
 // applyMigrate writes the job's new placement and next attempt and
 // deletes its pods to checkpoint; reconcile recreates them there.
-func (a *applier) applyMigrate(ctx context.Context, act policy.Migrate, now metav1.Time) error {
-	e := a.e
+func (a *Cycle) applyMigrate(ctx context.Context, act policy.Migrate, now metav1.Time) error {
+	w := a.wr
 	jv := a.v.Jobs[act.Job]
 	from := a.describe(jv.St.Placement)
 	place := a.toStatus(jv.St.Job, act.Placement)
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			return &APIError{Err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
 		}
 		o.Status.Phase = v1alpha1.PhaseAdmitted
 		o.Status.Placement = place
@@ -328,26 +336,26 @@ func (a *applier) applyMigrate(ctx context.Context, act policy.Migrate, now meta
 	}); err != nil {
 		return err
 	}
-	a.take(jv.St.Job, jv.St.Placement, -1)
-	a.take(jv.St.Job, act.Placement, 1)
+	a.Take(jv.St.Job, jv.St.Placement, -1)
+	a.Take(jv.St.Job, act.Placement, 1)
 	jv.St.Phase = cluster.Migrating
 	jv.St.Placement = act.Placement
-	e.m.Actions.WithLabelValues("migrate").Inc()
-	e.event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
-	return e.deletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
+	w.M.Actions.WithLabelValues("migrate").Inc()
+	w.Event(jv.TJ, false, "Migrated", "migrated from %s to %s: %s", from, a.describe(act.Placement), act.Reason)
+	return w.DeletePods(ctx, jv, jv.Live(), jv.TJ.Grace())
 }
 
 // applyResize writes the job's new placement and brings its pods in
 // line with it at once.
-func (a *applier) applyResize(ctx context.Context, act policy.Resize, now metav1.Time) error {
-	e := a.e
+func (a *Cycle) applyResize(ctx context.Context, act policy.Resize, now metav1.Time) error {
+	w := a.wr
 	jv := a.v.Jobs[act.Job]
 	j := jv.St.Job
 	from, to := jv.St.Counts(), act.Placement.Counts(len(j.Groups))
 	place := a.toStatus(j, act.Placement)
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhaseAdmitted && o.Status.Phase != v1alpha1.PhaseRunning {
-			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			return &APIError{Err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
 		}
 		o.Status.Placement = place
 		o.Status.Resizes++
@@ -355,55 +363,55 @@ func (a *applier) applyResize(ctx context.Context, act policy.Resize, now metav1
 	}); err != nil {
 		return err
 	}
-	a.take(j, jv.St.Placement, -1)
-	a.take(j, act.Placement, 1)
+	a.Take(j, jv.St.Placement, -1)
+	a.Take(j, act.Placement, 1)
 	jv.St.Phase = cluster.Migrating // no second action on it this cycle (its pods are changing)
 	jv.St.Placement = act.Placement
-	e.m.Actions.WithLabelValues("resize").Inc()
-	e.event(jv.TJ, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
+	w.M.Actions.WithLabelValues("resize").Inc()
+	w.Event(jv.TJ, false, "Resized", "resized from %v to %v replicas (%s)", from, to, act.Reason)
 	if err := a.evictPlaceholders(ctx, j, act.Placement); err != nil {
 		return err
 	}
 	st := jv.TJ.Status
-	if err := e.ensurePods(ctx, jv, &st); err != nil {
+	if err := w.EnsurePods(ctx, jv, &st); err != nil {
 		// The resize is written: whatever failed (a refused pod
 		// included) is the next cycle's reconcile's to finish, not a
 		// refusal of the action.
-		return &apiError{err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
+		return &APIError{Err: fmt.Errorf("job %s resized, pods not all in place: %w", act.Job, err)}
 	}
 	return nil
 }
 
 // applyReject ends the job as Rejected with the policy's reason.
-func (a *applier) applyReject(ctx context.Context, act policy.Reject, now metav1.Time) error {
-	e := a.e
+func (a *Cycle) applyReject(ctx context.Context, act policy.Reject, now metav1.Time) error {
+	w := a.wr
 	jv := a.v.Jobs[act.Job]
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase.Terminal() || len(o.Status.Placement) > 0 {
-			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			return &APIError{Err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
 		}
 		o.Status.Phase = v1alpha1.PhaseRejected
 		o.Status.Reason = act.Reason
 		o.Status.CompletionTime = &now
-		setTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
+		SetTerminal(&o.Status, v1alpha1.PhaseRejected, act.Reason)
 		return nil
 	}); err != nil {
 		return err
 	}
 	jv.St.Phase = cluster.Rejected
-	e.m.Actions.WithLabelValues("reject").Inc()
-	e.event(jv.TJ, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+	w.M.Actions.WithLabelValues("reject").Inc()
+	w.Event(jv.TJ, true, "Rejected", "rejected by %s: %s", w.Policy, act.Reason)
 	return nil
 }
 
 // applyWait records why the job waits, when the reason changed.
-func (a *applier) applyWait(ctx context.Context, act policy.Wait) error {
-	e := a.e
+func (a *Cycle) applyWait(ctx context.Context, act policy.Wait) error {
+	w := a.wr
 	jv := a.v.Jobs[act.Job]
 	if jv.TJ.Status.Reason == act.Reason {
 		return nil
 	}
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		o.Status.Reason = act.Reason
 		if o.Status.Phase == "" {
 			o.Status.Phase = v1alpha1.PhasePending // a new job's first write
@@ -417,21 +425,21 @@ func (a *applier) applyWait(ctx context.Context, act policy.Wait) error {
 	}); err != nil {
 		return err
 	}
-	e.event(jv.TJ, false, "Waiting", "%s", act.Reason)
+	w.Event(jv.TJ, false, "Waiting", "%s", act.Reason)
 	return nil
 }
 
 // applySetLabel writes one policy label to the job's status.
-func (a *applier) applySetLabel(ctx context.Context, act policy.SetLabel) error {
-	e := a.e
+func (a *Cycle) applySetLabel(ctx context.Context, act policy.SetLabel) error {
+	w := a.wr
 	jv := a.v.Jobs[act.Job]
 	if v, ok := jv.St.Labels[act.Key]; ok && v == act.Value {
 		return nil
 	}
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		labels, _ := view.PolicyLabels(o) // only valid labels are written back
 		if err := view.CheckSetLabel(labels, act.Key, act.Value); err != nil {
-			return &apiError{err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
+			return &APIError{Err: fmt.Errorf("job %s: status.policyLabels: %w", act.Job, err)}
 		}
 		if labels == nil {
 			labels = map[string]string{}
@@ -450,13 +458,13 @@ func (a *applier) applySetLabel(ctx context.Context, act policy.SetLabel) error 
 }
 
 // async runs the API calls of a validated start of job id on the
-// executor's start workers (at most startWorkers at once, across cycles).
+// executor's start workers (at most Workers at once, across cycles).
 // f calls commit once the start is recorded on the API server (a
 // TrainingJob's status write, which a later cycle reads back through
-// Executor.written); a start that never calls it is committed when it is
+// Writer.written); a start that never calls it is committed when it is
 // done. A later action on the job waits until it is done (awaitFlight).
-func (a *applier) async(id string, f func(commit func()) error) {
-	a.flights = append(a.flights, a.e.launch(id, f))
+func (a *Cycle) async(id string, f func(commit func()) error) {
+	a.flights = append(a.flights, a.wr.Launch(id, f))
 }
 
 // start carries out a validated Start: the status write (which commits
@@ -466,12 +474,12 @@ func (a *applier) async(id string, f func(commit func()) error) {
 //
 // commit is called once the status write succeeded: from then on a cycle
 // that reads the job sees it placed (its capacity charged), while its
-// pods may still be in flight (Executor.flights).
-func (a *applier) start(ctx context.Context, jv *view.Job, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
-	e := a.e
-	if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+// pods may still be in flight (Writer.flights).
+func (a *Cycle) start(ctx context.Context, jv *view.Job, act policy.Start, place []v1alpha1.Assignment, desc string, now metav1.Time, commit func()) error {
+	w := a.wr
+	if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 		if o.Status.Phase != v1alpha1.PhasePending && o.Status.Phase != v1alpha1.PhaseSuspended && o.Status.Phase != "" {
-			return &apiError{err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
+			return &APIError{Err: fmt.Errorf("job %s is %s on the API server", act.Job, o.Status.Phase)}
 		}
 		resumed := o.Status.StartTime != nil
 		o.Status.Phase = v1alpha1.PhaseAdmitted
@@ -506,24 +514,24 @@ func (a *applier) start(ctx context.Context, jv *view.Job, act policy.Start, pla
 	if jv.TJ.Status.Attempt > 1 {
 		verb = "resumed"
 	}
-	e.m.Actions.WithLabelValues("start").Inc()
-	e.event(jv.TJ, false, "Admitted", "%s by %s: placed on %s", verb, e.pol.Name(), desc)
+	w.M.Actions.WithLabelValues("start").Inc()
+	w.Event(jv.TJ, false, "Admitted", "%s by %s: placed on %s", verb, w.Policy, desc)
 	st := jv.TJ.Status
-	err := e.ensurePods(ctx, jv, &st)
-	if ref := (*refusedPod)(nil); errors.As(err, &ref) {
+	err := w.EnsurePods(ctx, jv, &st)
+	if ref := (*RefusedPod)(nil); errors.As(err, &ref) {
 		// The pods this start created are gone again (ensurePods):
 		// release the placement now, not a cycle later.
 		attempt := jv.TJ.Status.Attempt
-		if err := e.updateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
+		if err := w.UpdateStatus(ctx, jv, func(o *v1alpha1.TrainingJob) error {
 			if o.Status.Phase != v1alpha1.PhaseAdmitted || o.Status.Attempt != attempt {
-				return &apiError{err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
+				return &APIError{Err: fmt.Errorf("job %s changed on the API server while its pods were refused: %w", act.Job, ref)}
 			}
-			e.refused(&o.Status, ref)
+			w.Refused(&o.Status, ref)
 			return nil
 		}); err != nil {
 			return err
 		}
-		e.refusedEvent(jv.TJ, ref)
+		w.RefusedEvent(jv.TJ, ref)
 		return nil
 	}
 	return err
@@ -559,7 +567,7 @@ func preemptReason(p policy.Preempt) string {
 // evictPlaceholders deletes placeholder pods on the nodes of a placement
 // until the job's demand fits without them, as kube-scheduler's preemption
 // evicts the -10 priority overprovisioning pods.
-func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p cluster.Placement) error {
+func (a *Cycle) evictPlaceholders(ctx context.Context, j *cluster.Job, p cluster.Placement) error {
 	for ni, d := range p.DemandOn(j) {
 		n := a.v.Snap.Nodes[ni]
 		// Placeholder pods hold pod slots too, which the cycle's ledger
@@ -569,31 +577,31 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 		if n.Placeholder.IsZero() || fits() {
 			continue
 		}
-		for i := range a.w.Pods {
-			pod := &a.w.Pods[i]
-			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.Namespace != a.e.cfg.PlaceholderNamespace || pod.DeletionTimestamp != nil {
+		for i := range a.world.Pods {
+			pod := &a.world.Pods[i]
+			if pod.Spec.NodeName != n.Name || pod.Labels[v1alpha1.LabelPlaceholder] == "" || pod.Namespace != a.wr.Cfg.PlaceholderNamespace || pod.DeletionTimestamp != nil {
 				continue
 			}
 			if fits() {
 				break
 			}
-			if err := a.e.fault("evict placeholder " + pod.Name); err != nil {
+			if err := a.wr.fault("evict placeholder " + pod.Name); err != nil {
 				return err
 			}
-			if err := a.e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
-				return &apiError{err: fmt.Errorf("evicting placeholder pod %s: %w", pod.Name, err)}
+			if err := a.wr.C.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				return &APIError{Err: fmt.Errorf("evicting placeholder pod %s: %w", pod.Name, err)}
 			}
 			pd := view.PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
 			x.Add(-1, view.ExtendedRequests(&pod.Spec), true)
-			pod.DeletionTimestamp = &metav1.Time{Time: a.e.Now()}
+			pod.DeletionTimestamp = &metav1.Time{Time: a.wr.Now()}
 		}
 	}
 	return nil
 }
 
-// yieldPlaceholders deletes placeholder pods from nodes that they and the
+// YieldPlaceholders deletes placeholder pods from nodes that they and the
 // other pods there overfill. Two binders fill the nodes: drover binds the
 // replica pods, the default scheduler the placeholders. When a node
 // joins (an autoscaler's, for a pending placeholder), both may bind to it
@@ -603,16 +611,16 @@ func (a *applier) evictPlaceholders(ctx context.Context, j *cluster.Job, p clust
 // again, so the placeholder yields here, newest first, as kube-scheduler's
 // preemption would have made it: its Deployment recreates it, pending,
 // and the autoscaler adds a node for it (TestKarpenterLoop).
-func (e *Executor) yieldPlaceholders(ctx context.Context, w *view.World, v *view.View) error {
+func (w *Writer) YieldPlaceholders(ctx context.Context, world *view.World, v *view.View) error {
 	var errs []error
 	for ni, n := range v.Snap.Nodes {
 		if n.Placeholder.IsZero() || n.Allocated.Fits(n.Capacity) {
 			continue
 		}
 		var phs []*corev1.Pod
-		for i := range w.Pods {
-			pod := &w.Pods[i]
-			if pod.Spec.NodeName == n.Name && pod.Labels[v1alpha1.LabelPlaceholder] != "" && pod.Namespace == e.cfg.PlaceholderNamespace &&
+		for i := range world.Pods {
+			pod := &world.Pods[i]
+			if pod.Spec.NodeName == n.Name && pod.Labels[v1alpha1.LabelPlaceholder] != "" && pod.Namespace == w.Cfg.PlaceholderNamespace &&
 				pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 				phs = append(phs, pod)
 			}
@@ -622,22 +630,22 @@ func (e *Executor) yieldPlaceholders(ctx context.Context, w *view.World, v *view
 			if n.Allocated.Fits(n.Capacity) {
 				break
 			}
-			if err := e.fault("yield placeholder " + pod.Name); err != nil {
+			if err := w.fault("yield placeholder " + pod.Name); err != nil {
 				return err
 			}
-			if err := e.c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+			if err := w.C.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting placeholder pod %s from overfilled node %s: %w", pod.Name, n.Name, err))
 				continue
 			}
-			pd := PodDemand(&pod.Spec)
+			pd := view.PodDemand(&pod.Spec)
 			n.Allocated = n.Allocated.Sub(pd)
 			n.Placeholder = n.Placeholder.Sub(pd)
 			v.Extra[ni].Add(-1, view.ExtendedRequests(&pod.Spec), true)
-			pod.DeletionTimestamp = &metav1.Time{Time: e.Now()}
+			pod.DeletionTimestamp = &metav1.Time{Time: w.Now()}
 		}
 	}
 	if len(errs) > 0 {
-		return &apiError{err: errors.Join(errs...)}
+		return &APIError{Err: errors.Join(errs...)}
 	}
 	return nil
 }
@@ -650,31 +658,31 @@ func PlaceholderDeployment(name string) string { return "drover-placeholder-" + 
 // cluster-autoscaler's overprovisioning convention), scheduled by the
 // default scheduler, so that a pending placeholder pod makes the
 // autoscaler add a node and any real pod preempts it.
-func (a *applier) setPlaceholders(ctx context.Context, ps []cluster.Placeholder) error {
-	e := a.e
+func (a *Cycle) setPlaceholders(ctx context.Context, ps []cluster.Placeholder) error {
+	w := a.wr
 	want := map[string]bool{}
 	var errs []error
 	for _, p := range ps {
 		want[p.Name] = true
 		replicas := int32(p.Count)
 		labels := map[string]string{v1alpha1.LabelPlaceholder: p.Name}
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: PlaceholderDeployment(p.Name), Namespace: e.cfg.PlaceholderNamespace}}
-		if err := e.fault("placeholders " + p.Name); err != nil {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: PlaceholderDeployment(p.Name), Namespace: w.Cfg.PlaceholderNamespace}}
+		if err := w.fault("placeholders " + p.Name); err != nil {
 			return err
 		}
 		zero := int64(0)
 		spec := corev1.PodSpec{
-			PriorityClassName:             e.cfg.PlaceholderPriorityClass,
+			PriorityClassName:             w.Cfg.PlaceholderPriorityClass,
 			TerminationGracePeriodSeconds: &zero,
-			Containers: []corev1.Container{{Name: "pause", Image: e.cfg.PauseImage,
-				Resources: corev1.ResourceRequirements{Requests: resourceList(p.Demand), Limits: resourceList(p.Demand)}}},
+			Containers: []corev1.Container{{Name: "pause", Image: w.Cfg.PauseImage,
+				Resources: corev1.ResourceRequirements{Requests: ResourceList(p.Demand), Limits: ResourceList(p.Demand)}}},
 		}
 		if p.PlacementGroup != "" {
 			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 				Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
 					Key: view.LabelPlacementGroup, Operator: corev1.NodeSelectorOpIn, Values: []string{p.PlacementGroup}}}}}}}}
 		}
-		err := e.createOrUpdate(ctx, d, func() {
+		err := w.createOrUpdate(ctx, d, func() {
 			d.Labels = labels
 			d.Spec.Replicas = &replicas
 			d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
@@ -685,26 +693,26 @@ func (a *applier) setPlaceholders(ctx context.Context, ps []cluster.Placeholder)
 			errs = append(errs, err)
 		}
 	}
-	for i := range a.w.Deployments {
-		d := &a.w.Deployments[i]
+	for i := range a.world.Deployments {
+		d := &a.world.Deployments[i]
 		if !want[d.Labels[v1alpha1.LabelPlaceholder]] {
-			if err := e.c.Delete(ctx, d); err != nil && !apierrors.IsNotFound(err) {
+			if err := w.C.Delete(ctx, d); err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting placeholder deployment %s: %w", d.Name, err))
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return &apiError{err: errors.Join(errs...)}
+		return &APIError{Err: errors.Join(errs...)}
 	}
 	return nil
 }
 
-func (e *Executor) createOrUpdate(ctx context.Context, d *appsv1.Deployment, mutate func()) error {
+func (w *Writer) createOrUpdate(ctx context.Context, d *appsv1.Deployment, mutate func()) error {
 	for try := 0; ; try++ {
-		err := e.c.Get(ctx, client.ObjectKeyFromObject(d), d)
+		err := w.C.Get(ctx, client.ObjectKeyFromObject(d), d)
 		if apierrors.IsNotFound(err) {
 			mutate()
-			err = e.c.Create(ctx, d)
+			err = w.C.Create(ctx, d)
 			if err == nil || !apierrors.IsAlreadyExists(err) {
 				return wrapAPI(err, "creating deployment "+d.Name)
 			}
@@ -718,12 +726,12 @@ func (e *Executor) createOrUpdate(ctx context.Context, d *appsv1.Deployment, mut
 		if equalDeployment(before, d) {
 			return nil
 		}
-		err = e.c.Update(ctx, d)
+		err = w.C.Update(ctx, d)
 		if !apierrors.IsConflict(err) || try >= 5 {
 			return wrapAPI(err, "updating deployment "+d.Name)
 		}
-		e.m.Conflicts.Inc()
-		if err := e.api.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+		w.M.Conflicts.Inc()
+		if err := w.API.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return wrapAPI(err, "re-reading deployment "+d.Name)
 		}
 	}
@@ -738,11 +746,11 @@ func wrapAPI(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	return &apiError{err: fmt.Errorf("%s: %w", what, err)}
+	return &APIError{Err: fmt.Errorf("%s: %w", what, err)}
 }
 
-// resourceList converts a vector back to a resource list.
-func resourceList(v dres.Vector) corev1.ResourceList {
+// ResourceList converts a vector back to a resource list.
+func ResourceList(v dres.Vector) corev1.ResourceList {
 	l := corev1.ResourceList{}
 	if v[dres.CPU] > 0 {
 		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(v[dres.CPU], resource.DecimalSI)
@@ -765,9 +773,9 @@ func resourceList(v dres.Vector) corev1.ResourceList {
 // class. It is read from the API server (not the cache, which would need
 // list and watch on every PriorityClass) and created, with value -10, only
 // when missing, for installs without the chart that grant create.
-func (e *Executor) EnsurePriorityClass(ctx context.Context) error {
-	name := e.cfg.PlaceholderPriorityClass
-	err := e.api.Get(ctx, client.ObjectKey{Name: name}, &schedv1.PriorityClass{})
+func (w *Writer) EnsurePriorityClass(ctx context.Context) error {
+	name := w.Cfg.PlaceholderPriorityClass
+	err := w.API.Get(ctx, client.ObjectKey{Name: name}, &schedv1.PriorityClass{})
 	if err == nil {
 		return nil
 	}
@@ -776,7 +784,7 @@ func (e *Executor) EnsurePriorityClass(ctx context.Context) error {
 	}
 	pc := &schedv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: -10,
 		Description: "drover overprovisioning placeholders: evicted by any real pod (cluster-autoscaler convention)"}
-	if err := e.c.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := w.C.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("PriorityClass %s is missing and creating it failed (install the chart, or create it with value -10): %w", name, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package k8s
+package apply
 
 import (
 	"context"
@@ -46,8 +46,8 @@ import (
 // are refused.
 
 // applyGang carries out a validated action on a gang.
-func (a *applier) applyGang(ctx context.Context, gj *view.Gang, act policy.Action) error {
-	e := a.e
+func (a *Cycle) applyGang(ctx context.Context, gj *view.Gang, act policy.Action) error {
+	w := a.wr
 	switch act := act.(type) {
 	case policy.Start:
 		return a.startGang(ctx, gj, act)
@@ -56,7 +56,7 @@ func (a *applier) applyGang(ctx context.Context, gj *view.Gang, act policy.Actio
 	case policy.Reject:
 		return a.rejectGang(ctx, gj, act)
 	case policy.Wait:
-		return e.gangWaiting(ctx, gj, act.Reason)
+		return w.GangWaiting(ctx, gj, act.Reason)
 	case policy.SetLabel:
 		return a.labelGang(ctx, gj, act)
 	}
@@ -65,8 +65,8 @@ func (a *applier) applyGang(ctx context.Context, gj *view.Gang, act policy.Actio
 
 // startGang binds all of the gang's pods or none: each pod is marked
 // with its node, then bound, on the start workers.
-func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start) error {
-	e := a.e
+func (a *Cycle) startGang(ctx context.Context, gj *view.Gang, act policy.Start) error {
+	w := a.wr
 	pods, err := gj.PlacedPods(act.Placement)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start
 	if len(pods) != len(gj.Members) {
 		return fmt.Errorf("placement binds %d of the gang's %d pods: all or none", len(pods), len(gj.Members))
 	}
-	a.take(gj.St.Job, act.Placement, 1)
+	a.Take(gj.St.Job, act.Placement, 1)
 	gj.St.Phase = cluster.Running
 	gj.St.Placement = act.Placement
 	if err := a.evictPlaceholders(ctx, gj.St.Job, act.Placement); err != nil {
@@ -95,22 +95,22 @@ func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start
 		// gang.
 		for i, p := range pods {
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationNode, nodes[i])
-			if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-				return &apiError{err: fmt.Errorf("assigning pod %s to %s: %w", p.Name, nodes[i], err)}
+			if err := w.C.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				return &APIError{Err: fmt.Errorf("assigning pod %s to %s: %w", p.Name, nodes[i], err)}
 			}
 		}
 		for i, p := range pods {
-			if err := e.bind(ctx, p, nodes[i]); err != nil {
+			if err := w.bind(ctx, p, nodes[i]); err != nil {
 				return err
 			}
 		}
 		if gj.PG != nil && gj.PG.Annotations[view.AnnotationReason] != "" {
-			if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: ""}); err != nil {
+			if err := w.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: ""}); err != nil {
 				return err
 			}
 		}
-		e.m.Actions.WithLabelValues("start").Inc()
-		e.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", e.pol.Name(), len(pods), desc)
+		w.M.Actions.WithLabelValues("start").Inc()
+		w.gangEvent(gj, false, "Scheduled", "drover (%s) bound the gang's %d pods to %s", w.Policy, len(pods), desc)
 		return nil
 	})
 	return nil
@@ -118,14 +118,14 @@ func (a *applier) startGang(ctx context.Context, gj *view.Gang, act policy.Start
 
 // preemptGang records the preemption on the PodGroup and deletes every
 // pod of the gang with the grace period.
-func (a *applier) preemptGang(ctx context.Context, gj *view.Gang, act policy.Preempt) error {
-	e := a.e
+func (a *Cycle) preemptGang(ctx context.Context, gj *view.Gang, act policy.Preempt) error {
+	w := a.wr
 	gj.St.Phase = cluster.Suspending
-	e.m.Actions.WithLabelValues("preempt").Inc()
+	w.M.Actions.WithLabelValues("preempt").Inc()
 	if gj.PG != nil {
-		now := e.Now().UTC().Format(time.RFC3339Nano)
+		now := w.Now().UTC().Format(time.RFC3339Nano)
 		n := gj.St.Preemptions + 1
-		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationPreemptions: strconv.Itoa(n), view.AnnotationRequeuedAt: now}); err != nil {
+		if err := w.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationPreemptions: strconv.Itoa(n), view.AnnotationRequeuedAt: now}); err != nil {
 			return err
 		}
 	}
@@ -137,42 +137,42 @@ func (a *applier) preemptGang(ctx context.Context, gj *view.Gang, act policy.Pre
 			victims = append(victims, p)
 		}
 	}
-	e.gangEvent(gj, false, "Preempted", "%s; deleting its %d pods", preemptReason(act), len(victims))
+	w.gangEvent(gj, false, "Preempted", "%s; deleting its %d pods", preemptReason(act), len(victims))
 	grace := int64(math.Ceil(act.Grace))
 	for _, p := range victims {
-		if err := e.fault("delete pod " + p.Name); err != nil {
+		if err := w.fault("delete pod " + p.Name); err != nil {
 			return err
 		}
-		if err := e.c.Delete(ctx, p, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
-			return &apiError{err: fmt.Errorf("preempting pod %s: %w", p.Name, err)}
+		if err := w.C.Delete(ctx, p, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
+			return &APIError{Err: fmt.Errorf("preempting pod %s: %w", p.Name, err)}
 		}
 	}
 	return nil
 }
 
 // rejectGang marks the PodGroup and the gang's pods rejected.
-func (a *applier) rejectGang(ctx context.Context, gj *view.Gang, act policy.Reject) error {
-	e := a.e
+func (a *Cycle) rejectGang(ctx context.Context, gj *view.Gang, act policy.Reject) error {
+	w := a.wr
 	gj.St.Phase = cluster.Rejected
 	if gj.PG != nil {
-		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationRejected: act.Reason, view.AnnotationReason: act.Reason}); err != nil {
+		if err := w.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationRejected: act.Reason, view.AnnotationReason: act.Reason}); err != nil {
 			return err
 		}
 	}
 	for _, p := range gj.Members {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, view.AnnotationRejected, act.Reason)
-		if err := e.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
-			return &apiError{err: fmt.Errorf("marking pod %s rejected: %w", p.Name, err)}
+		if err := w.C.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+			return &APIError{Err: fmt.Errorf("marking pod %s rejected: %w", p.Name, err)}
 		}
 	}
-	e.m.Actions.WithLabelValues("reject").Inc()
-	e.gangEvent(gj, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+	w.M.Actions.WithLabelValues("reject").Inc()
+	w.gangEvent(gj, true, "Rejected", "rejected by %s: %s", w.Policy, act.Reason)
 	return nil
 }
 
 // labelGang writes one policy label to the PodGroup's annotation.
-func (a *applier) labelGang(ctx context.Context, gj *view.Gang, act policy.SetLabel) error {
-	e := a.e
+func (a *Cycle) labelGang(ctx context.Context, gj *view.Gang, act policy.SetLabel) error {
+	w := a.wr
 	if gj.PG == nil || gj.St.Labels[act.Key] == act.Value {
 		return nil
 	}
@@ -183,19 +183,19 @@ func (a *applier) labelGang(ctx context.Context, gj *view.Gang, act policy.SetLa
 	labels[act.Key] = act.Value
 	b, _ := json.Marshal(labels)
 	gj.St.Labels = labels
-	return e.annotatePodGroup(ctx, gj.PG, map[string]string{v1alpha1.AnnotationLabels: string(b)})
+	return w.annotatePodGroup(ctx, gj.PG, map[string]string{v1alpha1.AnnotationLabels: string(b)})
 }
 
-// gangWaiting records why a gang waits: drover.dev/reason on its
+// GangWaiting records why a gang waits: drover.dev/reason on its
 // PodGroup and PodScheduled=False (reason Unschedulable, or
 // SchedulingGated) on its unbound pods, each only when it changed; with
 // no PodGroup, an Event on each pod whose reason changed.
-func (e *Executor) gangWaiting(ctx context.Context, gj *view.Gang, reason string) error {
+func (w *Writer) GangWaiting(ctx context.Context, gj *view.Gang, reason string) error {
 	if gj.PG != nil && gj.PG.Annotations[view.AnnotationReason] != reason {
-		if err := e.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: reason}); err != nil {
+		if err := w.annotatePodGroup(ctx, gj.PG, map[string]string{view.AnnotationReason: reason}); err != nil {
 			return err
 		}
-		e.gangEvent(gj, false, "Waiting", "%s", reason)
+		w.gangEvent(gj, false, "Waiting", "%s", reason)
 	}
 	for _, p := range gj.Pods {
 		if view.PodNode(p) != "" || p.DeletionTimestamp != nil {
@@ -208,9 +208,9 @@ func (e *Executor) gangWaiting(ctx context.Context, gj *view.Gang, reason string
 			if code, _, _ := strings.Cut(reason, ":"); code == view.ReasonPodGroupNotFound {
 				kind = code
 			}
-			e.event(p, kind != "Waiting", kind, "%s", reason)
+			w.Event(p, kind != "Waiting", kind, "%s", reason)
 		}
-		if err := e.setPodScheduled(ctx, p, reason); err != nil {
+		if err := w.SetPodScheduled(ctx, p, reason); err != nil {
 			return err
 		}
 	}
@@ -229,13 +229,13 @@ func podScheduledSays(p *corev1.Pod, msg string) bool {
 }
 
 // annotatePodGroup merges annotations into a PodGroup.
-func (e *Executor) annotatePodGroup(ctx context.Context, pg *schedv1alpha1.PodGroup, ann map[string]string) error {
+func (w *Writer) annotatePodGroup(ctx context.Context, pg *schedv1alpha1.PodGroup, ann map[string]string) error {
 	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {
 		return err
 	}
-	if err := e.c.Patch(ctx, pg, client.RawPatch(types.MergePatchType, b)); err != nil && !apierrors.IsNotFound(err) {
-		return &apiError{err: fmt.Errorf("annotating podgroup %s/%s: %w", pg.Namespace, pg.Name, err)}
+	if err := w.C.Patch(ctx, pg, client.RawPatch(types.MergePatchType, b)); err != nil && !apierrors.IsNotFound(err) {
+		return &APIError{Err: fmt.Errorf("annotating podgroup %s/%s: %w", pg.Namespace, pg.Name, err)}
 	}
 	if pg.Annotations == nil {
 		pg.Annotations = map[string]string{}
@@ -246,34 +246,34 @@ func (e *Executor) annotatePodGroup(ctx context.Context, pg *schedv1alpha1.PodGr
 	return nil
 }
 
-func (e *Executor) gangEvent(gj *view.Gang, warning bool, reason, format string, args ...any) {
+func (w *Writer) gangEvent(gj *view.Gang, warning bool, reason, format string, args ...any) {
 	if gj.PG != nil {
-		e.event(gj.PG, warning, reason, format, args...)
+		w.Event(gj.PG, warning, reason, format, args...)
 		return
 	}
 	if len(gj.Pods) > 0 {
-		e.event(gj.Pods[0], warning, reason, format, args...)
+		w.Event(gj.Pods[0], warning, reason, format, args...)
 	}
 }
 
-// reconcileGang binds members drover assigned but did not bind (a crash
+// ReconcileGang binds members drover assigned but did not bind (a crash
 // between the two), reports why an incomplete gang waits, and writes the
 // PodGroup's status as scheduler-plugins' PodGroup controller does
 // (podGroupPhase): phase, running, succeeded and failed counts, occupiedBy,
 // and the time scheduling started.
-func (e *Executor) reconcileGang(ctx context.Context, v *view.View, gj *view.Gang) error {
+func (w *Writer) ReconcileGang(ctx context.Context, v *view.View, gj *view.Gang) error {
 	var errs []error
 	if gj.St != nil && gj.St.Phase == cluster.Running {
 		for _, p := range gj.Members {
 			if p.Spec.NodeName == "" && p.Annotations[v1alpha1.AnnotationNode] != "" {
-				if err := e.bind(ctx, p, p.Annotations[v1alpha1.AnnotationNode]); err != nil {
+				if err := w.bind(ctx, p, p.Annotations[v1alpha1.AnnotationNode]); err != nil {
 					errs = append(errs, err)
 				}
 			}
 		}
 	}
 	if gj.Waiting != "" {
-		if err := e.gangWaiting(ctx, gj, gj.Waiting); err != nil {
+		if err := w.GangWaiting(ctx, gj, gj.Waiting); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -285,13 +285,13 @@ func (e *Executor) reconcileGang(ctx context.Context, v *view.View, gj *view.Gan
 			want.OccupiedBy = occupiedBy(gj.Pods[0])
 		}
 		if want.ScheduleStartTime.IsZero() {
-			want.ScheduleStartTime = metav1.Time{Time: e.Now()}
+			want.ScheduleStartTime = metav1.Time{Time: w.Now()}
 		}
 		if want.Phase != pg.Status.Phase || want.Running != pg.Status.Running || want.Succeeded != pg.Status.Succeeded ||
 			want.Failed != pg.Status.Failed || want.OccupiedBy != pg.Status.OccupiedBy || pg.Status.ScheduleStartTime.IsZero() {
 			obj := pg.DeepCopy()
 			obj.Status = want
-			if err := e.c.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			if err := w.C.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				errs = append(errs, fmt.Errorf("podgroup %s/%s status: %w", pg.Namespace, pg.Name, err))
 			} else if err == nil {
 				*pg = *obj
@@ -358,12 +358,12 @@ func occupiedBy(p *corev1.Pod) string {
 	return strings.Join(refs, ",")
 }
 
-// setPodScheduled sets the pod's PodScheduled condition to False with
+// SetPodScheduled sets the pod's PodScheduled condition to False with
 // drover's reason as the message (reason SchedulingGated for a gated
 // pod, else Unschedulable), as kube-scheduler does for a pod it cannot
 // place, so that cluster-autoscaler and kubectl see why it waits. Nothing
 // is written when the condition already says so.
-func (e *Executor) setPodScheduled(ctx context.Context, p *corev1.Pod, message string) error {
+func (w *Writer) SetPodScheduled(ctx context.Context, p *corev1.Pod, message string) error {
 	reason := corev1.PodReasonUnschedulable
 	if len(p.Spec.SchedulingGates) > 0 {
 		reason = corev1.PodReasonSchedulingGated
@@ -374,13 +374,13 @@ func (e *Executor) setPodScheduled(ctx context.Context, p *corev1.Pod, message s
 		}
 	}
 	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: message,
-		LastTransitionTime: metav1.Time{Time: e.Now()}}
+		LastTransitionTime: metav1.Time{Time: w.Now()}}
 	b, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
 	if err != nil {
 		return err
 	}
-	if err := e.c.Status().Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, b)); err != nil && !apierrors.IsNotFound(err) {
-		return &apiError{err: fmt.Errorf("setting PodScheduled on pod %s: %w", p.Name, err)}
+	if err := w.C.Status().Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, b)); err != nil && !apierrors.IsNotFound(err) {
+		return &APIError{Err: fmt.Errorf("setting PodScheduled on pod %s: %w", p.Name, err)}
 	}
 	return nil
 }

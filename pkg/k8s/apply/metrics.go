@@ -1,4 +1,4 @@
-package k8s
+package apply
 
 import (
 	"errors"
@@ -51,12 +51,12 @@ var (
 // process, as in tests, share them).
 func DefaultMetrics() *Metrics {
 	metricsOnce.Do(func() {
-		metricsInst = newMetrics(crmetrics.Registry)
+		metricsInst = NewMetrics(crmetrics.Registry)
 	})
 	return metricsInst
 }
 
-func newMetrics(r prometheus.Registerer) *Metrics {
+func NewMetrics(r prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		CycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "drover_cycle_duration_seconds", Help: "Duration of one scheduling cycle (snapshot, policy, API calls).",

@@ -1,4 +1,4 @@
-package k8s
+package apply
 
 import (
 	"context"
@@ -25,12 +25,12 @@ import (
 // policy labels are not persisted.
 
 // applyPod carries out a validated action on an opted-in pod.
-func (a *applier) applyPod(ctx context.Context, pj *view.PodJob, act policy.Action) error {
-	e := a.e
+func (a *Cycle) applyPod(ctx context.Context, pj *view.PodJob, act policy.Action) error {
+	w := a.wr
 	switch act := act.(type) {
 	case policy.Start:
 		node := a.v.Snap.Nodes[act.Placement[0].Node].Name
-		a.take(pj.St.Job, act.Placement, 1)
+		a.Take(pj.St.Job, act.Placement, 1)
 		pj.St.Phase = cluster.Running
 		pj.St.Placement = act.Placement
 		if err := a.evictPlaceholders(ctx, pj.St.Job, act.Placement); err != nil {
@@ -40,40 +40,40 @@ func (a *applier) applyPod(ctx context.Context, pj *view.PodJob, act policy.Acti
 		// cycle's workers, as a TrainingJob's calls do, so that binding
 		// many pods is not one round trip after another.
 		a.async(act.Job, func(func()) error {
-			if err := e.bind(ctx, pj.Pod, node); err != nil {
+			if err := w.bind(ctx, pj.Pod, node); err != nil {
 				return err
 			}
-			e.m.Actions.WithLabelValues("start").Inc()
-			e.event(pj.Pod, false, "Scheduled", "drover (%s) bound %s/%s to %s", e.pol.Name(), pj.Pod.Namespace, pj.Pod.Name, node)
+			w.M.Actions.WithLabelValues("start").Inc()
+			w.Event(pj.Pod, false, "Scheduled", "drover (%s) bound %s/%s to %s", w.Policy, pj.Pod.Namespace, pj.Pod.Name, node)
 			return nil
 		})
 		return nil
 	case policy.Preempt:
 		pj.St.Phase = cluster.Suspending
-		e.m.Actions.WithLabelValues("preempt").Inc()
-		e.event(pj.Pod, false, "Preempted", "%s", preemptReason(act))
+		w.M.Actions.WithLabelValues("preempt").Inc()
+		w.Event(pj.Pod, false, "Preempted", "%s", preemptReason(act))
 		grace := int64(math.Ceil(act.Grace))
-		if err := e.fault("delete pod " + pj.Pod.Name); err != nil {
+		if err := w.fault("delete pod " + pj.Pod.Name); err != nil {
 			return err
 		}
-		if err := e.c.Delete(ctx, pj.Pod, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
-			return &apiError{err: fmt.Errorf("preempting pod %s: %w", pj.Pod.Name, err)}
+		if err := w.C.Delete(ctx, pj.Pod, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
+			return &APIError{Err: fmt.Errorf("preempting pod %s: %w", pj.Pod.Name, err)}
 		}
 		return nil
 	case policy.Reject:
 		pj.St.Phase = cluster.Rejected
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, view.AnnotationRejected, act.Reason)
-		if err := e.c.Patch(ctx, pj.Pod, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
-			return &apiError{err: fmt.Errorf("marking pod %s rejected: %w", pj.Pod.Name, err)}
+		if err := w.C.Patch(ctx, pj.Pod, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) {
+			return &APIError{Err: fmt.Errorf("marking pod %s rejected: %w", pj.Pod.Name, err)}
 		}
-		e.m.Actions.WithLabelValues("reject").Inc()
-		e.event(pj.Pod, true, "Rejected", "rejected by %s: %s", e.pol.Name(), act.Reason)
+		w.M.Actions.WithLabelValues("reject").Inc()
+		w.Event(pj.Pod, true, "Rejected", "rejected by %s: %s", w.Policy, act.Reason)
 		return nil
 	case policy.Wait:
-		return e.setPodScheduled(ctx, pj.Pod, act.Reason)
+		return w.SetPodScheduled(ctx, pj.Pod, act.Reason)
 	case policy.SetLabel:
 		return nil // a plain pod has nowhere to keep them
 	}
-	// Migrate and Resize are refused by applier.Unsupported.
+	// Migrate and Resize are refused by Cycle.Unsupported.
 	return fmt.Errorf("unsupported action %T for a plain pod", act)
 }

@@ -1,4 +1,11 @@
-package framework
+// Package profile is a profile as configuration: the plugin Registry
+// (filled in one place, pkg/plugins), the Spec read from YAML or JSON
+// (the scheduler config's `profile:`, `drover sim --profile FILE`) and
+// the building of a framework.Profile from them, with errors that name
+// the field. It is kept apart from pkg/framework as kube-scheduler keeps
+// KubeSchedulerProfile in pkg/scheduler/apis/config, apart from the
+// framework that runs a profile.
+package profile
 
 import (
 	"bytes"
@@ -9,17 +16,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"sigs.k8s.io/yaml"
 )
 
-// ProfileSpec is a profile as configuration (the scheduler config's
+// Spec is a profile as configuration (the scheduler config's
 // `profile:` and `drover sim --profile FILE`), in the shape of
 // kube-scheduler's KubeSchedulerProfile: plugins per extension point, and
 // arguments per plugin in pluginConfig. A plugin named at several points
 // is one instance, so it can share state between them.
-type ProfileSpec struct {
+type Spec struct {
 	Name         string         `json:"name"`
 	Plugins      PluginsSpec    `json:"plugins"`
 	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
@@ -64,7 +72,7 @@ type PluginEntry struct {
 	Name        string
 	Description string
 	// Points lists the extension points it implements, for docs.
-	New func(args policy.Params) (Plugin, error)
+	New func(args policy.Params) (framework.Plugin, error)
 }
 
 // Registry maps plugin names to constructors. It is filled explicitly in
@@ -96,36 +104,36 @@ func (r *Registry) Entries() []PluginEntry {
 }
 
 // Points names the extension points plugin p implements.
-func Points(p Plugin) []string {
+func Points(p framework.Plugin) []string {
 	var out []string
-	if _, ok := p.(QueueSort); ok {
+	if _, ok := p.(framework.QueueSort); ok {
 		out = append(out, "queueSort")
 	}
-	if _, ok := p.(Admit); ok {
+	if _, ok := p.(framework.Admit); ok {
 		out = append(out, "admit")
 	}
-	if _, ok := p.(Size); ok {
+	if _, ok := p.(framework.Size); ok {
 		out = append(out, "size")
 	}
-	if _, ok := p.(Filter); ok {
+	if _, ok := p.(framework.Filter); ok {
 		out = append(out, "filter")
 	}
-	if _, ok := p.(Score); ok {
+	if _, ok := p.(framework.Score); ok {
 		out = append(out, "score")
 	}
-	if _, ok := p.(Place); ok {
+	if _, ok := p.(framework.Place); ok {
 		out = append(out, "place")
 	}
-	if _, ok := p.(Preempt); ok {
+	if _, ok := p.(framework.Preempt); ok {
 		out = append(out, "preempt")
 	}
-	if _, ok := p.(Reserve); ok {
+	if _, ok := p.(framework.Reserve); ok {
 		out = append(out, "reserve")
 	}
-	if _, ok := p.(Rebalance); ok {
+	if _, ok := p.(framework.Rebalance); ok {
 		out = append(out, "rebalance")
 	}
-	if _, ok := p.(Provision); ok {
+	if _, ok := p.(framework.Provision); ok {
 		out = append(out, "provision")
 	}
 	return out
@@ -137,34 +145,34 @@ func Points(p Plugin) []string {
 // extension point, so it is not exported.
 type soonUser interface{ UsesSoon() bool }
 
-// ParseProfile reads a ProfileSpec from YAML or JSON. Unknown fields are
+// Parse reads a Spec from YAML or JSON. Unknown fields are
 // errors that name the field; source names the file in errors.
-func ParseProfile(data []byte, source string) (ProfileSpec, error) {
+func Parse(data []byte, source string) (Spec, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return ProfileSpec{}, fmt.Errorf("%s: %w", source, err)
+		return Spec{}, fmt.Errorf("%s: %w", source, err)
 	}
-	var spec ProfileSpec
+	var spec Spec
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return ProfileSpec{}, fmt.Errorf("%s: %w", source, err)
+		return Spec{}, fmt.Errorf("%s: %w", source, err)
 	}
 	return spec, nil
 }
 
 // Build instantiates a spec's plugins and returns its runtime. Errors name
 // the field (profile.plugins.preempt[1].name) and the reason.
-func (r *Registry) Build(spec ProfileSpec) (*Runtime, error) {
+func (r *Registry) Build(spec Spec) (*framework.Runtime, error) {
 	p, err := r.Profile(spec)
 	if err != nil {
 		return nil, err
 	}
-	return New(p)
+	return framework.New(p)
 }
 
 // Profile instantiates a spec's plugins.
-func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
+func (r *Registry) Profile(spec Spec) (framework.Profile, error) {
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("profile.%s: %s", field, fmt.Sprintf(format, a...)))
@@ -194,8 +202,8 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		}
 		args[pc.Name] = ps
 	}
-	inst := map[string]Plugin{}
-	get := func(field string, ref PluginRef) Plugin {
+	inst := map[string]framework.Plugin{}
+	get := func(field string, ref PluginRef) framework.Plugin {
 		if ref.Name == "" {
 			bad(field+".name", "empty")
 			return nil
@@ -220,7 +228,7 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 		inst[ref.Name] = p
 		return p
 	}
-	prof := Profile{Name: spec.Name, Window: spec.Window, OneNodeFirstFit: spec.OneNodeFirstFit}
+	prof := framework.Profile{Name: spec.Name, Window: spec.Window, OneNodeFirstFit: spec.OneNodeFirstFit}
 	if spec.Window < 0 || spec.Window > MaxWindow {
 		bad("window", "%d is outside [0, %d]", spec.Window, MaxWindow)
 	}
@@ -230,11 +238,11 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 	}
 	prof.Gang = g
 	ps := spec.Plugins
-	pluginAt(ps.QueueSort, "plugins.queueSort", "QueueSort", get, bad, func(q QueueSort) { prof.QueueSort = q })
-	pluginAt(ps.Size, "plugins.size", "Size", get, bad, func(q Size) { prof.Size = q })
-	pluginAt(ps.Place, "plugins.place", "Place", get, bad, func(q Place) { prof.Place = q })
-	pluginsAt(ps.Admit, "plugins.admit", "Admit", get, bad, func(_ int, q Admit) { prof.Admit = append(prof.Admit, q) })
-	pluginsAt(ps.Filter, "plugins.filter", "Filter", get, bad, func(_ int, q Filter) { prof.Filter = append(prof.Filter, q) })
+	pluginAt(ps.QueueSort, "plugins.queueSort", "QueueSort", get, bad, func(q framework.QueueSort) { prof.QueueSort = q })
+	pluginAt(ps.Size, "plugins.size", "Size", get, bad, func(q framework.Size) { prof.Size = q })
+	pluginAt(ps.Place, "plugins.place", "Place", get, bad, func(q framework.Place) { prof.Place = q })
+	pluginsAt(ps.Admit, "plugins.admit", "Admit", get, bad, func(_ int, q framework.Admit) { prof.Admit = append(prof.Admit, q) })
+	pluginsAt(ps.Filter, "plugins.filter", "Filter", get, bad, func(_ int, q framework.Filter) { prof.Filter = append(prof.Filter, q) })
 	weights := make([]float64, len(ps.Score))
 	for i, ref := range ps.Score {
 		weights[i] = ref.Weight
@@ -245,13 +253,13 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 			bad(fmt.Sprintf("plugins.score[%d].weight", i), "%v must be a positive number up to %g", ref.Weight, MaxScoreWeight)
 		}
 	}
-	pluginsAt(ps.Score, "plugins.score", "Score", get, bad, func(i int, q Score) {
-		prof.Score = append(prof.Score, WeightedScore{Score: q, Weight: weights[i]})
+	pluginsAt(ps.Score, "plugins.score", "Score", get, bad, func(i int, q framework.Score) {
+		prof.Score = append(prof.Score, framework.WeightedScore{Score: q, Weight: weights[i]})
 	})
-	pluginsAt(ps.Preempt, "plugins.preempt", "Preempt", get, bad, func(_ int, q Preempt) { prof.Preempt = append(prof.Preempt, q) })
-	pluginsAt(ps.Reserve, "plugins.reserve", "Reserve", get, bad, func(_ int, q Reserve) { prof.Reserve = append(prof.Reserve, q) })
-	pluginsAt(ps.Rebalance, "plugins.rebalance", "Rebalance", get, bad, func(_ int, q Rebalance) { prof.Rebalance = append(prof.Rebalance, q) })
-	pluginsAt(ps.Provision, "plugins.provision", "Provision", get, bad, func(_ int, q Provision) { prof.Provision = append(prof.Provision, q) })
+	pluginsAt(ps.Preempt, "plugins.preempt", "Preempt", get, bad, func(_ int, q framework.Preempt) { prof.Preempt = append(prof.Preempt, q) })
+	pluginsAt(ps.Reserve, "plugins.reserve", "Reserve", get, bad, func(_ int, q framework.Reserve) { prof.Reserve = append(prof.Reserve, q) })
+	pluginsAt(ps.Rebalance, "plugins.rebalance", "Rebalance", get, bad, func(_ int, q framework.Rebalance) { prof.Rebalance = append(prof.Rebalance, q) })
+	pluginsAt(ps.Provision, "plugins.provision", "Provision", get, bad, func(_ int, q framework.Provision) { prof.Provision = append(prof.Provision, q) })
 	for name := range args {
 		if _, used := inst[name]; !used {
 			bad("pluginConfig", "plugin %q is configured but not used at any extension point", name)
@@ -264,7 +272,7 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 	}
 	if len(errs) > 0 {
 		sortErrs(errs)
-		return Profile{}, errors.Join(errs...)
+		return framework.Profile{}, errors.Join(errs...)
 	}
 	return prof, nil
 }
@@ -272,7 +280,7 @@ func (r *Registry) Profile(spec ProfileSpec) (Profile, error) {
 // pluginAt instantiates the plugin ref names (nil: none) at field through
 // get and hands it to set as the extension point T, named point in the
 // error when it does not implement it.
-func pluginAt[T any](ref *PluginRef, field, point string, get func(string, PluginRef) Plugin, bad func(field, format string, a ...any), set func(T)) {
+func pluginAt[T any](ref *PluginRef, field, point string, get func(string, PluginRef) framework.Plugin, bad func(field, format string, a ...any), set func(T)) {
 	if ref == nil {
 		return
 	}
@@ -289,7 +297,7 @@ func pluginAt[T any](ref *PluginRef, field, point string, get func(string, Plugi
 
 // pluginsAt is pluginAt for a list of plugins at field: add gets each one
 // that implements T with its index in refs.
-func pluginsAt[T any](refs []PluginRef, field, point string, get func(string, PluginRef) Plugin, bad func(field, format string, a ...any), add func(int, T)) {
+func pluginsAt[T any](refs []PluginRef, field, point string, get func(string, PluginRef) framework.Plugin, bad func(field, format string, a ...any), add func(int, T)) {
 	for i := range refs {
 		pluginAt(&refs[i], fmt.Sprintf("%s[%d]", field, i), point, get, bad, func(q T) { add(i, q) })
 	}

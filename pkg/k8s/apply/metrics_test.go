@@ -1,4 +1,4 @@
-package k8s
+package apply
 
 import (
 	"slices"
@@ -14,7 +14,7 @@ import (
 // action kind.
 func TestMetricsInitialised(t *testing.T) {
 	r := prometheus.NewRegistry()
-	newMetrics(r)
+	NewMetrics(r)
 	fams, err := r.Gather()
 	if err != nil {
 		t.Fatal(err)

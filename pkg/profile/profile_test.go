@@ -1,4 +1,4 @@
-package framework_test
+package profile_test
 
 import (
 	"strings"
@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/profile"
 )
 
 // shared is a plugin at two extension points; its args are checked.
@@ -19,14 +20,14 @@ func (*shared) Name() string                                                   {
 func (*shared) Reserve(*framework.Cycle, *cluster.JobState, cluster.Placement) {}
 func (*shared) Rebalance(*framework.Cycle) *framework.Status                   { return nil }
 
-func testRegistry(t *testing.T) *framework.Registry {
+func testRegistry(t *testing.T) *profile.Registry {
 	t.Helper()
-	r := framework.NewRegistry()
+	r := profile.NewRegistry()
 	err := r.Add(
-		framework.PluginEntry{Name: "most-allocated", New: func(a policy.Params) (framework.Plugin, error) {
+		profile.PluginEntry{Name: "most-allocated", New: func(a policy.Params) (framework.Plugin, error) {
 			return framework.Strategy{S: placement.Pack}, a.Check("most-allocated")
 		}},
-		framework.PluginEntry{Name: "shared", New: func(a policy.Params) (framework.Plugin, error) {
+		profile.PluginEntry{Name: "shared", New: func(a policy.Params) (framework.Plugin, error) {
 			if err := a.Check("shared", "k"); err != nil {
 				return nil, err
 			}
@@ -37,14 +38,14 @@ func testRegistry(t *testing.T) *framework.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Add(framework.PluginEntry{Name: "shared"}); err == nil {
+	if err := r.Add(profile.PluginEntry{Name: "shared"}); err == nil {
 		t.Error("a duplicate plugin name was accepted")
 	}
 	return r
 }
 
 func TestProfileFromYAML(t *testing.T) {
-	spec, err := framework.ParseProfile([]byte(`
+	spec, err := profile.Parse([]byte(`
 name: mine
 gang: one-node-first
 plugins:
@@ -87,7 +88,7 @@ func TestProfileErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, err := framework.ParseProfile([]byte(tc.yaml), "p.yaml")
+			spec, err := profile.Parse([]byte(tc.yaml), "p.yaml")
 			if err == nil {
 				_, err = testRegistry(t).Profile(spec)
 			}

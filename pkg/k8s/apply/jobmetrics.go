@@ -1,8 +1,7 @@
-package k8s
+package apply
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,7 @@ import (
 )
 
 // Job-phase metrics. The counters are driven by the executor's status
-// writes (Executor.write calls transition with the status it replaced and
+// writes (Writer.UpdateStatus calls transition with the status it replaced and
 // the one it wrote), so every path that changes a job's phase or counters
 // (the policy's actions, reconciling completions and failures, a node that
 // disappeared) is counted exactly once, by the scheduler that wrote it.
@@ -34,11 +33,6 @@ const (
 	// placement failed the executor's checks (an edited status).
 	PreemptInvalidStatus = "invalid-status"
 )
-
-// phases lists every TrainingJob phase, for drover_jobs (zeros included,
-// so a phase that empties drops to 0 instead of keeping its last value).
-var phases = []v1alpha1.TrainingJobPhase{v1alpha1.PhasePending, v1alpha1.PhaseAdmitted, v1alpha1.PhaseRunning,
-	v1alpha1.PhaseSuspended, v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseRejected}
 
 func (m *Metrics) addJobMetrics() {
 	m.Jobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -68,8 +62,8 @@ func (m *Metrics) addJobMetrics() {
 	})
 }
 
-// jobClass is the class label of a TrainingJob (the CRD defaults it to BE).
-func jobClass(tj *v1alpha1.TrainingJob) string {
+// JobClass is the class label of a TrainingJob (the CRD defaults it to BE).
+func JobClass(tj *v1alpha1.TrainingJob) string {
 	if tj.Spec.Class == "" {
 		return string(v1alpha1.ClassBE)
 	}
@@ -111,7 +105,7 @@ func placed(p []v1alpha1.Assignment) int32 {
 // replaced, tj the job as written.
 func (m *Metrics) transition(before statusMark, tj *v1alpha1.TrainingJob, now time.Time) {
 	s := &tj.Status
-	class := jobClass(tj)
+	class := JobClass(tj)
 	switch {
 	case s.Phase == before.phase:
 	case s.Phase == v1alpha1.PhaseSucceeded:
@@ -188,61 +182,4 @@ func progressSummary(p *v1alpha1.ProgressStatus) string {
 	}
 	f := math.Min(math.Max(p.Fraction, 0), 1)
 	return strconv.Itoa(int(math.Floor(f*100+1e-9))) + "%"
-}
-
-// observeJobs sets drover_jobs from every TrainingJob of the world (the
-// copies this cycle wrote, where there are), and drover_placeholder_pods.
-func (e *Executor) observeJobs(w *view.World, v *view.View) {
-	n := map[phaseClass]int{}
-	// cur is job i as this cycle left it: its jobView's copy, unless a
-	// write of the job is in flight (the flight owns the jobView: the
-	// world's copy, one period behind, is counted) or the job left the
-	// snapshot (the world holds it as ended).
-	busy := e.inFlight()
-	cur := func(i int) *v1alpha1.TrainingJob {
-		key := view.JobKey(&w.Jobs[i])
-		if jv := v.Jobs[key]; jv != nil && !busy[key] {
-			return jv.TJ
-		}
-		return &w.Jobs[i]
-	}
-	// With the live indexes (NewManager), the world holds the jobs the
-	// cache showed unfinished; finished ones are counted by e.finished
-	// from the informer's events. A job this cycle finished is counted
-	// here until the informer shows it finished.
-	var ended []string
-	if e.finished != nil {
-		for i := range w.Jobs {
-			if tj := cur(i); tj.Status.Phase.Terminal() {
-				ended = append(ended, view.JobKey(tj))
-			}
-		}
-		var counted map[string]bool
-		n, counted = e.finished.counts(ended)
-		ended = ended[:0]
-		for k := range counted {
-			ended = append(ended, k)
-		}
-	}
-	for i := range w.Jobs {
-		tj := cur(i)
-		if len(ended) > 0 && slices.Contains(ended, view.JobKey(tj)) {
-			continue // counted by e.finished
-		}
-		p := tj.Status.Phase
-		if p == "" {
-			p = v1alpha1.PhasePending
-		}
-		n[phaseClass{string(p), jobClass(tj)}]++
-	}
-	for _, p := range phases {
-		for _, c := range []string{string(v1alpha1.ClassTE), string(v1alpha1.ClassBE)} {
-			e.m.Jobs.WithLabelValues(string(p), c).Set(float64(n[phaseClass{string(p), c}]))
-		}
-	}
-	ph := 0
-	for _, p := range v.Snap.Placeholders {
-		ph += p.Count
-	}
-	e.m.Placeholders.Set(float64(ph))
 }
