@@ -180,6 +180,71 @@ func buildQuotas(qs []corev1.ResourceQuota) map[string][]*NSQuota {
 	return out
 }
 
+// floorQuotaUsed raises each quota's used amount to at least what the
+// cluster holds as the view sees it: the replicas of every started job
+// (its placement's counts, which include pods the executor created that
+// the informer has not delivered yet) plus every other unfinished pod of
+// the namespace. status.used, as the informer cache has it, lags the API
+// server's quota admission, which charges each pod as it is created: read
+// alone, a quota still showing 0 used right after a job's start would let
+// an elastic job grow past the quota (capToQuota) and its pods be refused
+// (TestElasticJobWithinQuota). Taking the larger of the two never
+// undercounts either: status.used also keeps a deleted pod charged until
+// the quota controller recomputes, which the pods no longer show.
+func (v *View) floorQuotaUsed(w *World) {
+	if len(v.Quotas) == 0 {
+		return
+	}
+	sums := map[string]corev1.ResourceList{}
+	add := func(ns string, usage corev1.ResourceList) {
+		sum := sums[ns]
+		if sum == nil {
+			sum = corev1.ResourceList{}
+			sums[ns] = sum
+		}
+		for r, q := range usage {
+			t := sum[r]
+			t.Add(q)
+			sum[r] = t
+		}
+	}
+	counted := map[*corev1.Pod]bool{}
+	for _, key := range v.Order {
+		jv := v.Jobs[key]
+		if jv.Invalid != nil || jv.St.Phase == cluster.Pending || len(v.Quotas[jv.TJ.Namespace]) == 0 {
+			continue
+		}
+		add(jv.TJ.Namespace, v.JobQuota(jv, jv.St.Counts()))
+		for _, p := range jv.Pods {
+			counted[p] = true
+		}
+	}
+	for i := range w.Pods {
+		p := &w.Pods[i]
+		if counted[p] || len(v.Quotas[p.Namespace]) == 0 || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		add(p.Namespace, quotaUsage(&p.Spec))
+	}
+	for ns, sum := range sums {
+		for _, q := range v.Quotas[ns] {
+			for r := range q.hard {
+				n, ok := sum[r]
+				if !ok {
+					continue
+				}
+				if u, had := q.used[r]; had && u.Cmp(n) >= 0 {
+					continue
+				}
+				if q.used == nil {
+					q.used = corev1.ResourceList{}
+				}
+				q.used[r] = n.DeepCopy()
+			}
+		}
+	}
+}
+
 // cloneQuotas copies the quotas' used amounts (apply.Cycle's ledger).
 func CloneQuotas(m map[string][]*NSQuota) map[string][]*NSQuota {
 	out := make(map[string][]*NSQuota, len(m))

@@ -244,6 +244,9 @@ func Build(w *World, now time.Time, o Options) *View {
 			v.Snap.Running = append(v.Snap.Running, jv.St)
 		}
 	}
+	// The jobs' phases and pods are known: no quota is read as less used
+	// than the cluster is.
+	v.floorQuotaUsed(w)
 	// Every pod is charged: the free extended resources are known.
 	if table.ext.update(v) {
 		v.Snap.Eligibility.Reset()
