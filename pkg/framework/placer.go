@@ -89,7 +89,7 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 	var miss *noNodeError
 	why := func() *noNodeError {
 		if miss == nil {
-			miss = &noNodeError{nodes: s.Nodes, js: js, g: g, counts: counts}
+			miss = &noNodeError{memo: &r.reasons, nodes: s.Nodes, js: js, g: g, counts: counts}
 		}
 		return miss
 	}

@@ -44,6 +44,7 @@ func (w *eventWatch) since(c *Cycle, future bool) Events {
 	var ev Events
 	if len(w.nodes) != len(s.Nodes) {
 		ev |= EventNodes
+		c.rt.reasons.reset()
 		w.nodes = slices.Grow(w.nodes[:0], len(s.Nodes))[:len(s.Nodes)]
 		w.now, w.soon = nil, nil
 	}
@@ -51,6 +52,7 @@ func (w *eventWatch) since(c *Cycle, future bool) Events {
 		if fp := nodePrint(n); fp != w.nodes[i] {
 			w.nodes[i] = fp
 			ev |= EventNodes
+			c.rt.reasons.reset() // the messages name nodes' rules
 		}
 	}
 	var run uint64
@@ -165,7 +167,7 @@ func (h fnv64) u64(v uint64) fnv64 {
 
 // nodePrint is a fingerprint of what a node offers besides its room.
 func nodePrint(n *cluster.NodeState) uint64 {
-	h := fnvOffset.str(n.Name).str(n.Role)
+	h := fnvOffset.str(n.Name).str(n.Role).str(n.InstanceType).str(n.Zone).str(n.PlacementGroup)
 	flags := uint64(0)
 	if n.Ready {
 		flags |= 1
