@@ -20,17 +20,33 @@ import (
 type unschedulable struct {
 	buckets map[string]*bucket
 	// order lists the buckets in the order they were made, which is the
-	// same in every run of the same inputs: hints are asked in it.
+	// same in every run of the same inputs: hints are asked in it. A
+	// bucket that empties is marked dead and left there until the next
+	// pass (sorted) drops the dead in one sweep.
 	order []*bucket
+	dead  int
 	n     int
-	// fits memoises the built-in placement's hint by placement shape
-	// while the ledger it was asked on is unchanged (one wake pass).
-	fits map[string]bool
+	// shapes gives the buckets of one placement shape one memo of the
+	// built-in placement's hint, valid within one wake pass (pass), while
+	// the ledger it was asked on is unchanged.
+	shapes map[string]*shapeFit
+	pass   uint64
 	// parked lists the jobs in the order they were parked, for the
 	// flush; an item whose job was parked again since is skipped.
 	parked []parkItem
 	key    []byte
 }
+
+// shapeFit is the placement's hint for one placement shape, answered in
+// wake pass pass.
+type shapeFit struct {
+	pass uint64
+	fits bool
+}
+
+// maxShapes bounds the shapes kept: past it the map starts afresh (the
+// buckets keep their memos; new buckets of an old shape get a new one).
+const maxShapes = 4096
 
 type parkItem struct {
 	at float64
@@ -62,6 +78,10 @@ type bucket struct {
 	// guessed: a hint is DefaultEvents of a plugin that declares none, so
 	// the periodic flush retries the bucket (see flush).
 	guessed bool
+	// shape is the memo of the placement's hint for the members'
+	// placement shape; dead: the bucket emptied and left the map.
+	shape *shapeFit
+	dead  bool
 }
 
 // hints returns the events of the plugins that turned js away, and
@@ -124,6 +144,7 @@ func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
 	b := u.buckets[string(k)]
 	if b == nil {
 		b = &bucket{key: string(k), hints: hs}
+		b.shape = u.shapeOf(e.js.Job) // after the key is copied: it reuses u.key
 		for _, h := range hs {
 			b.union |= h.ev
 			if _, ok := h.pl.(EnqueueExtensions); h.pl != nil && !ok {
@@ -160,7 +181,8 @@ func (u *unschedulable) remove(e *entry) {
 	}
 	if len(b.members) == 0 {
 		delete(u.buckets, b.key)
-		u.order = slices.DeleteFunc(u.order, func(x *bucket) bool { return x == b })
+		b.dead = true
+		u.dead++
 	}
 	e.b = nil
 	u.n--
@@ -173,7 +195,7 @@ func (u *unschedulable) wake(c *Cycle, q *schedQueue, ev Events) {
 		return
 	}
 	for _, b := range u.sorted() {
-		if !q.wakes(c, b, ev) {
+		if b.dead || !q.wakes(c, b, ev) {
 			continue
 		}
 		e := b.members[0]
@@ -182,12 +204,31 @@ func (u *unschedulable) wake(c *Cycle, q *schedQueue, ev Events) {
 	}
 }
 
-// sorted returns the buckets in the order they were made (a copy: waking
-// may empty and drop some), and starts a new memo of the placement's
-// hint for the pass.
+// sorted returns the live buckets in the order they were made (waking
+// may empty some: they are marked dead, and stay in the slice returned),
+// and starts a new pass of the placement's hint memo.
 func (u *unschedulable) sorted() []*bucket {
-	clear(u.fits)
-	return slices.Clone(u.order)
+	if u.dead > 0 {
+		u.order = slices.DeleteFunc(u.order, func(b *bucket) bool { return b.dead })
+		u.dead = 0
+	}
+	u.pass++
+	return u.order
+}
+
+// shapeOf returns the hint memo of j's placement shape.
+func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
+	k := placeKey(u.key[:0], j)
+	u.key = k
+	if f, ok := u.shapes[string(k)]; ok {
+		return f
+	}
+	if u.shapes == nil || len(u.shapes) >= maxShapes {
+		u.shapes = map[string]*shapeFit{}
+	}
+	f := &shapeFit{}
+	u.shapes[string(k)] = f
+	return f
 }
 
 // wakeAfter moves to the active set the parked jobs that come after cur
@@ -196,7 +237,7 @@ func (u *unschedulable) sorted() []*bucket {
 func (u *unschedulable) wakeAfter(c *Cycle, q *schedQueue, cur *cluster.JobState) []*cluster.JobState {
 	var out []*cluster.JobState
 	for _, b := range u.sorted() {
-		if !q.wakes(c, b, EventRoom|EventRunning) {
+		if b.dead || !q.wakes(c, b, EventRoom|EventRunning) {
 			continue
 		}
 		for _, e := range append([]*entry(nil), b.members...) {
@@ -305,7 +346,7 @@ func (q *schedQueue) wakes(c *Cycle, b *bucket, ev Events) bool {
 			if m&^EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^EventRoom)) {
 				return true
 			}
-			if m&EventRoom != 0 && h.pl == nil && q.fitsNow(c, rep) {
+			if m&EventRoom != 0 && h.pl == nil && q.fitsNow(c, b, rep) {
 				return true
 			}
 			continue
@@ -362,22 +403,16 @@ func placeKey(k []byte, j *cluster.Job) []byte {
 	return append(k, 0xff)
 }
 
-// fitsNow is Runtime.fitsNow memoised by js's placement shape (replica
-// groups with their node constraints) for the wake pass: buckets that
-// differ only in class, priority, tenant or utility share the answer.
-func (q *schedQueue) fitsNow(c *Cycle, js *cluster.JobState) bool {
-	u := &q.un
-	k := placeKey(u.key[:0], js.Job)
-	u.key = k
-	if v, ok := u.fits[string(k)]; ok {
-		return v
+// fitsNow is Runtime.fitsNow for b's head rep, memoised by placement
+// shape (replica groups with their node constraints) for the wake pass:
+// buckets that differ only in class, priority, tenant or utility share
+// the answer.
+func (q *schedQueue) fitsNow(c *Cycle, b *bucket, rep *cluster.JobState) bool {
+	f := b.shape
+	if f.pass != q.un.pass {
+		f.pass, f.fits = q.un.pass, q.r.fitsNow(c, rep)
 	}
-	v := q.r.fitsNow(c, js)
-	if u.fits == nil {
-		u.fits = map[string]bool{}
-	}
-	u.fits[string(k)] = v
-	return v
+	return f.fits
 }
 
 // fitsNow reports whether js fits at one of its sizes on the Statement's
