@@ -130,8 +130,47 @@ func (q *schedQueue) hints(c *Cycle, js *cluster.JobState, rejector Plugin) ([]h
 	return hs, false
 }
 
-// park puts e in the bucket of its shape and hints.
+// park puts e in the bucket of its shape and hints. A head woken from a
+// bucket that fails again with the same hints goes back to that bucket
+// (its key would be the same: the job's spec is the entry's) without its
+// key being built and looked up.
 func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
+	b := e.from
+	if b == nil || b.dead || !sameHints(b.hints, hs) {
+		b = u.bucketOf(e, hs)
+	}
+	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
+	// In walk order: a job parked now is tried after the members it
+	// follows in the walk.
+	i, _ := slices.BinarySearchFunc(b.members, e, func(m, x *entry) int {
+		if d := q.entryOrder(c, m, x); d != 0 {
+			return d
+		}
+		return -1
+	})
+	b.members = slices.Insert(b.members, i, e)
+	u.n++
+	if b.guessed {
+		u.parked = append(u.parked, parkItem{at: e.parkedAt, e: e})
+	}
+}
+
+// sameHints reports whether two hint lists give the same bucket key:
+// the same events from plugins of the same names, in order.
+func sameHints(a, b []hint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ev != b[i].ev || (a[i].pl == nil) != (b[i].pl == nil) || a[i].pl != nil && a[i].pl.Name() != b[i].pl.Name() {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketOf returns the bucket of e's shape and hints hs, made if need be.
+func (u *unschedulable) bucketOf(e *entry, hs []hint) *bucket {
 	k := shapeKey(u.key[:0], e.js.Job)
 	for _, h := range hs {
 		k = binary.AppendUvarint(k, uint64(h.ev))
@@ -154,20 +193,7 @@ func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
 		u.buckets[b.key] = b
 		u.order = append(u.order, b)
 	}
-	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
-	// In walk order: a job parked now is tried after the members it
-	// follows in the walk.
-	i, _ := slices.BinarySearchFunc(b.members, e, func(m, x *entry) int {
-		if d := q.entryOrder(c, m, x); d != 0 {
-			return d
-		}
-		return -1
-	})
-	b.members = slices.Insert(b.members, i, e)
-	u.n++
-	if b.guessed {
-		u.parked = append(u.parked, parkItem{at: e.parkedAt, e: e})
-	}
+	return b
 }
 
 // remove takes e out of its bucket.
