@@ -244,8 +244,11 @@ func (Weighted) Compare(c *framework.Cycle, a, b *cluster.JobState) int {
 }
 
 // Key implements framework.KeyedSort: the weight's key, heaviest first.
+// The weight is computed, not memoised in the cycle's map: the Runtime
+// asks a job's key once per cycle and sort (KeyedSort), and an insertion
+// into the map costs more than the division.
 func (Weighted) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
-	w := elasticState(c).weight(js).Key()
+	w := WeightOf(js.Job, elasticState(c).capacity).Key()
 	return framework.SortKey{w[0], w[1], w[2], w[3], w[4]}
 }
 

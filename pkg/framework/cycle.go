@@ -23,6 +23,9 @@ type Cycle struct {
 	started []*cluster.JobState
 	failed  []*cluster.JobState
 	resort  bool
+	// sortGen counts the Resorts of the cycle: the queue's keys memoised
+	// in an earlier generation are computed again (schedQueue.keyOf).
+	sortGen int
 	trying  []int
 	on      *placement.Ledger
 	// committed: a Preempt plugin committed while the current job was
@@ -68,7 +71,7 @@ func (c *Cycle) Failed() []*cluster.JobState { return c.failed }
 
 // Resort asks the Runtime to sort the jobs not yet tried again before the
 // next one, because an order that depends on allocations (DRF) changed.
-func (c *Cycle) Resort() { c.resort = true }
+func (c *Cycle) Resort() { c.resort, c.sortGen = true, c.sortGen+1 }
 
 // Place finds nodes for counts of job js on ledger l with the profile's
 // Filter and Score plugins and gang mode, and takes them from l, all or

@@ -85,6 +85,7 @@ func (r *Runtime) guarded(c *Cycle, stage policy.Stage, plugin string, f func(),
 		st.unwind(st.marks[depth], depth, nowD, soonD)
 		c.started, c.failed = c.started[:started], c.failed[:failed]
 		c.on, c.trying, c.resort, c.committed = nil, nil, false, false
+		c.sortGen++ // keys read during the undone work may have changed
 		r.guard.faults = append(r.guard.faults, fault(stage, id, plugin, v))
 	}()
 	f()

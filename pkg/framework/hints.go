@@ -21,7 +21,8 @@ const (
 	// cycle, a Preempt plugin gave room back.
 	EventRoom Events = 1 << iota
 	// EventNodes: a node was added, went away, or changed readiness,
-	// capacity, labels or taints.
+	// capacity, role, labels, taints, instance type, zone or placement
+	// group (anything of cluster.Node a node constraint may read).
 	EventNodes
 	// EventRunning: the running jobs changed: one started, ended, changed
 	// phase, replica counts or preemption count.

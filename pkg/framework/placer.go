@@ -1,10 +1,6 @@
 package framework
 
 import (
-	"fmt"
-	"sort"
-	"strings"
-
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -46,7 +42,7 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 	}
 	if r.p.Gang != placement.PerReplica {
 		d := j.Demand(counts)
-		best, why := r.pick(c, l, js, -1, d, counts)
+		best, miss := r.pick(c, l, js, -1, d, counts)
 		if best >= 0 {
 			l.Take(best, d)
 			r.picked(c, js, -1, best)
@@ -59,7 +55,8 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 			return p, nil
 		}
 		if r.p.Gang == placement.OneNodeOnly {
-			return nil, Statusf(Unschedulable, "no node holds all %d replicas (%v): %s", total, d, why).WithPlugin("placement")
+			miss.oneNode, miss.total, miss.d = true, total, d
+			return nil, StatusOf(Unschedulable, miss).WithPlugin("placement")
 		}
 	}
 	l.Fork()
@@ -67,10 +64,11 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 	for g, n := range counts {
 		d := j.Groups[g].Demand
 		for k := range n {
-			best, why := r.pick(c, l, js, g, d, counts)
+			best, miss := r.pick(c, l, js, g, d, counts)
 			if best < 0 {
 				l.Revert()
-				return nil, Statusf(Unschedulable, "no node for replica %d of group %s (%v): %s", k+1, j.Groups[g].Name, d, why).WithPlugin("placement")
+				miss.replica, miss.group, miss.d = k+1, j.Groups[g].Name, d
+				return nil, StatusOf(Unschedulable, miss).WithPlugin("placement")
 			}
 			l.Take(best, d)
 			r.picked(c, js, g, best)
@@ -82,11 +80,19 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 }
 
 // pick returns the best feasible node for demand d of group g (or of the
-// whole gang at counts, g < 0), or -1 and why no node was feasible.
-func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g int, d resource.Vector, counts []int) (int, string) {
+// whole gang at counts, g < 0), or -1 and why no node was feasible (a
+// noNodeError, formatted only if read: what-if placements fail by the
+// thousand and read none).
+func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g int, d resource.Vector, counts []int) (int, *noNodeError) {
 	s := c.Snap
 	var feasible []int
-	why := map[string]int{}
+	var miss *noNodeError
+	why := func() *noNodeError {
+		if miss == nil {
+			miss = &noNodeError{memo: &r.reasons, nodes: s.Nodes, js: js, g: g, counts: counts}
+		}
+		return miss
+	}
 	// The groups' eligible sets (node constraints and taints), so that a
 	// node is matched by a bit test, not by the constraint's rules.
 	var buf [4]cluster.NodeSet
@@ -98,28 +104,30 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 	}
 	for i, n := range s.Nodes {
 		if !n.Ready || n.Gone {
-			why["not ready"]++
+			why().notReady++
 			continue
 		}
 		if !inSets(sets, i) {
-			why[r.whyNot(js, g, n, counts)]++
+			m := why()
+			m.misses = append(m.misses, nodeMiss{node: i})
 			continue
 		}
-		if reason := r.filter(c, js, g, n, counts); reason != "" {
-			why[reason]++
+		if nm, ok := r.filter(c, js, g, i, n, counts); !ok {
+			m := why()
+			m.misses = append(m.misses, nm)
 			continue
 		}
 		if !d.Fits(l.Free(i)) {
-			why["insufficient resources"]++
+			why().insufficient++
 			continue
 		}
 		if g < 0 && r.p.OneNodeFirstFit {
-			return i, ""
+			return i, nil
 		}
 		feasible = append(feasible, i)
 	}
 	if len(feasible) == 0 {
-		return -1, explain(why, len(s.Nodes))
+		return -1, why()
 	}
 	if len(r.p.Score) == 0 {
 		best, bs := -1, 0.0
@@ -128,7 +136,7 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 				best, bs = i, sc
 			}
 		}
-		return best, ""
+		return best, nil
 	}
 	sum := make([]float64, len(feasible))
 	raw := make([]float64, len(feasible))
@@ -162,37 +170,39 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 			best = k
 		}
 	}
-	return feasible[best], ""
+	return feasible[best], nil
 }
 
-// filter returns "" when node n passes the role rule and every Filter
-// plugin (node constraints are checked before, by the eligible sets) for group g (every group with replicas, g < 0), else the reason.
-func (r *Runtime) filter(c *Cycle, js *cluster.JobState, g int, n *cluster.NodeState, counts []int) string {
-	check := func(g int) string {
+// filter reports whether node n (index i) passes the role rule and every
+// Filter plugin (node constraints are checked before, by the eligible
+// sets) for group g (every group with replicas, g < 0); when it does not,
+// the miss says why, to be formatted if read.
+func (r *Runtime) filter(c *Cycle, js *cluster.JobState, g, i int, n *cluster.NodeState, counts []int) (nodeMiss, bool) {
+	check := func(g int) (nodeMiss, bool) {
 		if n.Role != "" && n.Role != js.Job.Groups[g].Name {
-			return placement.Why(n, js.Job, g)
+			return nodeMiss{node: i, role: true, group: g}, false
 		}
 		for _, f := range r.p.Filter {
 			if _, ok := f.(NodeRole); ok {
 				continue
 			}
 			if st := f.Filter(c, js, g, n); !st.IsSuccess() {
-				return f.Name() + ": " + st.Reason()
+				return nodeMiss{node: i, filter: f, st: st}, false
 			}
 		}
-		return ""
+		return nodeMiss{}, true
 	}
 	if g >= 0 {
 		return check(g)
 	}
 	for g, k := range counts {
 		if k > 0 {
-			if why := check(g); why != "" {
-				return why
+			if nm, ok := check(g); !ok {
+				return nm, false
 			}
 		}
 	}
-	return ""
+	return nodeMiss{}, true
 }
 
 func inSets(sets []cluster.NodeSet, i int) bool {
@@ -202,34 +212,6 @@ func inSets(sets []cluster.NodeSet, i int) bool {
 		}
 	}
 	return true
-}
-
-// whyNot names the rule by which node n refuses group g (or the first
-// group with replicas in counts that it refuses, g < 0).
-func (r *Runtime) whyNot(js *cluster.JobState, g int, n *cluster.NodeState, counts []int) string {
-	for k := range js.Job.Groups {
-		if g == k || g < 0 && counts[k] > 0 {
-			if why := placement.Why(n, js.Job, k); why != "" {
-				return why
-			}
-		}
-	}
-	return "node constraints"
-}
-
-// explain turns per-reason node counts into "0/16 nodes are available: 4
-// node-role: ..., 12 insufficient resources" (kube-scheduler's wording).
-func explain(why map[string]int, nodes int) string {
-	keys := make([]string, 0, len(why))
-	for k := range why {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d %s", why[k], k)
-	}
-	return fmt.Sprintf("0/%d nodes are available: %s", nodes, strings.Join(parts, ", "))
 }
 
 // Built-in plugins: the placement strategies as Score plugins and the node

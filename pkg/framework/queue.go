@@ -80,6 +80,11 @@ type entry struct {
 	// listed: the entry is in the active list (queue_active.go), where
 	// it stays, skipped, while it is parked.
 	listed bool
+	// key is the job's KeyedSort key, computed in cycle keyAt at sort
+	// generation keyGen (schedQueue.keyOf).
+	key    SortKey
+	keyAt  uint64
+	keyGen int
 }
 
 // schedQueue is the Runtime's scheduling queue.
@@ -95,6 +100,8 @@ type schedQueue struct {
 	reads uint64
 	// pendingMoved: a job joined or left since the previous cycle.
 	pendingMoved bool
+	// cycles counts the cycles begun (the entries' key memo).
+	cycles uint64
 	// woke holds the jobs a start woke within the cycle, for the walk.
 	woke []*cluster.JobState
 	list activeList
@@ -115,6 +122,7 @@ func newSchedQueue(r *Runtime, o QueueOptions) *schedQueue {
 // no event and no job made active.
 func (q *schedQueue) begin(c *Cycle) bool {
 	s := c.Snap
+	q.cycles++
 	q.follow(s)
 	ev := q.ev.since(c, q.r.p.Future)
 	if q.pendingMoved {
@@ -228,6 +236,32 @@ func (q *schedQueue) activate(e *entry) {
 	}
 	q.leave(e)
 	q.toActive(e)
+}
+
+// keyOf returns e's key under the KeyedSort ks in this cycle, computed
+// once per cycle and sort generation: a key is a function of the cycle's
+// snapshot and allocations (KeyedSort's contract), and a QueueSort whose
+// order moves within a cycle says so with Cycle.Resort. Parking a job in
+// its bucket and putting a woken one in the active list compare it with
+// O(log n) others; without the memo every comparison computes two keys.
+func (q *schedQueue) keyOf(c *Cycle, ks KeyedSort, e *entry) SortKey {
+	if e.keyAt != q.cycles || e.keyGen != c.sortGen {
+		e.key, e.keyAt, e.keyGen = ks.Key(c, e.js), q.cycles, c.sortGen
+	}
+	return e.key
+}
+
+// entryOrder is Runtime.walkOrder for two entries, by their memoised keys
+// when the QueueSort is a KeyedSort (which orders as its Compare).
+func (q *schedQueue) entryOrder(c *Cycle, a, b *entry) int {
+	ks, ok := q.r.p.QueueSort.(KeyedSort)
+	if !ok {
+		return q.r.walkOrder(c, a.js, b.js)
+	}
+	if d := CompareKeys(q.keyOf(c, ks, a), q.keyOf(c, ks, b)); d != 0 {
+		return d
+	}
+	return queueOrder(c, a.js, b.js)
 }
 
 // isActive reports whether js is to be tried this cycle.

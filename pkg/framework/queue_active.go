@@ -91,7 +91,7 @@ func (q *schedQueue) insert(c *Cycle, e *entry, from int) int {
 	l := &q.list
 	rest := l.items[from:]
 	k, _ := slices.BinarySearchFunc(rest, e, func(a, b *entry) int {
-		if d := q.r.walkOrder(c, a.js, b.js); d != 0 {
+		if d := q.entryOrder(c, a, b); d != 0 {
 			return d
 		}
 		return -1 // after its equals: they were there first
@@ -124,7 +124,7 @@ func (r *Runtime) sortEntries(c *Cycle, es []*entry) {
 	}
 	k := make([]kp, len(es))
 	for i, e := range es {
-		k[i] = kp{ks.Key(c, e.js), pos(e), e}
+		k[i] = kp{r.q.keyOf(c, ks, e), pos(e), e}
 	}
 	slices.SortFunc(k, func(a, b kp) int {
 		if d := CompareKeys(a.key, b.key); d != 0 {

@@ -44,6 +44,7 @@ func (w *eventWatch) since(c *Cycle, future bool) Events {
 	var ev Events
 	if len(w.nodes) != len(s.Nodes) {
 		ev |= EventNodes
+		c.rt.reasons.reset()
 		w.nodes = slices.Grow(w.nodes[:0], len(s.Nodes))[:len(s.Nodes)]
 		w.now, w.soon = nil, nil
 	}
@@ -51,6 +52,7 @@ func (w *eventWatch) since(c *Cycle, future bool) Events {
 		if fp := nodePrint(n); fp != w.nodes[i] {
 			w.nodes[i] = fp
 			ev |= EventNodes
+			c.rt.reasons.reset() // the messages name nodes' rules
 		}
 	}
 	var run uint64
@@ -144,18 +146,26 @@ func (w *eventWatch) fold(c *Cycle, future bool) {
 	w.parked, w.checked = false, false
 }
 
-// fnv64 is FNV-1a over strings and a multiply-xorshift mix over
-// integers, written out so that a fingerprint costs no allocation: the
-// queue takes one of every node and running job each cycle.
+// fnv64 is a multiply-xorshift mix over integers and over strings eight
+// bytes at a time, written out so that a fingerprint costs no allocation:
+// the queue takes one of every node and running job each cycle.
 type fnv64 uint64
 
 const fnvOffset fnv64 = 14695981039346656037
 
+// str mixes s in eight bytes at a time (the queue prints every node and
+// running job each cycle; a byte at a time was a tenth of a busy replay),
+// then its length, so that strings of different lengths differ.
 func (h fnv64) str(s string) fnv64 {
-	for i := 0; i < len(s); i++ {
-		h = (h ^ fnv64(s[i])) * 1099511628211
+	for ; len(s) >= 8; s = s[8:] {
+		h = h.u64(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
 	}
-	return (h ^ 0xff) * 1099511628211
+	var tail uint64
+	for i := 0; i < len(s); i++ {
+		tail |= uint64(s[i]) << (8 * i)
+	}
+	return h.u64(tail).u64(uint64(len(s)) | 1<<63)
 }
 
 func (h fnv64) u64(v uint64) fnv64 {
@@ -165,7 +175,7 @@ func (h fnv64) u64(v uint64) fnv64 {
 
 // nodePrint is a fingerprint of what a node offers besides its room.
 func nodePrint(n *cluster.NodeState) uint64 {
-	h := fnvOffset.str(n.Name).str(n.Role)
+	h := fnvOffset.str(n.Name).str(n.Role).str(n.InstanceType).str(n.Zone).str(n.PlacementGroup)
 	flags := uint64(0)
 	if n.Ready {
 		flags |= 1

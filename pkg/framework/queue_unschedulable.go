@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/resource"
 )
 
 // unschedulable is the set of parked jobs (kube-scheduler's
@@ -18,17 +20,33 @@ import (
 type unschedulable struct {
 	buckets map[string]*bucket
 	// order lists the buckets in the order they were made, which is the
-	// same in every run of the same inputs: hints are asked in it.
+	// same in every run of the same inputs: hints are asked in it. A
+	// bucket that empties is marked dead and left there until the next
+	// pass (sorted) drops the dead in one sweep.
 	order []*bucket
+	dead  int
 	n     int
-	// fits memoises the built-in placement's hint by placement shape
-	// while the ledger it was asked on is unchanged (one wake pass).
-	fits map[string]bool
+	// shapes gives the buckets of one placement shape one memo of the
+	// built-in placement's hint, valid within one wake pass (pass), while
+	// the ledger it was asked on is unchanged.
+	shapes map[string]*shapeFit
+	pass   uint64
 	// parked lists the jobs in the order they were parked, for the
 	// flush; an item whose job was parked again since is skipped.
 	parked []parkItem
 	key    []byte
 }
+
+// shapeFit is the placement's hint for one placement shape, answered in
+// wake pass pass.
+type shapeFit struct {
+	pass uint64
+	fits bool
+}
+
+// maxShapes bounds the shapes kept: past it the map starts afresh (the
+// buckets keep their memos; new buckets of an old shape get a new one).
+const maxShapes = 4096
 
 type parkItem struct {
 	at float64
@@ -60,6 +78,10 @@ type bucket struct {
 	// guessed: a hint is DefaultEvents of a plugin that declares none, so
 	// the periodic flush retries the bucket (see flush).
 	guessed bool
+	// shape is the memo of the placement's hint for the members'
+	// placement shape; dead: the bucket emptied and left the map.
+	shape *shapeFit
+	dead  bool
 }
 
 // hints returns the events of the plugins that turned js away, and
@@ -108,8 +130,47 @@ func (q *schedQueue) hints(c *Cycle, js *cluster.JobState, rejector Plugin) ([]h
 	return hs, false
 }
 
-// park puts e in the bucket of its shape and hints.
+// park puts e in the bucket of its shape and hints. A head woken from a
+// bucket that fails again with the same hints goes back to that bucket
+// (its key would be the same: the job's spec is the entry's) without its
+// key being built and looked up.
 func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
+	b := e.from
+	if b == nil || b.dead || !sameHints(b.hints, hs) {
+		b = u.bucketOf(e, hs)
+	}
+	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
+	// In walk order: a job parked now is tried after the members it
+	// follows in the walk.
+	i, _ := slices.BinarySearchFunc(b.members, e, func(m, x *entry) int {
+		if d := q.entryOrder(c, m, x); d != 0 {
+			return d
+		}
+		return -1
+	})
+	b.members = slices.Insert(b.members, i, e)
+	u.n++
+	if b.guessed {
+		u.parked = append(u.parked, parkItem{at: e.parkedAt, e: e})
+	}
+}
+
+// sameHints reports whether two hint lists give the same bucket key:
+// the same events from plugins of the same names, in order.
+func sameHints(a, b []hint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ev != b[i].ev || (a[i].pl == nil) != (b[i].pl == nil) || a[i].pl != nil && a[i].pl.Name() != b[i].pl.Name() {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketOf returns the bucket of e's shape and hints hs, made if need be.
+func (u *unschedulable) bucketOf(e *entry, hs []hint) *bucket {
 	k := shapeKey(u.key[:0], e.js.Job)
 	for _, h := range hs {
 		k = binary.AppendUvarint(k, uint64(h.ev))
@@ -122,6 +183,7 @@ func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
 	b := u.buckets[string(k)]
 	if b == nil {
 		b = &bucket{key: string(k), hints: hs}
+		b.shape = u.shapeOf(e.js.Job) // after the key is copied: it reuses u.key
 		for _, h := range hs {
 			b.union |= h.ev
 			if _, ok := h.pl.(EnqueueExtensions); h.pl != nil && !ok {
@@ -131,20 +193,7 @@ func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
 		u.buckets[b.key] = b
 		u.order = append(u.order, b)
 	}
-	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
-	// In walk order: a job parked now is tried after the members it
-	// follows in the walk.
-	i, _ := slices.BinarySearchFunc(b.members, e, func(m, x *entry) int {
-		if d := q.r.walkOrder(c, m.js, x.js); d != 0 {
-			return d
-		}
-		return -1
-	})
-	b.members = slices.Insert(b.members, i, e)
-	u.n++
-	if b.guessed {
-		u.parked = append(u.parked, parkItem{at: e.parkedAt, e: e})
-	}
+	return b
 }
 
 // remove takes e out of its bucket.
@@ -158,7 +207,8 @@ func (u *unschedulable) remove(e *entry) {
 	}
 	if len(b.members) == 0 {
 		delete(u.buckets, b.key)
-		u.order = slices.DeleteFunc(u.order, func(x *bucket) bool { return x == b })
+		b.dead = true
+		u.dead++
 	}
 	e.b = nil
 	u.n--
@@ -171,7 +221,7 @@ func (u *unschedulable) wake(c *Cycle, q *schedQueue, ev Events) {
 		return
 	}
 	for _, b := range u.sorted() {
-		if !q.wakes(c, b, ev) {
+		if b.dead || !q.wakes(c, b, ev) {
 			continue
 		}
 		e := b.members[0]
@@ -180,12 +230,31 @@ func (u *unschedulable) wake(c *Cycle, q *schedQueue, ev Events) {
 	}
 }
 
-// sorted returns the buckets in the order they were made (a copy: waking
-// may empty and drop some), and starts a new memo of the placement's
-// hint for the pass.
+// sorted returns the live buckets in the order they were made (waking
+// may empty some: they are marked dead, and stay in the slice returned),
+// and starts a new pass of the placement's hint memo.
 func (u *unschedulable) sorted() []*bucket {
-	clear(u.fits)
-	return slices.Clone(u.order)
+	if u.dead > 0 {
+		u.order = slices.DeleteFunc(u.order, func(b *bucket) bool { return b.dead })
+		u.dead = 0
+	}
+	u.pass++
+	return u.order
+}
+
+// shapeOf returns the hint memo of j's placement shape.
+func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
+	k := placeKey(u.key[:0], j)
+	u.key = k
+	if f, ok := u.shapes[string(k)]; ok {
+		return f
+	}
+	if u.shapes == nil || len(u.shapes) >= maxShapes {
+		u.shapes = map[string]*shapeFit{}
+	}
+	f := &shapeFit{}
+	u.shapes[string(k)] = f
+	return f
 }
 
 // wakeAfter moves to the active set the parked jobs that come after cur
@@ -194,7 +263,7 @@ func (u *unschedulable) sorted() []*bucket {
 func (u *unschedulable) wakeAfter(c *Cycle, q *schedQueue, cur *cluster.JobState) []*cluster.JobState {
 	var out []*cluster.JobState
 	for _, b := range u.sorted() {
-		if !q.wakes(c, b, EventRoom|EventRunning) {
+		if b.dead || !q.wakes(c, b, EventRoom|EventRunning) {
 			continue
 		}
 		for _, e := range append([]*entry(nil), b.members...) {
@@ -303,7 +372,7 @@ func (q *schedQueue) wakes(c *Cycle, b *bucket, ev Events) bool {
 			if m&^EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^EventRoom)) {
 				return true
 			}
-			if m&EventRoom != 0 && h.pl == nil && q.fitsNow(c, rep) {
+			if m&EventRoom != 0 && h.pl == nil && q.fitsNow(c, b, rep) {
 				return true
 			}
 			continue
@@ -360,27 +429,24 @@ func placeKey(k []byte, j *cluster.Job) []byte {
 	return append(k, 0xff)
 }
 
-// fitsNow is Runtime.fitsNow memoised by js's placement shape (replica
-// groups with their node constraints) for the wake pass: buckets that
-// differ only in class, priority, tenant or utility share the answer.
-func (q *schedQueue) fitsNow(c *Cycle, js *cluster.JobState) bool {
-	u := &q.un
-	k := placeKey(u.key[:0], js.Job)
-	u.key = k
-	if v, ok := u.fits[string(k)]; ok {
-		return v
+// fitsNow is Runtime.fitsNow for b's head rep, memoised by placement
+// shape (replica groups with their node constraints) for the wake pass:
+// buckets that differ only in class, priority, tenant or utility share
+// the answer.
+func (q *schedQueue) fitsNow(c *Cycle, b *bucket, rep *cluster.JobState) bool {
+	f := b.shape
+	if f.pass != q.un.pass {
+		f.pass, f.fits = q.un.pass, q.r.fitsNow(c, rep)
 	}
-	v := q.r.fitsNow(c, js)
-	if u.fits == nil {
-		u.fits = map[string]bool{}
-	}
-	u.fits[string(k)] = v
-	return v
+	return f.fits
 }
 
 // fitsNow reports whether js fits at one of its sizes on the Statement's
 // Now ledger as it is, with nothing taken. A profile with a Picker score
-// plugin (a cursor that what-ifs move) says yes without trying.
+// plugin (a cursor that what-ifs move) says yes without trying. A size
+// for which the free room cannot hold the replicas at all (roomFor) is
+// not placed: on a long queue most buckets' heads are asked at every
+// release of room, and most releases are far too small for a gang.
 func (r *Runtime) fitsNow(c *Cycle, js *cluster.JobState) bool {
 	if len(r.pickers) > 0 {
 		return true
@@ -388,8 +454,75 @@ func (r *Runtime) fitsNow(c *Cycle, js *cluster.JobState) bool {
 	l := c.St.Now()
 	l.Fork()
 	defer l.Revert()
-	_, st := r.sizeAndPlace(c, l, js)
-	return st.IsSuccess()
+	for _, counts := range r.sizes(c, js) {
+		if r.p.Place == nil && !roomFor(l, js.Job, counts) {
+			continue
+		}
+		// As placeSizes: the first size that fits is taken (and given
+		// back by the Revert).
+		if _, st := r.place(c, l, js, counts); st.IsSuccess() {
+			return true
+		}
+	}
+	return false
+}
+
+// roomFor reports whether the free room on l could hold counts of j at
+// all: for every group with replicas, the replicas of its demand that fit
+// on the ready nodes it may use (its role and node constraints), summed
+// over the nodes, are at least its count. It is necessary for any
+// placement the Runtime makes (the built-in strategies and the generic
+// path take a replica's demand from one eligible node, all or nothing), so
+// a false answer is the placement's own; it costs one pass over the nodes
+// per group with no allocation, where a placement that fails costs a scan
+// per replica.
+func roomFor(l *placement.Ledger, j *cluster.Job, counts []int) bool {
+	nodes := l.Snapshot().Nodes
+	for g, want := range counts {
+		if want <= 0 {
+			continue
+		}
+		gr := &j.Groups[g]
+		if gr.Demand.IsZero() {
+			continue
+		}
+		set := l.Eligible(j, g)
+		have := 0
+		for i, n := range nodes {
+			if !n.Ready || n.Gone || n.Role != "" && n.Role != gr.Name || !set.Has(i) {
+				continue
+			}
+			m := replicasIn(l.Free(i), gr.Demand)
+			if m < 0 {
+				have = want // a demand of nothing positive fits anywhere
+			}
+			if have += max(m, 0); have >= want {
+				break
+			}
+		}
+		if have < want {
+			return false
+		}
+	}
+	return true
+}
+
+// replicasIn is how many replicas of demand d fit in free, one after
+// another; -1 when d asks for nothing positive.
+func replicasIn(free, d resource.Vector) int {
+	k := -1
+	for r, v := range d {
+		if v <= 0 {
+			continue
+		}
+		if free[r] < v {
+			return 0
+		}
+		if m := int(free[r] / v); k < 0 || m < k {
+			k = m
+		}
+	}
+	return k
 }
 
 // walkOrder compares a and b as the walk orders them: by the QueueSort,
@@ -400,6 +533,11 @@ func (r *Runtime) walkOrder(c *Cycle, a, b *cluster.JobState) int {
 			return d
 		}
 	}
+	return queueOrder(c, a, b)
+}
+
+// queueOrder compares a and b by their positions in the pending queue.
+func queueOrder(c *Cycle, a, b *cluster.JobState) int {
 	i, ok := c.Snap.Pending.Order(a)
 	if !ok {
 		i = math.MaxInt

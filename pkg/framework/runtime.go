@@ -87,6 +87,9 @@ type Runtime struct {
 	// nothing but Waits (see idle).
 	clocks []Plugin
 	quiet  bool
+	// reasons keeps the generic placement's failure messages while the
+	// nodes are unchanged (nofit.go).
+	reasons reasonMemo
 }
 
 var (
@@ -251,6 +254,9 @@ func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 	if r.data != nil {
 		clear(r.data)
 		c.data = r.data
+	}
+	if r.q == nil {
+		r.reasons.reset() // no queue to say whether the nodes changed
 	}
 	if r.q != nil {
 		if r.q.begin(c) && r.idle(c) {

@@ -109,6 +109,7 @@ func (st *Statement) waitFor(js *cluster.JobState, s *Status) {
 		st.wait(js, s.Reason())
 		return
 	}
+	e.Resolve() // the map's key is the error's content
 	r, ok := st.noFit[*e]
 	if !ok {
 		if st.noFit == nil || len(st.noFit) >= maxReasons {

@@ -471,7 +471,7 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 			return p, nil
 		}
 		if o.Gang == OneNodeOnly {
-			return nil, &NoFitError{Demand: j.Demand(counts), Replicas: sum(counts), OneNode: true, Constrained: l.constrained(j, counts)}
+			return nil, &NoFitError{Demand: j.Demand(counts), Replicas: sum(counts), OneNode: true, from: &fitArgs{l, j, counts}}
 		}
 	}
 	l.Fork()
@@ -487,7 +487,7 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 			n := pick(l, j, g, d, sets, o)
 			if n < 0 {
 				l.Revert()
-				return nil, &NoFitError{Demand: d, Replica: r + 1, Group: j.Groups[g].Name, Constrained: l.constrained(j, counts)}
+				return nil, &NoFitError{Demand: d, Replica: r + 1, Group: j.Groups[g].Name, from: &fitArgs{l, j, counts}}
 			}
 			l.Take(n, d)
 			p = append(p, cluster.Assignment{Group: g, Node: n})
@@ -509,12 +509,33 @@ type NoFitError struct {
 	Replica int
 	Group   string
 	// Constrained says how many nodes constrained groups may use at all
-	// ("" without constraints).
+	// ("" without constraints), once Resolve has run.
 	Constrained string
+	// from is what Constrained is worked out from, until Resolve: most
+	// failures are what-ifs whose error nobody reads.
+	from *fitArgs
+}
+
+// fitArgs are the ledger, job and counts a NoFitError was made for.
+type fitArgs struct {
+	l      *Ledger
+	j      *cluster.Job
+	counts []int
+}
+
+// Resolve fills Constrained (and forgets what it was worked out from, so
+// that two errors of the same content compare equal). It must be called
+// before the ledger is Reset for another snapshot; Error calls it.
+func (e *NoFitError) Resolve() {
+	if e.from != nil {
+		e.Constrained = e.from.l.constrained(e.from.j, e.from.counts)
+		e.from = nil
+	}
 }
 
 // Error implements error.
 func (e *NoFitError) Error() string {
+	e.Resolve()
 	if e.OneNode {
 		return fmt.Sprintf("no node has %v free for all %d replicas%s", e.Demand, e.Replicas, e.Constrained)
 	}
