@@ -550,6 +550,11 @@ type Options struct {
 	// (fitgpp-be-head-of-line): no backfilling, so room stays free for
 	// TE jobs at the cost of BE waiting.
 	HOL bool
+	// Reserve keeps room for one TE trial free of BE jobs on one node
+	// while TE jobs arrive (te-reserve, reserve.go); ReserveWindow is its
+	// window in seconds.
+	Reserve                        bool
+	ReserveWindow, ReserveQuantile float64
 	// Predictive, SpeCon and PayoffArgs are the predictive, specon and
 	// payoff plugins' arguments (empty: their defaults; payoff defers).
 	Predictive, SpeCon, PayoffArgs policy.Params
@@ -569,7 +574,7 @@ const DefaultRenew = 3600.0
 func DefaultOptions() Options {
 	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
-		Requested: true, Victims: fitgpp.LRTP}
+		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow}
 }
 
 // Profile builds the drover profile.
@@ -587,6 +592,14 @@ func Profile(o Options) (framework.Profile, error) {
 	}
 	if o.HOL {
 		p.Admit = append(p.Admit, fitgpp.BEHeadOfLine{})
+	}
+	if o.Reserve {
+		r, err := NewReserve(o.ReserveWindow)
+		if err != nil {
+			return p, err
+		}
+		r.Quantile = o.ReserveQuantile
+		p.Admit = append(p.Admit, r)
 	}
 	if o.Requested {
 		p.Size = nil
@@ -641,14 +654,14 @@ func newSpeculator(args policy.Params) (*specon.Speculator, error) {
 // speconKeys are the specon arguments the preset passes through.
 var speconKeys = []string{"alpha", "interval", "scope", "rebalance", "candidates"}
 
-var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision"}
+var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision", "reserve"}
 
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			known := append([]string{"lambda", "p", "renew_h", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
+			known := append([]string{"lambda", "p", "renew_h", "reserve_h", "reserve_q", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
@@ -658,12 +671,19 @@ func Entries() []policy.Entry {
 				k string
 				v *bool
 			}{{"shrink", &o.Shrink}, {"ccvictim", &o.CCVictim}, {"preempt", &o.Preempt}, {"scaleup", &o.ScaleUp},
-				{"specon", &o.Speculate}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
+				{"specon", &o.Speculate}, {"payoff", &o.Payoff}, {"provision", &o.Provision}, {"reserve", &o.Reserve}} {
 				if *sw.v, err = pr.Bool(sw.k, *sw.v); err != nil {
 					return nil, err
 				}
 			}
 			if o.Lambda, err = pr.FloatIn("lambda", o.Lambda, 0, fitgpp.MaxLambda); err != nil {
+				return nil, err
+			}
+			if o.ReserveWindow, err = pr.FloatIn("reserve_h", o.ReserveWindow/3600, 1.0/60, 24*365); err != nil {
+				return nil, err
+			}
+			o.ReserveWindow *= 3600
+			if o.ReserveQuantile, err = pr.FloatIn("reserve_q", 1, 0.01, 1); err != nil {
 				return nil, err
 			}
 			if _, ok := pr["renew_h"]; ok {
@@ -758,5 +778,16 @@ func Plugins() []framework.PluginEntry {
 				return &Converged{P: p}, nil
 			}},
 		{Name: PayoffName, Description: payoffDescription, New: newPayoff},
+		{Name: ReserveName, Description: "admit: keep room for the largest TE job that arrived within window_h hours (default 6) free of BE jobs on one node, so a trial starts at once",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(ReserveName, "window_h"); err != nil {
+					return nil, err
+				}
+				h, err := a.FloatIn("window_h", DefaultReserveWindow/3600, 1.0/60, 24*365)
+				if err != nil {
+					return nil, err
+				}
+				return NewReserve(h * 3600)
+			}},
 	}
 }
