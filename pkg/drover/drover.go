@@ -4,10 +4,16 @@
 // The profile, extension point by extension point:
 //
 //   - queueSort `drover-order`: TE jobs first (FitGpp), then priority,
-//     then least attained GPU-service first (Tiresias' 2D-LAS, without its
-//     discretisation), then utility, then queue order (order=weight: the
-//     elastic article's weight, priority, utility, demand share, heaviest
-//     first, as before issue 24). A job without a class is ordered and
+//     then, among BE jobs, least remaining GPU-service first (SRSF, the
+//     oracle baseline of the Tiresias paper: remaining work from the run
+//     time or estimatedDurationSeconds, times GPUs; a job without an
+//     estimate has its attained service instead), then utility, then
+//     queue order. order=las: least attained GPU-service first for BE jobs
+//     too (Tiresias' 2D-LAS, without its discretisation; the default until
+//     the scoreboard chose SRSF); order=weight: the elastic article's
+//     weight, priority, utility, demand share, heaviest first, as before
+//     issue 24. TE jobs are in least-attained order (queue order: they are
+//     never preempted). A job without a class is ordered and
 //     protected as a BE job (FitGpp rejects it; a production default
 //     should not).
 //   - admit `payoff` (off by default, payoff=true): OASiS's payoff test for
@@ -118,13 +124,33 @@ func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 }
 
 // Order is the drover queue: TE jobs first; then priority, highest first;
-// then least attained GPU-service first (Attained); then utility, highest
-// first; ties keep queue order (arrival, and a preempted job's return to
+// then least attained GPU-service first (Attained; with SRSF, BE jobs by
+// least RemainingService); then utility, highest first; ties keep queue order (arrival, and a preempted job's return to
 // the head). With Weight, the order before issue 24: TE first, then the
 // elastic article's weight (priority, utility, demand share), heaviest
 // first.
 type Order struct {
 	Weight bool
+	// SRSF orders BE jobs by the least remaining GPU-service first
+	// (RemainingService) instead of the least attained: the shortest-
+	// remaining-service-first baseline of the Tiresias paper, which needs
+	// run-time estimates (exact in the simulator, estimatedDurationSeconds
+	// and progress on Kubernetes, as LRTP's victims); a job without one is
+	// keyed by its attained service, so it is never starved behind jobs
+	// with estimates. TE jobs keep the least-attained key.
+	SRSF bool
+}
+
+// RemainingService is a job's remaining GPU-service at time now: its
+// remaining work (seconds at its requested size) times its requested GPUs
+// (at least one). A job with no run-time estimate (no work) has its
+// attained service instead (Attained, 0: it is ordered as least attained
+// service orders it, so it is never starved behind jobs with estimates).
+func RemainingService(js *cluster.JobState, now float64) float64 {
+	if js.Job.Work <= 0 {
+		return Attained(js, now)
+	}
+	return js.Remaining(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
 }
 
 // Attained is a job's attained GPU-service at time now: the work done so
@@ -174,7 +200,11 @@ func (o Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	}
 	if !o.Weight {
 		r := rank(js.Job).Key()
-		return framework.SortKey{te, r[0], Attained(js, c.Snap.Now), r[1], r[2], 0}
+		x := Attained(js, c.Snap.Now)
+		if o.SRSF && te == 1 {
+			x = RemainingService(js, c.Snap.Now)
+		}
+		return framework.SortKey{te, r[0], x, r[1], r[2], 0}
 	}
 	w := weightOf(c, js).Key()
 	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
@@ -540,6 +570,8 @@ type Options struct {
 	Place placement.Strategy
 	// WeightOrder orders BE jobs by the elastic weight (Order.Weight).
 	WeightOrder bool
+	// SRSFOrder orders jobs by the least remaining GPU-service (Order.SRSF).
+	SRSFOrder bool
 	// Requested starts jobs at their requested counts (no Size plugin;
 	// scale-up still grows them, shrinks still take them to their
 	// minimum) instead of elastic.Workers' largest size that fits.
@@ -569,17 +601,17 @@ const DefaultRenew = 3600.0
 // good; opt in with payoff=true), P 1 renewed after an hour of
 // uninterrupted run, LRTP victims (the longest remaining work first),
 // jobs started at their requested size, pack placement and the
-// attained-service order (issue 24: chosen on the whole scoreboard;
-// docs/combined.md has each choice's ablation row).
+// remaining-service (SRSF) order of BE jobs (issue 24: chosen on the whole
+// scoreboard; docs/combined.md has each choice's ablation row).
 func DefaultOptions() Options {
 	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
-		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow}
+		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow, SRSFOrder: true}
 }
 
 // Profile builds the drover profile.
 func Profile(o Options) (framework.Profile, error) {
-	p := framework.Profile{Name: "drover", QueueSort: Order{Weight: o.WeightOrder}, Size: elastic.Workers{},
+	p := framework.Profile{Name: "drover", QueueSort: Order{Weight: o.WeightOrder, SRSF: o.SRSFOrder}, Size: elastic.Workers{},
 		Filter: []framework.Filter{framework.NodeRole{}},
 		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: o.Place}, Weight: 1}},
 		Gang:   placement.OneNodeFirst, Future: true}
@@ -659,7 +691,7 @@ var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "p
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then BE jobs by least remaining GPU-service (order=las: least attained; order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
 			known := append([]string{"lambda", "p", "renew_h", "reserve_h", "reserve_q", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
@@ -698,11 +730,11 @@ func Entries() []policy.Entry {
 			if place == "spread" {
 				o.Place = placement.Spread
 			}
-			order, err := pr.Enum("order", "las", "las", "weight")
+			order, err := pr.Enum("order", "srsf", "srsf", "las", "weight")
 			if err != nil {
 				return nil, err
 			}
-			o.WeightOrder = order == "weight"
+			o.WeightOrder, o.SRSFOrder = order == "weight", order == "srsf"
 			size, err := pr.Enum("size", "requested", "requested", "elastic")
 			if err != nil {
 				return nil, err
@@ -753,16 +785,16 @@ func Plugins() []framework.PluginEntry {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
 	return []framework.PluginEntry{
-		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=weight: the elastic article's weight after TE",
+		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=srsf: BE jobs by least remaining GPU-service (attained for a job without an estimate); by=weight: the elastic article's weight after TE",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				if err := a.Check(OrderName, "by"); err != nil {
 					return nil, err
 				}
-				by, err := a.Enum("by", "las", "las", "weight")
+				by, err := a.Enum("by", "las", "las", "weight", "srsf")
 				if err != nil {
 					return nil, err
 				}
-				return Order{Weight: by == "weight"}, nil
+				return Order{Weight: by == "weight", SRSF: by == "srsf"}, nil
 			}},
 		{Name: ShrinkName, Description: "preempt: shrink lighter running elastic jobs towards their minimum to make room (a Resize, not a preemption)", New: none(ShrinkName, Shrink{})},
 		{Name: ScaleUpName, Description: "rebalance: grow running elastic jobs into idle capacity, never while a TE job waits", New: none(ScaleUpName, ScaleUp{})},
