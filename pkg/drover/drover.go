@@ -4,16 +4,16 @@
 // The profile, extension point by extension point:
 //
 //   - queueSort `drover-order`: TE jobs first (FitGpp), then priority,
-//     then, among BE jobs, least remaining GPU-service first (SRSF, the
-//     oracle baseline of the Tiresias paper: remaining work from the run
-//     time or estimatedDurationSeconds, times GPUs; a job without an
-//     estimate has its attained service instead), then utility, then
-//     queue order. order=las: least attained GPU-service first for BE jobs
-//     too (Tiresias' 2D-LAS, without its discretisation; the default until
-//     the scoreboard chose SRSF); order=weight: the elastic article's
+//     then least attained GPU-service first (Tiresias' 2D-LAS, without its
+//     discretisation), then utility, then queue order. order=srsf (opt-in):
+//     BE jobs by least remaining GPU-service first (SRSF, the Tiresias
+//     paper's oracle baseline: remaining work times GPUs; a job without an
+//     estimate keeps its attained service). In the simulator that work is
+//     the exact run time, on Kubernetes estimatedDurationSeconds or the
+//     executor's 3,600 s default, so SRSF is not the default
+//     (docs/combined.md, "SRSF"). order=weight: the elastic article's
 //     weight, priority, utility, demand share, heaviest first, as before
-//     issue 24. TE jobs are in least-attained order (queue order: they are
-//     never preempted). A job without a class is ordered and
+//     issue 24. A job without a class is ordered and
 //     protected as a BE job (FitGpp rejects it; a production default
 //     should not).
 //   - admit `payoff` (off by default, payoff=true): OASiS's payoff test for
@@ -125,7 +125,8 @@ func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 
 // Order is the drover queue: TE jobs first; then priority, highest first;
 // then least attained GPU-service first (Attained; with SRSF, BE jobs by
-// least RemainingService); then utility, highest first; ties keep queue order (arrival, and a preempted job's return to
+// least RemainingService); then utility, highest first; ties keep queue
+// order (arrival, and a preempted job's return to
 // the head). With Weight, the order before issue 24: TE first, then the
 // elastic article's weight (priority, utility, demand share), heaviest
 // first.
@@ -137,7 +138,9 @@ type Order struct {
 	// run-time estimates (exact in the simulator, estimatedDurationSeconds
 	// and progress on Kubernetes, as LRTP's victims); a job without one is
 	// keyed by its attained service, so it is never starved behind jobs
-	// with estimates. TE jobs keep the least-attained key.
+	// with estimates. TE jobs keep the least-attained key. Opt-in
+	// (order=srsf), not the default: in the simulator it reads each job's
+	// exact remaining work, an oracle production does not have.
 	SRSF bool
 }
 
@@ -570,7 +573,8 @@ type Options struct {
 	Place placement.Strategy
 	// WeightOrder orders BE jobs by the elastic weight (Order.Weight).
 	WeightOrder bool
-	// SRSFOrder orders jobs by the least remaining GPU-service (Order.SRSF).
+	// SRSFOrder orders BE jobs by the least remaining GPU-service
+	// (Order.SRSF; opt-in, order=srsf).
 	SRSFOrder bool
 	// Requested starts jobs at their requested counts (no Size plugin;
 	// scale-up still grows them, shrinks still take them to their
@@ -601,12 +605,13 @@ const DefaultRenew = 3600.0
 // good; opt in with payoff=true), P 1 renewed after an hour of
 // uninterrupted run, LRTP victims (the longest remaining work first),
 // jobs started at their requested size, pack placement and the
-// remaining-service (SRSF) order of BE jobs (issue 24: chosen on the whole
-// scoreboard; docs/combined.md has each choice's ablation row).
+// attained-service order (issue 24: chosen on the whole scoreboard;
+// docs/combined.md has each choice's ablation row; SRSF, order=srsf, wins
+// more regimes there but only with the simulator's exact run times).
 func DefaultOptions() Options {
 	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
-		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow, SRSFOrder: true}
+		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow}
 }
 
 // Profile builds the drover profile.
@@ -691,7 +696,7 @@ var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "p
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then BE jobs by least remaining GPU-service (order=las: least attained; order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then least attained GPU-service (order=srsf: BE jobs by least remaining GPU-service, exact run times in the simulator, estimatedDurationSeconds on Kubernetes; order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
 			known := append([]string{"lambda", "p", "renew_h", "reserve_h", "reserve_q", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
@@ -730,7 +735,7 @@ func Entries() []policy.Entry {
 			if place == "spread" {
 				o.Place = placement.Spread
 			}
-			order, err := pr.Enum("order", "srsf", "srsf", "las", "weight")
+			order, err := pr.Enum("order", "las", "las", "srsf", "weight")
 			if err != nil {
 				return nil, err
 			}

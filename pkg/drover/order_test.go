@@ -82,7 +82,7 @@ func TestPresetArgs(t *testing.T) {
 		}
 	}
 	o := DefaultOptions()
-	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || !o.SRSFOrder || o.Reserve {
-		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, remaining-service order, no TE reserve", o)
+	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || o.SRSFOrder || o.Reserve {
+		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, attained-service order (SRSF opt-in), no TE reserve", o)
 	}
 }

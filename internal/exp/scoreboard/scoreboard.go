@@ -23,7 +23,7 @@ var Presets = []string{"fifo", "binpack", "k8s-default", "drf", "fitgpp", "lrtp:
 
 // Ablation rows: drover with one of its choices reverted (docs/combined.md).
 // They take no part in the target.
-var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=las"}
+var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=srsf"}
 
 // Drover is the row the target is about.
 const Drover = "drover"

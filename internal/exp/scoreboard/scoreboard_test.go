@@ -179,10 +179,8 @@ func TestJudge(t *testing.T) {
 }
 
 // metQuick are the regimes where drover meets its target at the quick
-// size (and at the full size, docs/combined.md, where heavytail is met
-// too); a regression there fails. The SRSF order (issue 24's TE-wait
-// branch) left this list as it was: at the quick size heavytail and gangs
-// miss on TE p95 and philly-heavy on both metrics.
+// size (and at the full size, docs/combined.md, where philly-heavy is met
+// too); a regression there fails.
 var metQuick = []string{"philly-light", "small-pods", "constrained", "elastic", "utility"}
 
 // TestTarget runs the quick scoreboard and holds drover to its target on
