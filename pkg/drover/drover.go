@@ -9,8 +9,8 @@
 //     BE jobs by least remaining GPU-service first (SRSF, the Tiresias
 //     paper's oracle baseline: remaining work times GPUs; a job without an
 //     estimate keeps its attained service). In the simulator that work is
-//     the exact run time, on Kubernetes estimatedDurationSeconds or the
-//     executor's 3,600 s default, so SRSF is not the default
+//     the exact run time, on Kubernetes estimatedDurationSeconds or a
+//     3,600 s default, so SRSF is not the default
 //     (docs/combined.md, "SRSF"). order=weight: the elastic article's
 //     weight, priority, utility, demand share, heaviest first, as before
 //     issue 24. A job without a class is ordered and
