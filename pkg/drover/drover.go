@@ -5,9 +5,15 @@
 //
 //   - queueSort `drover-order`: TE jobs first (FitGpp), then priority,
 //     then least attained GPU-service first (Tiresias' 2D-LAS, without its
-//     discretisation), then utility, then queue order (order=weight: the
-//     elastic article's weight, priority, utility, demand share, heaviest
-//     first, as before issue 24). A job without a class is ordered and
+//     discretisation), then utility, then queue order. order=srsf (opt-in):
+//     BE jobs by least remaining GPU-service first (SRSF, the Tiresias
+//     paper's oracle baseline: remaining work times GPUs; a job without an
+//     estimate keeps its attained service). In the simulator that work is
+//     the exact run time, on Kubernetes estimatedDurationSeconds or a
+//     3,600 s default, so SRSF is not the default
+//     (docs/combined.md, "SRSF"). order=weight: the elastic article's
+//     weight, priority, utility, demand share, heaviest first, as before
+//     issue 24. A job without a class is ordered and
 //     protected as a BE job (FitGpp rejects it; a production default
 //     should not).
 //   - admit `payoff` (off by default, payoff=true): OASiS's payoff test for
@@ -119,13 +125,36 @@ func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 }
 
 // Order is the drover queue: TE jobs first; then priority, highest first;
-// then least attained GPU-service first (Attained); then utility, highest
-// first; ties keep queue order (arrival, and a preempted job's return to
+// then least attained GPU-service first (Attained; with SRSF, BE jobs by
+// least RemainingService); then utility, highest first; ties keep queue
+// order (arrival, and a preempted job's return to
 // the head). With Weight, the order before issue 24: TE first, then the
 // elastic article's weight (priority, utility, demand share), heaviest
 // first.
 type Order struct {
 	Weight bool
+	// SRSF orders BE jobs by the least remaining GPU-service first
+	// (RemainingService) instead of the least attained: the shortest-
+	// remaining-service-first baseline of the Tiresias paper, which needs
+	// run-time estimates (exact in the simulator, estimatedDurationSeconds
+	// and progress on Kubernetes, as LRTP's victims); a job without one is
+	// keyed by its attained service, so it is never starved behind jobs
+	// with estimates. TE jobs keep the least-attained key. Opt-in
+	// (order=srsf), not the default: in the simulator it reads each job's
+	// exact remaining work, an oracle production does not have.
+	SRSF bool
+}
+
+// RemainingService is a job's remaining GPU-service at time now: its
+// remaining work (seconds at its requested size) times its requested GPUs
+// (at least one). A job with no run-time estimate (no work) has its
+// attained service instead (Attained, 0: it is ordered as least attained
+// service orders it, so it is never starved behind jobs with estimates).
+func RemainingService(js *cluster.JobState, now float64) float64 {
+	if js.Job.Work <= 0 {
+		return Attained(js, now)
+	}
+	return js.Remaining(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
 }
 
 // Attained is a job's attained GPU-service at time now: the work done so
@@ -175,7 +204,11 @@ func (o Order) Key(c *framework.Cycle, js *cluster.JobState) framework.SortKey {
 	}
 	if !o.Weight {
 		r := rank(js.Job).Key()
-		return framework.SortKey{te, r[0], Attained(js, c.Snap.Now), r[1], r[2], 0}
+		x := Attained(js, c.Snap.Now)
+		if o.SRSF && te == 1 {
+			x = RemainingService(js, c.Snap.Now)
+		}
+		return framework.SortKey{te, r[0], x, r[1], r[2], 0}
 	}
 	w := weightOf(c, js).Key()
 	return framework.SortKey{te, w[0], w[1], w[2], w[3], w[4]}
@@ -541,6 +574,9 @@ type Options struct {
 	Place placement.Strategy
 	// WeightOrder orders BE jobs by the elastic weight (Order.Weight).
 	WeightOrder bool
+	// SRSFOrder orders BE jobs by the least remaining GPU-service
+	// (Order.SRSF; opt-in, order=srsf).
+	SRSFOrder bool
 	// Requested starts jobs at their requested counts (no Size plugin;
 	// scale-up still grows them, shrinks still take them to their
 	// minimum) instead of elastic.Workers' largest size that fits.
@@ -551,6 +587,11 @@ type Options struct {
 	// (fitgpp-be-head-of-line): no backfilling, so room stays free for
 	// TE jobs at the cost of BE waiting.
 	HOL bool
+	// Reserve keeps room for one TE trial free of BE jobs on one node
+	// while TE jobs arrive (te-reserve, reserve.go); ReserveWindow is its
+	// window in seconds.
+	Reserve                        bool
+	ReserveWindow, ReserveQuantile float64
 	// Predictive, SpeCon and PayoffArgs are the predictive, specon and
 	// payoff plugins' arguments (empty: their defaults; payoff defers).
 	Predictive, SpeCon, PayoffArgs policy.Params
@@ -566,16 +607,17 @@ const DefaultRenew = 3600.0
 // uninterrupted run, LRTP victims (the longest remaining work first),
 // jobs started at their requested size, pack placement and the
 // attained-service order (issue 24: chosen on the whole scoreboard;
-// docs/combined.md has each choice's ablation row).
+// docs/combined.md has each choice's ablation row; SRSF, order=srsf, wins
+// more regimes there but only with the simulator's exact run times).
 func DefaultOptions() Options {
 	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
-		Requested: true, Victims: fitgpp.LRTP}
+		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow}
 }
 
 // Profile builds the drover profile.
 func Profile(o Options) (framework.Profile, error) {
-	p := framework.Profile{Name: "drover", QueueSort: Order{Weight: o.WeightOrder}, Size: elastic.Workers{},
+	p := framework.Profile{Name: "drover", QueueSort: Order{Weight: o.WeightOrder, SRSF: o.SRSFOrder}, Size: elastic.Workers{},
 		Filter: []framework.Filter{framework.NodeRole{}},
 		Score:  []framework.WeightedScore{{Score: framework.Strategy{S: o.Place}, Weight: 1}},
 		Gang:   placement.OneNodeFirst, Future: true}
@@ -588,6 +630,14 @@ func Profile(o Options) (framework.Profile, error) {
 	}
 	if o.HOL {
 		p.Admit = append(p.Admit, fitgpp.BEHeadOfLine{})
+	}
+	if o.Reserve {
+		r, err := NewReserve(o.ReserveWindow)
+		if err != nil {
+			return p, err
+		}
+		r.Quantile = o.ReserveQuantile
+		p.Admit = append(p.Admit, r)
 	}
 	if o.Requested {
 		p.Size = nil
@@ -642,14 +692,14 @@ func newSpeculator(args policy.Params) (*specon.Speculator, error) {
 // speconKeys are the specon arguments the preset passes through.
 var speconKeys = []string{"alpha", "interval", "scope", "rebalance", "candidates"}
 
-var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision"}
+var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "payoff", "provision", "reserve"}
 
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then least attained GPU-service (order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first then least attained GPU-service (order=srsf: BE jobs by least remaining GPU-service, exact run times in the simulator, estimatedDurationSeconds on Kubernetes; order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
-			known := append([]string{"lambda", "p", "renew_h", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
+			known := append([]string{"lambda", "p", "renew_h", "reserve_h", "reserve_q", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
 				return nil, err
 			}
@@ -659,12 +709,19 @@ func Entries() []policy.Entry {
 				k string
 				v *bool
 			}{{"shrink", &o.Shrink}, {"ccvictim", &o.CCVictim}, {"preempt", &o.Preempt}, {"scaleup", &o.ScaleUp},
-				{"specon", &o.Speculate}, {"payoff", &o.Payoff}, {"provision", &o.Provision}} {
+				{"specon", &o.Speculate}, {"payoff", &o.Payoff}, {"provision", &o.Provision}, {"reserve", &o.Reserve}} {
 				if *sw.v, err = pr.Bool(sw.k, *sw.v); err != nil {
 					return nil, err
 				}
 			}
 			if o.Lambda, err = pr.FloatIn("lambda", o.Lambda, 0, fitgpp.MaxLambda); err != nil {
+				return nil, err
+			}
+			if o.ReserveWindow, err = pr.FloatIn("reserve_h", o.ReserveWindow/3600, 1.0/60, 24*365); err != nil {
+				return nil, err
+			}
+			o.ReserveWindow *= 3600
+			if o.ReserveQuantile, err = pr.FloatIn("reserve_q", 1, 0.01, 1); err != nil {
 				return nil, err
 			}
 			if _, ok := pr["renew_h"]; ok {
@@ -679,11 +736,11 @@ func Entries() []policy.Entry {
 			if place == "spread" {
 				o.Place = placement.Spread
 			}
-			order, err := pr.Enum("order", "las", "las", "weight")
+			order, err := pr.Enum("order", "las", "las", "srsf", "weight")
 			if err != nil {
 				return nil, err
 			}
-			o.WeightOrder = order == "weight"
+			o.WeightOrder, o.SRSFOrder = order == "weight", order == "srsf"
 			size, err := pr.Enum("size", "requested", "requested", "elastic")
 			if err != nil {
 				return nil, err
@@ -734,16 +791,16 @@ func Plugins() []profile.PluginEntry {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
 	return []profile.PluginEntry{
-		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=weight: the elastic article's weight after TE",
+		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=srsf: BE jobs by least remaining GPU-service (attained for a job without an estimate); by=weight: the elastic article's weight after TE",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				if err := a.Check(OrderName, "by"); err != nil {
 					return nil, err
 				}
-				by, err := a.Enum("by", "las", "las", "weight")
+				by, err := a.Enum("by", "las", "las", "weight", "srsf")
 				if err != nil {
 					return nil, err
 				}
-				return Order{Weight: by == "weight"}, nil
+				return Order{Weight: by == "weight", SRSF: by == "srsf"}, nil
 			}},
 		{Name: ShrinkName, Description: "preempt: shrink lighter running elastic jobs towards their minimum to make room (a Resize, not a preemption)", New: none(ShrinkName, Shrink{})},
 		{Name: ScaleUpName, Description: "rebalance: grow running elastic jobs into idle capacity, never while a TE job waits", New: none(ScaleUpName, ScaleUp{})},
@@ -759,5 +816,16 @@ func Plugins() []profile.PluginEntry {
 				return &Converged{P: p}, nil
 			}},
 		{Name: PayoffName, Description: payoffDescription, New: newPayoff},
+		{Name: ReserveName, Description: "admit: keep room for the largest TE job that arrived within window_h hours (default 6) free of BE jobs on one node, so a trial starts at once",
+			New: func(a policy.Params) (framework.Plugin, error) {
+				if err := a.Check(ReserveName, "window_h"); err != nil {
+					return nil, err
+				}
+				h, err := a.FloatIn("window_h", DefaultReserveWindow/3600, 1.0/60, 24*365)
+				if err != nil {
+					return nil, err
+				}
+				return NewReserve(h * 3600)
+			}},
 	}
 }

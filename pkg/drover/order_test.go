@@ -47,6 +47,17 @@ func TestOrderAttainedService(t *testing.T) {
 	if diff := gocmp.Diff([]string{"te", "prio", "small", "big", "ran"}, sorted(Order{})); diff != "" {
 		t.Errorf("attained-service order (-want +got):\n%s", diff)
 	}
+	// SRSF: the BE jobs by remaining GPU-service (ran 2,600, small 3,600,
+	// big 4 x 3,600), after TE and priority.
+	if diff := gocmp.Diff([]string{"te", "prio", "ran", "small", "big"}, sorted(Order{SRSF: true})); diff != "" {
+		t.Errorf("SRSF order (-want +got):\n%s", diff)
+	}
+	nb := be("noest", 2, 2, 2)
+	nb.j.Work = 0
+	noEst := cluster.NewJobState(nb.j)
+	if r := RemainingService(noEst, 5000); r != 0 {
+		t.Errorf("RemainingService of a job without an estimate = %v, want its attained service 0", r)
+	}
 	if got := sorted(Order{Weight: true}); got[2] != "big" {
 		t.Errorf("weight order puts the largest BE job third, got %v", got)
 	}
@@ -59,18 +70,19 @@ func TestOrderAttainedService(t *testing.T) {
 func TestPresetArgs(t *testing.T) {
 	e := Entries()[0]
 	for _, spec := range []policy.Params{{}, {"renew_h": "inf"}, {"renew_h": "0.5"}, {"place": "spread"}, {"order": "weight"},
-		{"size": "elastic"}, {"victim": "fitgpp"}, {"hol": "true"}, {"payoff": "true"}} {
+		{"size": "elastic"}, {"victim": "fitgpp"}, {"hol": "true"}, {"payoff": "true"}, {"order": "las"}, {"order": "srsf"},
+		{"reserve": "true"}, {"reserve": "true", "reserve_h": "1", "reserve_q": "0.5"}} {
 		if _, err := e.New(spec); err != nil {
 			t.Errorf("%v: %v", spec, err)
 		}
 	}
-	for _, spec := range []policy.Params{{"renew_h": "0"}, {"place": "x"}, {"order": "x"}, {"size": "x"}, {"victim": "rand"}, {"hol": "x"}} {
+	for _, spec := range []policy.Params{{"renew_h": "0"}, {"place": "x"}, {"order": "x"}, {"size": "x"}, {"victim": "rand"}, {"hol": "x"}, {"reserve_h": "0"}, {"reserve_q": "2"}} {
 		if _, err := e.New(spec); err == nil {
 			t.Errorf("%v: no error", spec)
 		}
 	}
 	o := DefaultOptions()
-	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder {
-		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, attained-service order", o)
+	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || o.SRSFOrder || o.Reserve {
+		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, attained-service order (SRSF opt-in), no TE reserve", o)
 	}
 }

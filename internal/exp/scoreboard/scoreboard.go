@@ -23,7 +23,7 @@ var Presets = []string{"fifo", "binpack", "k8s-default", "drf", "fitgpp", "lrtp:
 
 // Ablation rows: drover with one of its choices reverted (docs/combined.md).
 // They take no part in the target.
-var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true"}
+var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=srsf"}
 
 // Drover is the row the target is about.
 const Drover = "drover"
@@ -46,7 +46,7 @@ var Columns = []string{"seeds", "te_slowdown_p95", "te_slowdown_p95_ci95", "be_j
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{{Name: "scoreboard",
 		Description: "issue 24's scoreboard: every preset (and drover's ablation rows) on 8 workload regimes fixed in docs/scoreboard-plan.md (Philly light and heavy, heavy-tailed days-long BE jobs, small single-GPU pods, gangs, node constraints, elastic jobs, utilities), TE p95 slowdown, BE mean and p95 JCT with 95% CIs over seeds, and whether drover meets its target per regime; --out writes a Pareto SVG per regime",
-		Run:         Run}}
+		Run:         Run}, teWaitExperiment()}
 }
 
 // specs returns the policy specs run on a regime: the presets the
