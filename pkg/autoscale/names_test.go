@@ -11,6 +11,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 func TestPlaceholderName(t *testing.T) {
@@ -61,7 +62,7 @@ func TestPlaceholderNamesAreKubernetesNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := framework.New(framework.Profile{Name: "provision-only", Provision: []framework.Provision{p}})
+	rt, err := scheduler.New(framework.Profile{Name: "provision-only", Provision: []framework.Provision{p}})
 	if err != nil {
 		t.Fatal(err)
 	}

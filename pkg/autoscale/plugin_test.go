@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // gpus builds a pending job of one replica of n GPUs, each sized as a
@@ -113,7 +114,7 @@ func TestPredictiveProvision(t *testing.T) {
 					return out
 				}}, nil
 			}
-			rt, err := framework.New(framework.Profile{Name: "provision-only", Provision: []framework.Provision{p}})
+			rt, err := scheduler.New(framework.Profile{Name: "provision-only", Provision: []framework.Provision{p}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +143,7 @@ func TestPredictiveInAnyProfile(t *testing.T) {
 	}
 	prof := baseline.FIFOProfile(placement.Pack)
 	prof.Provision = append(prof.Provision, p)
-	rt, err := framework.New(prof)
+	rt, err := scheduler.New(prof)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // ReactiveName is the name of the reactive preset.
@@ -174,7 +175,7 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(prof)
+				return scheduler.New(prof)
 			}},
 	}
 }
@@ -197,5 +198,5 @@ func newPredictive(pr policy.Params) (policy.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return framework.New(prof)
+	return scheduler.New(prof)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // Plugin names.
@@ -175,7 +176,7 @@ func FIFOProfile(s placement.Strategy) framework.Profile {
 
 // NewFIFO returns the fifo preset's runtime with the given placement.
 func NewFIFO(s placement.Strategy) *framework.Runtime {
-	r, err := framework.New(FIFOProfile(s))
+	r, err := scheduler.New(FIFOProfile(s))
 	if err != nil {
 		panic(err) // a fixed, valid profile
 	}
@@ -208,7 +209,7 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(FIFOProfile(st))
+				return scheduler.New(FIFOProfile(st))
 			}},
 		{Name: "k8s-default", Description: "priority then arrival order, skips jobs that do not fit, least-allocated spread placement; window=N jobs per cycle (0: all)",
 			New: ordered("k8s-default", placement.Spread)},
@@ -220,7 +221,7 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(framework.Profile{Name: "drf", QueueSort: DRF{}, Reserve: []framework.Reserve{DRF{}},
+				return scheduler.New(framework.Profile{Name: "drf", QueueSort: DRF{}, Reserve: []framework.Reserve{DRF{}},
 					Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{Strategy(st)}, Window: w})
 			}},
 	}
@@ -232,7 +233,7 @@ func ordered(name string, def placement.Strategy) policy.Factory {
 		if err != nil {
 			return nil, err
 		}
-		return framework.New(framework.Profile{Name: name, QueueSort: Priority{},
+		return scheduler.New(framework.Profile{Name: name, QueueSort: Priority{},
 			Filter: []framework.Filter{framework.NodeRole{}}, Score: []framework.WeightedScore{Strategy(st)}, Window: w})
 	}
 }

@@ -84,6 +84,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 	"github.com/drover-sched/drover/pkg/specon"
 )
 
@@ -781,7 +782,7 @@ func Entries() []policy.Entry {
 			if err != nil {
 				return nil, err
 			}
-			return framework.New(prof)
+			return scheduler.New(prof)
 		}}}
 }
 

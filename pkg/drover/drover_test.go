@@ -15,6 +15,8 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
+	"github.com/drover-sched/drover/pkg/scheduler/queue"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/specon"
 )
@@ -101,7 +103,7 @@ func testRuntime(t *testing.T, mod func(*Options)) *framework.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := framework.New(p)
+	r, err := scheduler.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestShrinkIsNotAPreemption(t *testing.T) {
 	b := be("b", 8, 2, 8).j
 	tj := te("t", 2).j
 	tj.Submit = 100
-	r, err := framework.New(mustProfile(t))
+	r, err := scheduler.New(mustProfile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +287,7 @@ func TestShrinkCandidates(t *testing.T) {
 		probe := &candProbe{t: t, name: fmt.Sprintf("seed %d", seed)}
 		p.Preempt = []framework.Preempt{probe}
 		p.Admit, p.Reserve, p.Rebalance, p.Provision = nil, nil, nil, nil
-		rt, err := framework.New(p)
+		rt, err := scheduler.New(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +331,7 @@ func TestShrinkWakesParkedTE(t *testing.T) {
 		return out
 	}
 	want := cycles(testRuntime(t, nil).WithoutQueue())
-	if d := gocmp.Diff(want, cycles(testRuntime(t, nil).WithQueue(framework.QueueOptions{}))); d != "" {
+	if d := gocmp.Diff(want, cycles(scheduler.WithQueue(testRuntime(t, nil), queue.Options{}))); d != "" {
 		t.Errorf("actions per cycle differ with the queue (-without +with):\n%s", d)
 	}
 	if len(want[1]) == 0 || want[1][0] != "resize e x2" {

@@ -10,9 +10,10 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
+	schedqueue "github.com/drover-sched/drover/pkg/scheduler/queue"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -66,7 +67,7 @@ func TestPayoffDeferredRunsOnIdleCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := framework.New(p)
+	r, err := scheduler.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestPayoffPoisoning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := framework.New(p)
+		r, err := scheduler.New(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,12 +258,12 @@ func TestPayoffHintsChangeNoDecision(t *testing.T) {
 					t.Fatal(err)
 				}
 				pay := p.Admit[0].(*Payoff)
-				rt, err := framework.New(p)
+				rt, err := scheduler.New(p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if queue {
-					rt.WithQueue(framework.QueueOptions{})
+					scheduler.WithQueue(rt, schedqueue.Options{})
 				} else {
 					rt.WithoutQueue()
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // Plugin names.
@@ -774,7 +775,7 @@ func NewElastic(o ElasticOptions) *framework.Runtime {
 }
 
 func mustNew(p framework.Profile) *framework.Runtime {
-	r, err := framework.New(p)
+	r, err := scheduler.New(p)
 	if err != nil {
 		panic(err) // a fixed, valid profile
 	}

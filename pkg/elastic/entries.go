@@ -7,6 +7,7 @@ import (
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // MaxWaitSeconds bounds DRAGON's starve_s and scaleup_s: a year.
@@ -42,14 +43,14 @@ func Entries() []policy.Entry {
 				if o.Order, err = orderParam(p); err != nil {
 					return nil, err
 				}
-				return framework.New(ElasticProfile(o))
+				return scheduler.New(ElasticProfile(o))
 			}},
 		{Name: "tf-operator", Description: "Kubeflow tf-operator with kube-scheduler: fixed replicas, pods bound one by one with spread placement, no gang (partial starts hold resources)",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("tf-operator"); err != nil {
 					return nil, err
 				}
-				return framework.New(TFOperatorProfile())
+				return scheduler.New(TFOperatorProfile())
 			}},
 		{Name: "dragon", Description: "DRAGON (NTHU-LSALAB): FIFO, one-node-first placement, scale-down for a job waiting 30 s (starve_s), scale-up after 60 s without action (scaleup_s)",
 			New: func(p policy.Params) (policy.Policy, error) {
@@ -64,7 +65,7 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(DragonProfile(starve, scaleUp))
+				return scheduler.New(DragonProfile(starve, scaleUp))
 			}},
 	}
 }

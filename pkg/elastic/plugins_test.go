@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // world builds a snapshot fluently: nodes, running jobs with their
@@ -240,7 +241,7 @@ func TestElasticCycle(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := framework.New(tc.prof)
+			r, err := scheduler.New(tc.prof)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -93,6 +93,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // Defaults of the parameters. The paper's lambda was lost in the text
@@ -794,7 +795,7 @@ func New(rule Victims, lambda float64, p int) (*framework.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return framework.New(Profile(pre))
+	return scheduler.New(Profile(pre))
 }
 
 // parseFitGpp reads fitgpp's parameters (the preset's and the plugin's):
@@ -888,7 +889,7 @@ func Entries() []policy.Entry {
 			if err != nil {
 				return nil, err
 			}
-			return framework.New(Profile(pre))
+			return scheduler.New(Profile(pre))
 		}
 	}
 	fitgppPreset := func(pr policy.Params) (policy.Policy, error) {
@@ -903,9 +904,9 @@ func Entries() []policy.Entry {
 			return nil, err
 		}
 		if strict {
-			return framework.New(StrictProfile(pre))
+			return scheduler.New(StrictProfile(pre))
 		}
-		return framework.New(Profile(pre))
+		return scheduler.New(Profile(pre))
 	}
 	return []policy.Entry{
 		{Name: "fitgpp", Description: fmt.Sprintf("FitGpp: FIFO where TE jobs preempt the BE job with the lowest size + lambda x grace-period score that makes room; lambda>=0 (default %g), p>=1 or inf: max preemptions per job (default %d); renew_h (default inf): a capped job may be preempted again after running renew_h hours uninterrupted; preempt=false serves TE jobs first without preempting, strict=true starts no BE job while a TE job waits (ablations)", DefaultLambda, DefaultP),

@@ -15,6 +15,8 @@ import (
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
+	"github.com/drover-sched/drover/pkg/scheduler/queue"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -82,7 +84,7 @@ func mustNew(t *testing.T, rule Victims, lambda float64, p int) *framework.Runti
 
 func mustRuntime(t *testing.T, pre *Preemptor) *framework.Runtime {
 	t.Helper()
-	r, err := framework.New(Profile(pre))
+	r, err := scheduler.New(Profile(pre))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,7 +718,7 @@ func TestParkedTEClassWakes(t *testing.T) {
 		return out
 	}
 	want := cycles(mustNew(t, FitGpp, 1, 1).WithoutQueue())
-	if d := cmp.Diff(want, cycles(mustNew(t, FitGpp, 1, 1).WithQueue(framework.QueueOptions{}))); d != "" {
+	if d := cmp.Diff(want, cycles(scheduler.WithQueue(mustNew(t, FitGpp, 1, 1), queue.Options{}))); d != "" {
 		t.Errorf("actions per cycle differ with the queue (-without +with):\n%s", d)
 	}
 	if got := strings.Count(strings.Join(want[2], "\n"), "policy.Preempt"); got != 2 {

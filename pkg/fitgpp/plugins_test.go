@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // ids returns the jobs' IDs.
@@ -175,7 +176,7 @@ func TestProfileActions(t *testing.T) {
 			if tc.strict {
 				prof = StrictProfile(tc.pre)
 			}
-			rt, err := framework.New(prof)
+			rt, err := scheduler.New(prof)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +193,7 @@ func TestProfileActions(t *testing.T) {
 func TestNeedsSoon(t *testing.T) {
 	p := Profile(&Preemptor{Rule: FitGpp, Lambda: 1, P: 1})
 	p.Future = false
-	r, err := framework.New(p)
+	r, err := scheduler.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestPluginRegistry(t *testing.T) {
 			t.Errorf("%s %v: preemptor (-want +got):\n%s", tc.preset, tc.args, d)
 		}
 		// The same decisions as the preset on a cycle that preempts.
-		built, err := framework.New(p)
+		built, err := scheduler.New(p)
 		if err != nil {
 			t.Fatal(err)
 		}

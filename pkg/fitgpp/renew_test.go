@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/scheduler"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -49,7 +49,7 @@ func TestRenewDoesNotStarve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rt, err := framework.New(Profile(pre))
+			rt, err := scheduler.New(Profile(pre))
 			if err != nil {
 				t.Fatal(err)
 			}

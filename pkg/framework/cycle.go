@@ -24,7 +24,7 @@ type Cycle struct {
 	failed  []*cluster.JobState
 	resort  bool
 	// sortGen counts the Resorts of the cycle: the queue's keys memoised
-	// in an earlier generation are computed again (schedQueue.keyOf).
+	// in an earlier generation are computed again (queue.Queue.keyOf).
 	sortGen int
 	trying  []int
 	on      *placement.Ledger
@@ -68,6 +68,10 @@ func (c *Cycle) Started() []*cluster.JobState { return c.started }
 // Failed lists the pending jobs tried in this cycle that could not be
 // started (not those an Admit plugin held back), in order.
 func (c *Cycle) Failed() []*cluster.JobState { return c.failed }
+
+// SortGen counts the cycle's Resorts so far: sort keys memoised in an
+// earlier generation are stale (the scheduling queue's key memo).
+func (c *Cycle) SortGen() int { return c.sortGen }
 
 // Resort asks the Runtime to sort the jobs not yet tried again before the
 // next one, because an order that depends on allocations (DRF) changed.

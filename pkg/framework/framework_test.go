@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // world is a fluent snapshot builder: nodes of 8 GPUs, jobs of whole GPUs.
@@ -266,7 +267,7 @@ func TestRuntime(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.profile.Name = "test"
-			r, err := framework.New(tc.profile)
+			r, err := scheduler.New(tc.profile)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +282,7 @@ func TestRuntime(t *testing.T) {
 func TestReserveRebalanceProvision(t *testing.T) {
 	var res, reb, prov []string
 	k := counter{&res, &reb, &prov}
-	r, err := framework.New(framework.Profile{Name: "t", Score: pack(), Reserve: []framework.Reserve{k},
+	r, err := scheduler.New(framework.Profile{Name: "t", Score: pack(), Reserve: []framework.Reserve{k},
 		Rebalance: []framework.Rebalance{k}, Provision: []framework.Provision{k}})
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +330,7 @@ func TestStatementForkDiscard(t *testing.T) {
 		}
 		return nil
 	})
-	r, err := framework.New(framework.Profile{Name: "t", Score: pack(), Admit: []framework.Admit{admitFunc{"none", func(*framework.Cycle, *cluster.JobState) *framework.Status {
+	r, err := scheduler.New(framework.Profile{Name: "t", Score: pack(), Admit: []framework.Admit{admitFunc{"none", func(*framework.Cycle, *cluster.JobState) *framework.Status {
 		return framework.NewStatus(framework.Wait, "not now")
 	}}}, Rebalance: []framework.Rebalance{probe}})
 	if err != nil {
@@ -361,7 +362,7 @@ func TestStatus(t *testing.T) {
 func TestKeys(t *testing.T) {
 	k := framework.NewKey[[]int]("ints")
 	var got int
-	r, _ := framework.New(framework.Profile{Name: "t", Rebalance: []framework.Rebalance{rebalanceFunc(func(c *framework.Cycle) *framework.Status {
+	r, _ := scheduler.New(framework.Profile{Name: "t", Rebalance: []framework.Rebalance{rebalanceFunc(func(c *framework.Cycle) *framework.Status {
 		if _, ok := framework.Get(c, k); ok {
 			t.Error("fresh cycle has data")
 		}
@@ -388,7 +389,7 @@ func TestCycleRandIsSeeded(t *testing.T) {
 	b := &cluster.JobState{Job: &cluster.Job{ID: "b"}}
 	draw := func(seed, cycle uint64, plugin string, js *cluster.JobState) uint64 {
 		var v uint64
-		r, _ := framework.New(framework.Profile{Name: "t", Rebalance: []framework.Rebalance{rebalanceFunc(func(c *framework.Cycle) *framework.Status {
+		r, _ := scheduler.New(framework.Profile{Name: "t", Rebalance: []framework.Rebalance{rebalanceFunc(func(c *framework.Cycle) *framework.Status {
 			v = c.Rand(plugin, js).Uint64()
 			return nil
 		})}})
@@ -417,7 +418,7 @@ func TestNewRejectsBadProfiles(t *testing.T) {
 		{Name: "t", Window: -1},
 		{Name: "t", Score: []framework.WeightedScore{{Score: lastNode{}, Weight: 0}}},
 	} {
-		if _, err := framework.New(p); err == nil {
+		if _, err := scheduler.New(p); err == nil {
 			t.Errorf("New(%+v) succeeded", p)
 		}
 	}

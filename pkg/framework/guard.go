@@ -55,7 +55,7 @@ func (r *Runtime) ScheduleGuarded(s *cluster.Snapshot) (acts []policy.Action, fa
 // updated: every pending job is tried again in the next cycle.
 func (r *Runtime) forget() {
 	if r.q != nil {
-		r.q = newSchedQueue(r, r.q.opts)
+		r.q.Reset()
 	}
 }
 

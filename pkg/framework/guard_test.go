@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // bomb is a plugin that panics on the jobs named in jobs, at Reserve
@@ -51,7 +52,7 @@ func TestScheduleGuardedContainsAPanic(t *testing.T) {
 	w := func() *cluster.Snapshot {
 		return newWorld().node("n0", 8).pending(job("a", 4, 1), job("bad", 4, 1), job("c", 4, 1)).s
 	}
-	rt, err := framework.New(bombProfile(&bomb{jobs: map[string]bool{"bad": true}}))
+	rt, err := scheduler.New(bombProfile(&bomb{jobs: map[string]bool{"bad": true}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestScheduleGuardedContainsAPanic(t *testing.T) {
 }
 
 func TestScheduleGuardedRebalancePanic(t *testing.T) {
-	rt, err := framework.New(bombProfile(&bomb{rebalance: true}))
+	rt, err := scheduler.New(bombProfile(&bomb{rebalance: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestScheduleGuardedRebalancePanic(t *testing.T) {
 
 // Schedule itself still panics: the simulator wants to see the bug.
 func TestScheduleStillPanics(t *testing.T) {
-	rt, err := framework.New(bombProfile(&bomb{jobs: map[string]bool{"bad": true}}))
+	rt, err := scheduler.New(bombProfile(&bomb{jobs: map[string]bool{"bad": true}}))
 	if err != nil {
 		t.Fatal(err)
 	}

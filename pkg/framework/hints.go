@@ -75,12 +75,3 @@ type EnqueueExtensions interface {
 	Events(c *Cycle, js *cluster.JobState) Events
 	Requeue(c *Cycle, js *cluster.JobState, ev Events) bool
 }
-
-// eventsOf returns pl's events for js, DefaultEvents for a plugin that
-// declares none.
-func eventsOf(c *Cycle, pl Plugin, js *cluster.JobState) Events {
-	if ee, ok := pl.(EnqueueExtensions); ok {
-		return ee.Events(c, js)
-	}
-	return DefaultEvents
-}

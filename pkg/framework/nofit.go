@@ -88,7 +88,7 @@ func (e *noNodeError) Error() string {
 // refused for each reason, and the nodes refused by a rule with the rule
 // (a Filter plugin's with its reason).
 func (e *noNodeError) appendKey(k []byte) []byte {
-	k = placeKey(k, e.js.Job)
+	k = AppendPlaceKey(k, e.js.Job)
 	k = binary.AppendVarint(k, int64(e.g))
 	for _, c := range e.counts {
 		k = binary.AppendVarint(k, int64(c))

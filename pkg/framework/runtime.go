@@ -52,10 +52,11 @@ type Profile struct {
 }
 
 // Runtime runs a Profile as a policy.Policy. It owns the scheduling loop
-// and the scheduling queue (queue.go); plugins own the decisions at each
-// extension point. Both executors run it the same way: the simulator and
-// the Kubernetes controller keep one Runtime for a run and call
-// ScheduleGuarded once per cycle.
+// and runs it with a scheduling queue (pkg/scheduler/queue, given with
+// WithQueue; scheduler.New gives the default one); plugins own the
+// decisions at each extension point. Both executors run it the same way:
+// the simulator and the Kubernetes controller keep one Runtime for a run
+// and call ScheduleGuarded once per cycle.
 type Runtime struct {
 	p          Profile
 	timeDriven bool
@@ -76,7 +77,7 @@ type Runtime struct {
 	plugins []Plugin
 	// q is the scheduling queue; nil walks every pending job every
 	// cycle (WithoutQueue).
-	q *schedQueue
+	q schedulingQueue
 	// guard is set during ScheduleGuarded (guard.go): panics are
 	// contained per job and per Rebalance or Provision plugin.
 	guard *guard
@@ -98,9 +99,27 @@ var (
 	_ policy.Guarded    = (*Runtime)(nil)
 )
 
-// New checks a profile and returns its runtime, with a scheduling queue
-// of DefaultQueueOptions.
-func New(p Profile) (*Runtime, error) {
+// schedulingQueue is what the Runtime asks of its scheduling queue, a
+// *queue.Queue (pkg/scheduler/queue, which imports this package: the
+// queue asks the Runtime for the walk's order and whether a job fits).
+type schedulingQueue interface {
+	Begin(c *Cycle) bool
+	End(c *Cycle)
+	Active() int
+	IsActive(js *cluster.JobState) bool
+	Walk(c *Cycle, try func(*cluster.JobState) (cont, committed, resort bool))
+	Failed(c *Cycle, js *cluster.JobState, rejector Plugin)
+	Started(js *cluster.JobState)
+	WakeMid(c *Cycle, cur *cluster.JobState) []*cluster.JobState
+	TakeWoke() []*cluster.JobState
+	BeforeCommit(c *Cycle)
+	Reset()
+}
+
+// NewRuntime checks a profile and returns its runtime, without a
+// scheduling queue (every pending job is tried every cycle) until one is
+// given with WithQueue: scheduler.New returns it with the default queue.
+func NewRuntime(p Profile) (*Runtime, error) {
 	if p.Name == "" {
 		return nil, errors.New("profile: name is empty")
 	}
@@ -143,14 +162,13 @@ func New(p Profile) (*Runtime, error) {
 			r.fast = false
 		}
 	}
-	r.q = newSchedQueue(r, DefaultQueueOptions())
 	return r, nil
 }
 
-// WithQueue replaces the scheduling queue's options (tests turn the
-// backoff off to compare the queue with the exhaustive walk).
-func (r *Runtime) WithQueue(o QueueOptions) *Runtime {
-	r.q = newSchedQueue(r, o)
+// WithQueue gives the runtime the scheduling queue q, a *queue.Queue made
+// for it (queue.New(r, opts)).
+func (r *Runtime) WithQueue(q schedulingQueue) *Runtime {
+	r.q = q
 	return r
 }
 
@@ -259,7 +277,7 @@ func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 		r.reasons.reset() // no queue to say whether the nodes changed
 	}
 	if r.q != nil {
-		if r.q.begin(c) && r.idle(c) {
+		if r.q.Begin(c) && r.idle(c) {
 			return nil
 		}
 	}
@@ -273,7 +291,7 @@ func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 		r.guarded(c, policy.StageProvision, pl.Name(), func() { pl.Provision(c) })
 	}
 	if r.q != nil {
-		r.q.end(c)
+		r.q.End(c)
 	}
 	r.quiet = true
 	for _, a := range r.st.acts {
@@ -292,7 +310,7 @@ func (r *Runtime) schedule(s *cluster.Snapshot) []policy.Action {
 // says, through EnqueueExtensions.Events(c, nil), that it needs no clock
 // now (no EventAlways). A TimeDriven plugin without hints needs it.
 func (r *Runtime) idle(c *Cycle) bool {
-	if !r.quiet || r.q.active > 0 {
+	if !r.quiet || r.q.Active() > 0 {
 		return false
 	}
 	for _, pl := range r.clocks {
@@ -311,7 +329,14 @@ func (r *Runtime) idle(c *Cycle) bool {
 // a cycle that blocks at its head costs O(1), not O(queue).
 func (r *Runtime) walk(c *Cycle) {
 	if r.q != nil && r.p.Window == 0 {
-		r.walkList(c)
+		r.q.Walk(c, func(js *cluster.JobState) (cont, committed, resort bool) {
+			if !r.try(c, js) {
+				return false, false, false
+			}
+			committed, resort = c.committed, c.resort
+			c.committed, c.resort = false, false
+			return true, committed, resort
+		})
 		return
 	}
 	if r.p.QueueSort == nil && r.p.Window == 0 {
@@ -328,24 +353,23 @@ func (r *Runtime) walk(c *Cycle) {
 		if !r.try(c, cands[i]) {
 			break
 		}
-		if r.q != nil && len(r.q.woke) > 0 {
+		if r.q != nil {
 			// A start woke the next member of its bucket: it goes where
 			// the walk would meet it.
-			for _, w := range r.q.woke {
+			for _, w := range r.q.TakeWoke() {
 				rest := cands[i+1:]
-				k, _ := slices.BinarySearchFunc(rest, w, func(a, b *cluster.JobState) int { return r.walkOrder(c, a, b) })
+				k, _ := slices.BinarySearchFunc(rest, w, func(a, b *cluster.JobState) int { return r.WalkOrder(c, a, b) })
 				cands = slices.Insert(cands, i+1+k, w)
 			}
-			r.q.woke = r.q.woke[:0]
 		}
 		if c.committed {
 			// A Preempt plugin acted on running jobs: room it gave back
 			// may wake parked jobs whose turn is still to come.
 			c.committed = false
 			if r.q != nil {
-				if woken := r.q.wakeMid(c, cands[i]); len(woken) > 0 {
+				if woken := r.q.WakeMid(c, cands[i]); len(woken) > 0 {
 					rest := append(woken, cands[i+1:]...)
-					slices.SortFunc(rest, func(a, b *cluster.JobState) int { return r.walkOrder(c, a, b) })
+					slices.SortFunc(rest, func(a, b *cluster.JobState) int { return r.WalkOrder(c, a, b) })
 					cands = append(cands[:i+1], rest...)
 				}
 			}
@@ -368,7 +392,7 @@ func (r *Runtime) candidates(c *Cycle) []*cluster.JobState {
 			break
 		}
 		n++
-		if r.q == nil || r.q.isActive(js) {
+		if r.q == nil || r.q.IsActive(js) {
 			cands = append(cands, js)
 		}
 	}
@@ -438,7 +462,7 @@ func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 		default:
 			c.St.waitFor(js, st)
 			if r.q != nil {
-				r.q.failed(c, js, a)
+				r.q.Failed(c, js, a)
 			}
 		}
 		return true
@@ -451,10 +475,10 @@ func (r *Runtime) tryJob(c *Cycle, js *cluster.JobState) bool {
 	if !r.preempt(c, js, st) {
 		c.failed = append(c.failed, js)
 		if r.q != nil {
-			r.q.failed(c, js, nil)
+			r.q.Failed(c, js, nil)
 		}
 	} else if r.q != nil {
-		r.q.started(js) // handled: waiting for room a Preempt plugin nominated
+		r.q.Started(js) // handled: waiting for room a Preempt plugin nominated
 	}
 	return true
 }
@@ -471,7 +495,7 @@ func (r *Runtime) started(c *Cycle, js *cluster.JobState, pl cluster.Placement) 
 	}
 	c.started = append(c.started, js)
 	if r.q != nil {
-		r.q.started(js)
+		r.q.Started(js)
 	}
 	for _, rp := range r.p.Reserve {
 		rp.Reserve(c, js, pl)
@@ -487,7 +511,7 @@ func (r *Runtime) preempt(c *Cycle, js *cluster.JobState, failed *Status) bool {
 		c.St.Fork()
 		st := pp.Preempt(c, js, failed).WithPlugin(pp.Name())
 		if r.q != nil && (st.Code() == Success || st.Code() == Wait) {
-			r.q.ev.beforeCommit(c, r.p.Future)
+			r.q.BeforeCommit(c)
 		}
 		switch st.Code() {
 		case Success:

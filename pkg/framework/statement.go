@@ -130,7 +130,7 @@ const maxReasons = 1024
 // before, else reason, remembered. The executor shows a job the reason of
 // the Wait it applied, that very string, so that comparing it with an
 // interned reason (a class's, given to every member of the class that is
-// not tried: schedQueue.end) finds equal pointers and skips comparing the
+// not tried: queue.Queue.End) finds equal pointers and skips comparing the
 // bytes: on a long queue that comparison, per member per cycle, was most
 // of the cost of closing the walk.
 func (st *Statement) intern(reason string) string {

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/k8s/view"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // Tests of what tenants can do to the scheduler (issue 17, items 1, 2
@@ -263,7 +264,7 @@ func (panicky) Schedule(*cluster.Snapshot) []policy.Action { panic("bug") }
 // with the panic in its reason and a Warning Event), not the process: the
 // other jobs start in the same cycle and the cycle returns.
 func TestPolicyPanicCostsOneJob(t *testing.T) {
-	rt, err := framework.New(framework.Profile{Name: "boom", Admit: []framework.Admit{&boom{job: "ns/boom"}}})
+	rt, err := scheduler.New(framework.Profile{Name: "boom", Admit: []framework.Admit{&boom{job: "ns/boom"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // OASiSProfile is the oasis preset: arrivals decided in submission order
@@ -47,7 +48,7 @@ func DormProfile(d *Dorm) framework.Profile {
 
 // NewPolicy returns the runtime of a preset profile of this package.
 func NewPolicy(p framework.Profile) *framework.Runtime {
-	r, err := framework.New(p)
+	r, err := scheduler.New(p)
 	if err != nil {
 		panic(err) // the presets are fixed, valid profiles
 	}
@@ -63,21 +64,21 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(OASiSProfile(o))
+				return scheduler.New(OASiSProfile(o))
 			}},
 		{Name: "ps-fifo", Description: "OASiS baseline FIFO: parameter-server jobs in arrival order at fixed worker/PS counts, round-robin placement",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("ps-fifo"); err != nil {
 					return nil, err
 				}
-				return framework.New(FIFOProfile())
+				return scheduler.New(FIFOProfile())
 			}},
 		{Name: "ps-drf", Description: "OASiS baseline DRF: all jobs admitted, dominant-resource-fair worker/PS counts recomputed on arrival and completion",
 			New: func(p policy.Params) (policy.Policy, error) {
 				if err := p.Check("ps-drf"); err != nil {
 					return nil, err
 				}
-				return framework.New(DRFProfile(&DRF{}))
+				return scheduler.New(DRFProfile(&DRF{}))
 			}},
 		{Name: "rrh", Description: "OASiS baseline RRH: risk-reward admission (gain minus delay cost above threshold*g1), pause jobs without future gain; admitted jobs start in arrival order without skipping, or by utility per resource-second skipping what does not fit (threshold in [0, 1], order=arrival|value)",
 			New: func(p policy.Params) (policy.Policy, error) {
@@ -85,7 +86,7 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(RRHProfile(r))
+				return scheduler.New(RRHProfile(r))
 			}},
 		{Name: "dorm", Description: "OASiS baseline Dorm: utilisation-maximising LP (relaxed MILP) under fairness and adjustment limits, recomputed on arrival and completion (fair, adjust)",
 			New: func(p policy.Params) (policy.Policy, error) {
@@ -93,7 +94,7 @@ func Entries() []policy.Entry {
 				if err != nil {
 					return nil, err
 				}
-				return framework.New(DormProfile(d))
+				return scheduler.New(DormProfile(d))
 			}},
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
+	schedqueue "github.com/drover-sched/drover/pkg/scheduler/queue"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -68,7 +70,7 @@ func runQueuedTries(t *testing.T, name string, queue bool, nodes []cluster.Node,
 	case rt != nil:
 		// No backoff and no flush: they change when a job is tried by
 		// design; the events and hints must change nothing.
-		rt.WithQueue(framework.QueueOptions{})
+		scheduler.WithQueue(rt, schedqueue.Options{})
 	}
 	m, log := observeTick(t, p, nodes, jobs, seed, tick, nil)
 	if rt == nil {

@@ -8,9 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/profile"
+	"github.com/drover-sched/drover/pkg/scheduler"
+	schedqueue "github.com/drover-sched/drover/pkg/scheduler/queue"
 )
 
 // randomProfile draws a profile from the plugin registry: each extension
@@ -102,7 +103,7 @@ func TestRandomProfilesQueueChangesNoDecision(t *testing.T) {
 					t.Fatal(err)
 				}
 				if queue {
-					rt.WithQueue(framework.QueueOptions{})
+					scheduler.WithQueue(rt, schedqueue.Options{})
 				} else {
 					rt.WithoutQueue()
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
+	"github.com/drover-sched/drover/pkg/scheduler"
 	"sigs.k8s.io/yaml"
 )
 
@@ -168,7 +169,7 @@ func (r *Registry) Build(spec Spec) (*framework.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return framework.New(p)
+	return scheduler.New(p)
 }
 
 // Profile instantiates a spec's plugins.

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -194,7 +195,7 @@ func TestSpeculator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			prof := Profile(WorkerReading)
 			prof.Rebalance = append(tc.before, prof.Rebalance...)
-			rt, err := framework.New(prof)
+			rt, err := scheduler.New(prof)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // Labels SpeCon persists on each job, so that rebuilt plugins (the
@@ -253,7 +254,7 @@ func New(p Params) *framework.Runtime { return mustNew(Profile(p)) }
 func NewDefault() *framework.Runtime { return mustNew(DefaultProfile()) }
 
 func mustNew(p framework.Profile) *framework.Runtime {
-	r, err := framework.New(p)
+	r, err := scheduler.New(p)
 	if err != nil {
 		panic(err) // a fixed, valid profile
 	}

@@ -81,6 +81,7 @@ import (
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 )
 
 // Plugin and preset names.
@@ -510,7 +511,7 @@ func parseThresholds(v string) ([]float64, error) {
 }
 
 // New returns the preset's runtime for cf.
-func New(cf *Config) (*framework.Runtime, error) { return framework.New(Profile(cf)) }
+func New(cf *Config) (*framework.Runtime, error) { return scheduler.New(Profile(cf)) }
 
 const paramsDoc = "thresholds=3250/7200 GPU-seconds (Tiresias simulator/jobs.py queue_limit, 3 queues), starve=0 (solve_starvation; dlas-gpu-N uses N), service=gpu|time (dlas-gpu or dlas)"
 

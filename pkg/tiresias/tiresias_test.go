@@ -12,6 +12,8 @@ import (
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
+	schedqueue "github.com/drover-sched/drover/pkg/scheduler/queue"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/tiresias"
 )
@@ -48,7 +50,7 @@ func run(t *testing.T, params policy.Params, nodes []cluster.Node, jobs []*clust
 	if !queue {
 		p.WithoutQueue()
 	} else {
-		p.WithQueue(framework.QueueOptions{})
+		scheduler.WithQueue(p, schedqueue.Options{})
 	}
 	var evs []event
 	var log []string

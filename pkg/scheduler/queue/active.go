@@ -1,8 +1,11 @@
-package framework
+package queue
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 )
 
 // activeList is the active set in walk order (kube-scheduler's activeQ):
@@ -24,7 +27,7 @@ type activeList struct {
 }
 
 // toActive puts e in the active set.
-func (q *schedQueue) toActive(e *entry) {
+func (q *Queue) toActive(e *entry) {
 	e.at = inActive
 	q.active++
 	if !e.listed {
@@ -37,23 +40,23 @@ func (q *schedQueue) toActive(e *entry) {
 // waiting jobs may change: what its EnqueueExtensions.Events says (asked
 // with no job), EventAlways for a QueueSort that declares none (it is
 // re-sorted every cycle), nothing without a QueueSort (queue order).
-func (r *Runtime) sortEvents(c *Cycle) Events {
-	qs := r.p.QueueSort
+func (q *Queue) sortEvents(c *framework.Cycle) framework.Events {
+	qs := q.p.QueueSort
 	if qs == nil {
 		return 0
 	}
-	if ee, ok := qs.(EnqueueExtensions); ok {
+	if ee, ok := qs.(framework.EnqueueExtensions); ok {
 		return ee.Events(c, nil)
 	}
-	return EventAlways
+	return framework.EventAlways
 }
 
 // prepare puts the active list in walk order for the cycle, ev being the
 // events since the previous one.
-func (q *schedQueue) prepare(c *Cycle, ev Events) {
+func (q *Queue) prepare(c *framework.Cycle, ev framework.Events) {
 	l := &q.list
-	se := q.r.sortEvents(c)
-	if l.dirty || se&(ev|EventAlways) != 0 || 4*len(l.fresh) > len(l.items)+16 || 2*q.active+64 < len(l.items) {
+	se := q.sortEvents(c)
+	if l.dirty || se&(ev|framework.EventAlways) != 0 || 4*len(l.fresh) > len(l.items)+16 || 2*q.active+64 < len(l.items) {
 		// Rebuild: every active job, sorted.
 		items := l.items[:0]
 		for _, e := range l.items {
@@ -65,7 +68,7 @@ func (q *schedQueue) prepare(c *Cycle, ev Events) {
 		}
 		clear(l.items[len(items):])
 		items = append(items, l.fresh...)
-		q.r.sortEntries(c, items)
+		q.sortEntries(c, items)
 		l.items, l.fresh, l.gone, l.dirty = items, l.fresh[:0], 0, false
 		return
 	}
@@ -87,7 +90,7 @@ func (q *schedQueue) prepare(c *Cycle, ev Events) {
 
 // insert puts the listed entry e in items at its place in walk order,
 // searching from index from on.
-func (q *schedQueue) insert(c *Cycle, e *entry, from int) int {
+func (q *Queue) insert(c *framework.Cycle, e *entry, from int) int {
 	l := &q.list
 	rest := l.items[from:]
 	k, _ := slices.BinarySearchFunc(rest, e, func(a, b *entry) int {
@@ -102,15 +105,15 @@ func (q *schedQueue) insert(c *Cycle, e *entry, from int) int {
 
 // sortEntries sorts entries in walk order: by the QueueSort (its keys for
 // a KeyedSort), ties in queue order.
-func (r *Runtime) sortEntries(c *Cycle, es []*entry) {
+func (q *Queue) sortEntries(c *framework.Cycle, es []*entry) {
 	pos := func(e *entry) int {
 		i, _ := c.Snap.Pending.Order(e.js)
 		return i
 	}
-	ks, keyed := r.p.QueueSort.(KeyedSort)
+	ks, keyed := q.p.QueueSort.(framework.KeyedSort)
 	if !keyed {
 		slices.SortFunc(es, func(a, b *entry) int {
-			if d := r.walkOrder(c, a.js, b.js); d != 0 {
+			if d := q.r.WalkOrder(c, a.js, b.js); d != 0 {
 				return d
 			}
 			return cmp.Compare(a.job.ID, b.job.ID)
@@ -118,16 +121,16 @@ func (r *Runtime) sortEntries(c *Cycle, es []*entry) {
 		return
 	}
 	type kp struct {
-		key SortKey
+		key framework.SortKey
 		pos int
 		e   *entry
 	}
 	k := make([]kp, len(es))
 	for i, e := range es {
-		k[i] = kp{r.q.keyOf(c, ks, e), pos(e), e}
+		k[i] = kp{q.keyOf(c, ks, e), pos(e), e}
 	}
 	slices.SortFunc(k, func(a, b kp) int {
-		if d := CompareKeys(a.key, b.key); d != 0 {
+		if d := framework.CompareKeys(a.key, b.key); d != 0 {
 			return d
 		}
 		return cmp.Compare(a.pos, b.pos)
@@ -137,33 +140,34 @@ func (r *Runtime) sortEntries(c *Cycle, es []*entry) {
 	}
 }
 
-// walkList tries the active jobs in walk order until an Admit plugin
-// blocks the rest; jobs woken within the cycle (the next member of a
-// bucket whose head started, jobs that room a Preempt plugin gave back
-// wakes) are put in their places after the current one.
-func (r *Runtime) walkList(c *Cycle) {
-	q := r.q
+// Walk tries the active jobs in walk order, with try, until try reports
+// that an Admit plugin blocked the rest; jobs woken within the cycle (the
+// next member of a bucket whose head started, jobs that room a Preempt
+// plugin gave back wakes) are put in their places after the current one.
+// Besides whether to go on, try reports whether a Preempt plugin committed
+// while the job was tried and whether a Reserve plugin asked for a
+// Resort (the Runtime's Try).
+func (q *Queue) Walk(c *framework.Cycle, try func(*cluster.JobState) (cont, committed, resort bool)) {
 	l := &q.list
 	for i := 0; i < len(l.items); i++ {
 		e := l.items[i]
 		if e.at != inActive {
 			continue
 		}
-		if !r.try(c, e.js) {
+		cont, committed, resort := try(e.js)
+		if !cont {
 			return
 		}
-		if c.committed {
-			c.committed = false
-			q.wakeMid(c, e.js)
+		if committed {
+			q.WakeMid(c, e.js)
 		}
 		for _, f := range l.fresh {
 			q.insert(c, f, i+1)
 		}
 		l.fresh, q.woke = l.fresh[:0], q.woke[:0]
-		if c.resort {
-			c.resort = false
+		if resort {
 			rest := l.items[i+1:]
-			slices.SortStableFunc(rest, func(a, b *entry) int { return r.walkOrder(c, a.js, b.js) })
+			slices.SortStableFunc(rest, func(a, b *entry) int { return q.r.WalkOrder(c, a.js, b.js) })
 			l.dirty = true
 		}
 	}

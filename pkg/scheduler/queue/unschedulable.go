@@ -1,14 +1,12 @@
-package framework
+package queue
 
 import (
-	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/placement"
-	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/framework"
 )
 
 // unschedulable is the set of parked jobs (kube-scheduler's
@@ -58,8 +56,8 @@ type parkItem struct {
 // Score, Place and the built-in), whose EventRoom the queue checks itself
 // by placing the job on the cycle's fresh ledger.
 type hint struct {
-	pl    Plugin
-	ev    Events
+	pl    framework.Plugin
+	ev    framework.Events
 	place bool
 }
 
@@ -74,7 +72,7 @@ type bucket struct {
 	key     string
 	members []*entry
 	hints   []hint
-	union   Events
+	union   framework.Events
 	// guessed: a hint is DefaultEvents of a plugin that declares none, so
 	// the periodic flush retries the bucket (see flush).
 	guessed bool
@@ -86,34 +84,34 @@ type bucket struct {
 
 // hints returns the events of the plugins that turned js away, and
 // whether one of them asked for EventAlways.
-func (q *schedQueue) hints(c *Cycle, js *cluster.JobState, rejector Plugin) ([]hint, bool) {
+func (q *Queue) hints(c *framework.Cycle, js *cluster.JobState, rejector framework.Plugin) ([]hint, bool) {
 	if rejector != nil {
 		ev := eventsOf(c, rejector, js)
-		return []hint{{pl: rejector, ev: ev}}, ev&EventAlways != 0
+		return []hint{{pl: rejector, ev: ev}}, ev&framework.EventAlways != 0
 	}
-	p := &q.r.p
+	p := &q.p
 	// An Admit plugin that let js through may still need every attempt
 	// of it (head-of-line blocking reads Cycle.Failed): EventAlways from
 	// any of them keeps js active. Their other events do not matter: a
 	// job that cannot be placed does not start, whatever they answer.
 	for _, a := range p.Admit {
-		if ee, ok := a.(EnqueueExtensions); ok && ee.Events(c, js)&EventAlways != 0 {
+		if ee, ok := a.(framework.EnqueueExtensions); ok && ee.Events(c, js)&framework.EventAlways != 0 {
 			return nil, true
 		}
 	}
-	hs := []hint{{ev: EventRoom | EventNodes, place: true}}
-	add := func(pl Plugin, place bool) bool {
+	hs := []hint{{ev: framework.EventRoom | framework.EventNodes, place: true}}
+	add := func(pl framework.Plugin, place bool) bool {
 		ev := eventsOf(c, pl, js)
 		if ev != 0 {
 			hs = append(hs, hint{pl: pl, ev: ev, place: place})
 		}
-		return ev&EventAlways != 0
+		return ev&framework.EventAlways != 0
 	}
 	if p.Size != nil && add(p.Size, true) {
 		return nil, true
 	}
 	for _, f := range p.Filter {
-		if _, ok := f.(NodeRole); !ok && add(f, true) {
+		if _, ok := f.(framework.NodeRole); !ok && add(f, true) {
 			return nil, true
 		}
 	}
@@ -134,7 +132,7 @@ func (q *schedQueue) hints(c *Cycle, js *cluster.JobState, rejector Plugin) ([]h
 // bucket that fails again with the same hints goes back to that bucket
 // (its key would be the same: the job's spec is the entry's) without its
 // key being built and looked up.
-func (u *unschedulable) park(c *Cycle, q *schedQueue, e *entry, hs []hint) {
+func (u *unschedulable) park(c *framework.Cycle, q *Queue, e *entry, hs []hint) {
 	b := e.from
 	if b == nil || b.dead || !sameHints(b.hints, hs) {
 		b = u.bucketOf(e, hs)
@@ -186,7 +184,7 @@ func (u *unschedulable) bucketOf(e *entry, hs []hint) *bucket {
 		b.shape = u.shapeOf(e.js.Job) // after the key is copied: it reuses u.key
 		for _, h := range hs {
 			b.union |= h.ev
-			if _, ok := h.pl.(EnqueueExtensions); h.pl != nil && !ok {
+			if _, ok := h.pl.(framework.EnqueueExtensions); h.pl != nil && !ok {
 				b.guessed = true
 			}
 		}
@@ -216,7 +214,7 @@ func (u *unschedulable) remove(e *entry) {
 
 // wake moves to the active set (or the backoff set) the members of every
 // bucket that the events ev wake.
-func (u *unschedulable) wake(c *Cycle, q *schedQueue, ev Events) {
+func (u *unschedulable) wake(c *framework.Cycle, q *Queue, ev framework.Events) {
 	if ev == 0 || u.n == 0 {
 		return
 	}
@@ -244,7 +242,7 @@ func (u *unschedulable) sorted() []*bucket {
 
 // shapeOf returns the hint memo of j's placement shape.
 func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
-	k := placeKey(u.key[:0], j)
+	k := framework.AppendPlaceKey(u.key[:0], j)
 	u.key = k
 	if f, ok := u.shapes[string(k)]; ok {
 		return f
@@ -260,14 +258,14 @@ func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
 // wakeAfter moves to the active set the parked jobs that come after cur
 // in the walk and that the room on the Statement's ledgers now may let
 // start (a Preempt plugin gave room back), and returns them.
-func (u *unschedulable) wakeAfter(c *Cycle, q *schedQueue, cur *cluster.JobState) []*cluster.JobState {
+func (u *unschedulable) wakeAfter(c *framework.Cycle, q *Queue, cur *cluster.JobState) []*cluster.JobState {
 	var out []*cluster.JobState
 	for _, b := range u.sorted() {
-		if b.dead || !q.wakes(c, b, EventRoom|EventRunning) {
+		if b.dead || !q.wakes(c, b, framework.EventRoom|framework.EventRunning) {
 			continue
 		}
 		for _, e := range append([]*entry(nil), b.members...) {
-			if q.r.walkOrder(c, e.js, cur) > 0 {
+			if q.r.WalkOrder(c, e.js, cur) > 0 {
 				q.leave(e)
 				q.toActive(e)
 				out = append(out, e.js)
@@ -292,7 +290,7 @@ func (u *unschedulable) wakeAfter(c *Cycle, q *schedQueue, cur *cluster.JobState
 // others are parked anew, and the whole bucket wakes if that member
 // starts (the hints were wrong for it). On a long queue a flush of every
 // parked job every five minutes would cost more than all the rest.
-func (u *unschedulable) flush(q *schedQueue, now float64) {
+func (u *unschedulable) flush(q *Queue, now float64) {
 	if q.opts.FlushAfter <= 0 {
 		return
 	}
@@ -327,7 +325,7 @@ func (u *unschedulable) flush(q *schedQueue, now float64) {
 // nominated for it: when it was woken as the head of a bucket, the next
 // member is woken (and handed to the walk, q.woke), since it may do as
 // well.
-func (q *schedQueue) started(js *cluster.JobState) {
+func (q *Queue) Started(js *cluster.JobState) {
 	e := q.entries[js.Job.ID]
 	if e == nil || e.from == nil {
 		return
@@ -346,7 +344,7 @@ func (q *schedQueue) started(js *cluster.JobState) {
 
 // unpark moves a parked job to the active set, or to the backoff set while
 // its backoff lasts.
-func (q *schedQueue) unpark(c *Cycle, e *entry) {
+func (q *Queue) unpark(c *framework.Cycle, e *entry) {
 	q.leave(e)
 	if c != nil && c.Snap.Now < e.backoffUntil {
 		q.bo.add(e)
@@ -358,7 +356,7 @@ func (q *schedQueue) unpark(c *Cycle, e *entry) {
 // wakes reports whether the events ev wake bucket b: some hint declared
 // one of them and its plugin agrees, the built-in placement agreeing to
 // EventRoom when the job fits on the cycle's ledgers at one of its sizes.
-func (q *schedQueue) wakes(c *Cycle, b *bucket, ev Events) bool {
+func (q *Queue) wakes(c *framework.Cycle, b *bucket, ev framework.Events) bool {
 	if b.union&ev == 0 {
 		return false
 	}
@@ -369,10 +367,10 @@ func (q *schedQueue) wakes(c *Cycle, b *bucket, ev Events) bool {
 			continue
 		}
 		if h.place {
-			if m&^EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^EventRoom)) {
+			if m&^framework.EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^framework.EventRoom)) {
 				return true
 			}
-			if m&EventRoom != 0 && h.pl == nil && q.fitsNow(c, b, rep) {
+			if m&framework.EventRoom != 0 && h.pl == nil && q.fitsNow(c, b, rep) {
 				return true
 			}
 			continue
@@ -384,9 +382,18 @@ func (q *schedQueue) wakes(c *Cycle, b *bucket, ev Events) bool {
 	return false
 }
 
+// eventsOf returns pl's events for js, DefaultEvents for a plugin that
+// declares none.
+func eventsOf(c *framework.Cycle, pl framework.Plugin, js *cluster.JobState) framework.Events {
+	if ee, ok := pl.(framework.EnqueueExtensions); ok {
+		return ee.Events(c, js)
+	}
+	return framework.DefaultEvents
+}
+
 // requeue asks pl's hint; a plugin without one agrees.
-func requeue(c *Cycle, pl Plugin, js *cluster.JobState, ev Events) bool {
-	if ee, ok := pl.(EnqueueExtensions); ok {
+func requeue(c *framework.Cycle, pl framework.Plugin, js *cluster.JobState, ev framework.Events) bool {
+	if ee, ok := pl.(framework.EnqueueExtensions); ok {
 		return ee.Requeue(c, js, ev)
 	}
 	return true
@@ -403,148 +410,17 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 	if j.Utility != nil {
 		k = binary.LittleEndian.AppendUint64(k, math.Float64bits(j.Utility.Value(j.Work)))
 	}
-	return placeKey(k, j)
-}
-
-// placeKey appends what placement reads of a job: its replica groups
-// (names, demands, counts and their bounds, node constraints).
-func placeKey(k []byte, j *cluster.Job) []byte {
-	for _, g := range j.Groups {
-		for _, v := range g.Demand {
-			k = binary.AppendVarint(k, v)
-		}
-		k = binary.AppendUvarint(k, uint64(len(g.Name)))
-		k = append(k, g.Name...)
-		k = binary.AppendVarint(k, int64(g.Replicas))
-		k = binary.AppendVarint(k, int64(g.Min))
-		k = binary.AppendVarint(k, int64(g.Max))
-		if g.Constraint != nil {
-			ck := g.Constraint.Key()
-			k = binary.AppendUvarint(k, uint64(len(ck))+1)
-			k = append(k, ck...)
-		} else {
-			k = binary.AppendUvarint(k, 0)
-		}
-	}
-	return append(k, 0xff)
+	return framework.AppendPlaceKey(k, j)
 }
 
 // fitsNow is Runtime.fitsNow for b's head rep, memoised by placement
 // shape (replica groups with their node constraints) for the wake pass:
 // buckets that differ only in class, priority, tenant or utility share
 // the answer.
-func (q *schedQueue) fitsNow(c *Cycle, b *bucket, rep *cluster.JobState) bool {
+func (q *Queue) fitsNow(c *framework.Cycle, b *bucket, rep *cluster.JobState) bool {
 	f := b.shape
 	if f.pass != q.un.pass {
-		f.pass, f.fits = q.un.pass, q.r.fitsNow(c, rep)
+		f.pass, f.fits = q.un.pass, q.r.FitsNow(c, rep)
 	}
 	return f.fits
-}
-
-// fitsNow reports whether js fits at one of its sizes on the Statement's
-// Now ledger as it is, with nothing taken. A profile with a Picker score
-// plugin (a cursor that what-ifs move) says yes without trying. A size
-// for which the free room cannot hold the replicas at all (roomFor) is
-// not placed: on a long queue most buckets' heads are asked at every
-// release of room, and most releases are far too small for a gang.
-func (r *Runtime) fitsNow(c *Cycle, js *cluster.JobState) bool {
-	if len(r.pickers) > 0 {
-		return true
-	}
-	l := c.St.Now()
-	l.Fork()
-	defer l.Revert()
-	for _, counts := range r.sizes(c, js) {
-		if r.p.Place == nil && !roomFor(l, js.Job, counts) {
-			continue
-		}
-		// As placeSizes: the first size that fits is taken (and given
-		// back by the Revert).
-		if _, st := r.place(c, l, js, counts); st.IsSuccess() {
-			return true
-		}
-	}
-	return false
-}
-
-// roomFor reports whether the free room on l could hold counts of j at
-// all: for every group with replicas, the replicas of its demand that fit
-// on the ready nodes it may use (its role and node constraints), summed
-// over the nodes, are at least its count. It is necessary for any
-// placement the Runtime makes (the built-in strategies and the generic
-// path take a replica's demand from one eligible node, all or nothing), so
-// a false answer is the placement's own; it costs one pass over the nodes
-// per group with no allocation, where a placement that fails costs a scan
-// per replica.
-func roomFor(l *placement.Ledger, j *cluster.Job, counts []int) bool {
-	nodes := l.Snapshot().Nodes
-	for g, want := range counts {
-		if want <= 0 {
-			continue
-		}
-		gr := &j.Groups[g]
-		if gr.Demand.IsZero() {
-			continue
-		}
-		set := l.Eligible(j, g)
-		have := 0
-		for i, n := range nodes {
-			if !n.Ready || n.Gone || n.Role != "" && n.Role != gr.Name || !set.Has(i) {
-				continue
-			}
-			m := replicasIn(l.Free(i), gr.Demand)
-			if m < 0 {
-				have = want // a demand of nothing positive fits anywhere
-			}
-			if have += max(m, 0); have >= want {
-				break
-			}
-		}
-		if have < want {
-			return false
-		}
-	}
-	return true
-}
-
-// replicasIn is how many replicas of demand d fit in free, one after
-// another; -1 when d asks for nothing positive.
-func replicasIn(free, d resource.Vector) int {
-	k := -1
-	for r, v := range d {
-		if v <= 0 {
-			continue
-		}
-		if free[r] < v {
-			return 0
-		}
-		if m := int(free[r] / v); k < 0 || m < k {
-			k = m
-		}
-	}
-	return k
-}
-
-// walkOrder compares a and b as the walk orders them: by the QueueSort,
-// then by queue position.
-func (r *Runtime) walkOrder(c *Cycle, a, b *cluster.JobState) int {
-	if qs := r.p.QueueSort; qs != nil {
-		if d := qs.Compare(c, a, b); d != 0 {
-			return d
-		}
-	}
-	return queueOrder(c, a, b)
-}
-
-// queueOrder compares a and b by their positions in the pending queue.
-func queueOrder(c *Cycle, a, b *cluster.JobState) int {
-	i, ok := c.Snap.Pending.Order(a)
-	if !ok {
-		i = math.MaxInt
-	}
-	j, ok := c.Snap.Pending.Order(b)
-	if !ok {
-		j = math.MaxInt
-	}
-	return cmp.Compare(i, j)
 }

@@ -1,4 +1,4 @@
-package framework
+package queue
 
 import (
 	"cmp"
@@ -47,7 +47,7 @@ func (b *backoff) add(e *entry) {
 func (b *backoff) remove(*entry) {}
 
 // pop moves the jobs whose backoff ended by now to the active set.
-func (b *backoff) pop(q *schedQueue, now float64) {
+func (b *backoff) pop(q *Queue, now float64) {
 	for len(b.h) > 0 && b.h[0].until <= now {
 		it := heap.Pop(&b.h).(backoffItem)
 		e := it.e

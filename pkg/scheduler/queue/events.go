@@ -1,9 +1,10 @@
-package framework
+package queue
 
 import (
 	"slices"
 
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/resource"
 )
@@ -39,20 +40,20 @@ type preRoom struct {
 }
 
 // since returns the events since the previous cycle.
-func (w *eventWatch) since(c *Cycle, future bool) Events {
+func (w *eventWatch) since(c *framework.Cycle, r Runtime, future bool) framework.Events {
 	s := c.Snap
-	var ev Events
+	var ev framework.Events
 	if len(w.nodes) != len(s.Nodes) {
-		ev |= EventNodes
-		c.rt.reasons.reset()
+		ev |= framework.EventNodes
+		r.ForgetReasons()
 		w.nodes = slices.Grow(w.nodes[:0], len(s.Nodes))[:len(s.Nodes)]
 		w.now, w.soon = nil, nil
 	}
 	for i, n := range s.Nodes {
 		if fp := nodePrint(n); fp != w.nodes[i] {
 			w.nodes[i] = fp
-			ev |= EventNodes
-			c.rt.reasons.reset() // the messages name nodes' rules
+			ev |= framework.EventNodes
+			r.ForgetReasons() // the messages name nodes' rules
 		}
 	}
 	var run uint64
@@ -61,11 +62,11 @@ func (w *eventWatch) since(c *Cycle, future bool) Events {
 	}
 	if run != w.running {
 		w.running = run
-		ev |= EventRunning
+		ev |= framework.EventRunning
 	}
 	w.checked = false
 	if w.grew(c, future) {
-		ev |= EventRoom
+		ev |= framework.EventRoom
 		w.checked = true
 	}
 	return ev
@@ -73,7 +74,7 @@ func (w *eventWatch) since(c *Cycle, future bool) Events {
 
 // grew reports whether some node has more room on the Statement's
 // ledgers than the parked jobs saw.
-func (w *eventWatch) grew(c *Cycle, future bool) bool {
+func (w *eventWatch) grew(c *framework.Cycle, future bool) bool {
 	if w.now == nil {
 		return true
 	}
@@ -97,12 +98,12 @@ func more(l *placement.Ledger, seen []resource.Vector) bool {
 // parked or left parked so far in the cycle saw at least that much, and
 // the commit may give room back there. Nodes it did not change keep the
 // room the end of the cycle (or a later commit) shows.
-func (w *eventWatch) beforeCommit(c *Cycle, future bool) {
-	c.St.now.Before(func(i int, v resource.Vector) {
+func (w *eventWatch) beforeCommit(c *framework.Cycle, future bool) {
+	c.St.Now().Before(func(i int, v resource.Vector) {
 		w.pre = append(w.pre, preRoom{node: i, free: v})
 	})
-	if future && c.St.hasSoon {
-		c.St.soon.Before(func(i int, v resource.Vector) {
+	if soon := c.St.Soon(); future && soon != nil {
+		soon.Before(func(i int, v resource.Vector) {
 			w.pre = append(w.pre, preRoom{node: i, free: v, soon: true})
 		})
 	}
@@ -115,7 +116,7 @@ func (w *eventWatch) beforeCommit(c *Cycle, future bool) {
 // before the commit (beforeCommit) is folded in too. A cycle that began
 // with a room check of every bucket starts from its fresh ledgers' room
 // (every job left parked does not fit there).
-func (w *eventWatch) fold(c *Cycle, future bool) {
+func (w *eventWatch) fold(c *framework.Cycle, future bool) {
 	pre := w.pre
 	w.pre = w.pre[:0]
 	if !w.parked && !w.checked && len(pre) == 0 && w.now != nil {

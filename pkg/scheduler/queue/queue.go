@@ -1,7 +1,13 @@
-package framework
+// Package queue is drover's scheduling queue, in kube-scheduler's shape
+// (pkg/scheduler/backend/queue, kept apart from pkg/scheduler/framework):
+// the framework's Runtime walks the jobs it makes active and tells it which
+// failed and which started; it asks the Runtime (Runtime) for the walk's
+// order and whether a job fits.
+package queue
 
 import (
 	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/framework"
 )
 
 // The scheduling queue, in kube-scheduler's shape
@@ -29,9 +35,9 @@ import (
 // tried again. Randomness is per job (Cycle.Rand), so not trying a job
 // changes no other job's draws.
 
-// QueueOptions tune the scheduling queue; DefaultQueueOptions are
+// Options tune the scheduling queue; DefaultOptions are
 // kube-scheduler's.
-type QueueOptions struct {
+type Options struct {
 	// InitialBackoff and MaxBackoff bound the backoff of a job that fails
 	// again after it was woken, in seconds of the snapshots' clock: the
 	// first failure waits InitialBackoff, each further one twice as long,
@@ -43,10 +49,10 @@ type QueueOptions struct {
 	FlushAfter float64
 }
 
-// DefaultQueueOptions returns kube-scheduler's defaults: backoff from 1 s
+// DefaultOptions returns kube-scheduler's defaults: backoff from 1 s
 // to 10 s, and the 5-minute flush.
-func DefaultQueueOptions() QueueOptions {
-	return QueueOptions{InitialBackoff: 1, MaxBackoff: 10, FlushAfter: 300}
+func DefaultOptions() Options {
+	return Options{InitialBackoff: 1, MaxBackoff: 10, FlushAfter: 300}
 }
 
 // where a job is.
@@ -77,20 +83,40 @@ type entry struct {
 	// from is the bucket the job was woken from as its head: when it
 	// starts, the next member is tried (see bucket).
 	from *bucket
-	// listed: the entry is in the active list (queue_active.go), where
+	// listed: the entry is in the active list (active.go), where
 	// it stays, skipped, while it is parked.
 	listed bool
 	// key is the job's KeyedSort key, computed in cycle keyAt at sort
-	// generation keyGen (schedQueue.keyOf).
-	key    SortKey
+	// generation keyGen (Queue.keyOf).
+	key    framework.SortKey
 	keyAt  uint64
 	keyGen int
 }
 
-// schedQueue is the Runtime's scheduling queue.
-type schedQueue struct {
-	r       *Runtime
-	opts    QueueOptions
+// Runtime is what the queue asks of the framework's Runtime, which it
+// serves: the walk's order, whether a job fits now, and forgetting the
+// placement's failure messages when the nodes change.
+type Runtime interface {
+	Profile() framework.Profile
+	// WalkOrder compares a and b as the walk orders them: by the
+	// QueueSort, then by queue position.
+	WalkOrder(c *framework.Cycle, a, b *cluster.JobState) int
+	// FitsNow reports whether js fits at one of its sizes on the
+	// Statement's Now ledger as it is.
+	FitsNow(c *framework.Cycle, js *cluster.JobState) bool
+	// ForgetReasons drops the memo of failure messages, which name the
+	// nodes' rules.
+	ForgetReasons()
+}
+
+var _ Runtime = (*framework.Runtime)(nil)
+
+// Queue is the Runtime's scheduling queue.
+type Queue struct {
+	r Runtime
+	// p is the Runtime's profile.
+	p       framework.Profile
+	opts    Options
 	entries map[string]*entry
 	// active counts the entries in the active set.
 	active int
@@ -110,23 +136,46 @@ type schedQueue struct {
 	ev   eventWatch
 }
 
-func newSchedQueue(r *Runtime, o QueueOptions) *schedQueue {
-	q := &schedQueue{r: r, opts: o, entries: map[string]*entry{}}
+// New returns a scheduling queue with options o for the Runtime r (which
+// takes it with Runtime.WithQueue).
+func New(r Runtime, o Options) *Queue {
+	q := &Queue{r: r, p: r.Profile(), opts: o, entries: map[string]*entry{}}
 	q.un.buckets = map[string]*bucket{}
 	return q
 }
+
+// Reset empties the queue, options kept: every pending job is tried again
+// in the next cycle (after a plugin's panic, which may have left it half
+// updated).
+func (q *Queue) Reset() { *q = *New(q.r, q.opts) }
+
+// Active is the number of jobs in the active set.
+func (q *Queue) Active() int { return q.active }
+
+// TakeWoke returns the jobs a start woke since the last call (the next
+// member of the bucket whose head started), for the walk to put in their
+// places; the slice is valid until the next job is tried.
+func (q *Queue) TakeWoke() []*cluster.JobState {
+	w := q.woke
+	q.woke = q.woke[:0]
+	return w
+}
+
+// BeforeCommit is told, as a Preempt plugin's fork is about to be
+// committed, to note the room the nodes it changed had before it.
+func (q *Queue) BeforeCommit(c *framework.Cycle) { q.ev.beforeCommit(c, q.p.Future) }
 
 // begin follows the pending queue, finds the events since the previous
 // cycle and moves the jobs they wake, whose backoff ended or that were
 // parked too long, to the active set. It reports whether nothing happened:
 // no event and no job made active.
-func (q *schedQueue) begin(c *Cycle) bool {
+func (q *Queue) Begin(c *framework.Cycle) bool {
 	s := c.Snap
 	q.cycles++
 	q.follow(s)
-	ev := q.ev.since(c, q.r.p.Future)
+	ev := q.ev.since(c, q.r, q.p.Future)
 	if q.pendingMoved {
-		ev |= EventPending
+		ev |= framework.EventPending
 		q.pendingMoved = false
 	}
 	active := q.active
@@ -139,12 +188,12 @@ func (q *schedQueue) begin(c *Cycle) bool {
 
 // end closes the cycle: what parked jobs saw of the room is kept for the
 // next cycle's comparison.
-func (q *schedQueue) end(c *Cycle) {
-	q.ev.fold(c, q.r.p.Future)
+func (q *Queue) End(c *framework.Cycle) {
+	q.ev.fold(c, q.p.Future)
 }
 
 // follow brings the entries in line with the executor's pending queue.
-func (q *schedQueue) follow(s *cluster.Snapshot) {
+func (q *Queue) follow(s *cluster.Snapshot) {
 	if lg, ok := s.Pending.(cluster.QueueLog); ok && q.src == s.Pending {
 		if lg.Since(q.mark, q.change) {
 			q.mark = lg.Mark()
@@ -185,7 +234,7 @@ func (q *schedQueue) follow(s *cluster.Snapshot) {
 }
 
 // change applies one push or removal of the pending queue's log.
-func (q *schedQueue) change(js *cluster.JobState, pushed bool) {
+func (q *Queue) change(js *cluster.JobState, pushed bool) {
 	q.pendingMoved = true
 	e := q.entries[js.Job.ID]
 	if !pushed {
@@ -200,14 +249,14 @@ func (q *schedQueue) change(js *cluster.JobState, pushed bool) {
 	q.add(js)
 }
 
-func (q *schedQueue) add(js *cluster.JobState) {
+func (q *Queue) add(js *cluster.JobState) {
 	q.pendingMoved = true
 	e := &entry{js: js, job: js.Job, at: inUnschedulable, seen: q.reads}
 	q.entries[js.Job.ID] = e
 	q.toActive(e)
 }
 
-func (q *schedQueue) drop(id string, e *entry) {
+func (q *Queue) drop(id string, e *entry) {
 	q.pendingMoved = true
 	q.leave(e)
 	e.at = gone
@@ -218,7 +267,7 @@ func (q *schedQueue) drop(id string, e *entry) {
 }
 
 // leave takes e out of the set it is in.
-func (q *schedQueue) leave(e *entry) {
+func (q *Queue) leave(e *entry) {
 	switch e.at {
 	case inActive:
 		q.active--
@@ -230,7 +279,7 @@ func (q *schedQueue) leave(e *entry) {
 }
 
 // activate moves e to the active set.
-func (q *schedQueue) activate(e *entry) {
+func (q *Queue) activate(e *entry) {
 	if e.at == inActive {
 		return
 	}
@@ -244,28 +293,28 @@ func (q *schedQueue) activate(e *entry) {
 // order moves within a cycle says so with Cycle.Resort. Parking a job in
 // its bucket and putting a woken one in the active list compare it with
 // O(log n) others; without the memo every comparison computes two keys.
-func (q *schedQueue) keyOf(c *Cycle, ks KeyedSort, e *entry) SortKey {
-	if e.keyAt != q.cycles || e.keyGen != c.sortGen {
-		e.key, e.keyAt, e.keyGen = ks.Key(c, e.js), q.cycles, c.sortGen
+func (q *Queue) keyOf(c *framework.Cycle, ks framework.KeyedSort, e *entry) framework.SortKey {
+	if e.keyAt != q.cycles || e.keyGen != c.SortGen() {
+		e.key, e.keyAt, e.keyGen = ks.Key(c, e.js), q.cycles, c.SortGen()
 	}
 	return e.key
 }
 
 // entryOrder is Runtime.walkOrder for two entries, by their memoised keys
 // when the QueueSort is a KeyedSort (which orders as its Compare).
-func (q *schedQueue) entryOrder(c *Cycle, a, b *entry) int {
-	ks, ok := q.r.p.QueueSort.(KeyedSort)
+func (q *Queue) entryOrder(c *framework.Cycle, a, b *entry) int {
+	ks, ok := q.p.QueueSort.(framework.KeyedSort)
 	if !ok {
-		return q.r.walkOrder(c, a.js, b.js)
+		return q.r.WalkOrder(c, a.js, b.js)
 	}
-	if d := CompareKeys(q.keyOf(c, ks, a), q.keyOf(c, ks, b)); d != 0 {
+	if d := framework.CompareKeys(q.keyOf(c, ks, a), q.keyOf(c, ks, b)); d != 0 {
 		return d
 	}
-	return queueOrder(c, a.js, b.js)
+	return framework.QueueOrder(c, a.js, b.js)
 }
 
 // isActive reports whether js is to be tried this cycle.
-func (q *schedQueue) isActive(js *cluster.JobState) bool {
+func (q *Queue) IsActive(js *cluster.JobState) bool {
 	e := q.entries[js.Job.ID]
 	return e == nil || e.at == inActive
 }
@@ -274,7 +323,7 @@ func (q *schedQueue) isActive(js *cluster.JobState) bool {
 // the plugins that turned it away: rejector, the Admit plugin that
 // answered Unschedulable or Wait, or nil when placement failed and no
 // Preempt plugin made room.
-func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, rejector Plugin) {
+func (q *Queue) Failed(c *framework.Cycle, js *cluster.JobState, rejector framework.Plugin) {
 	e := q.entries[js.Job.ID]
 	if e == nil || e.at != inActive {
 		return
@@ -298,8 +347,8 @@ func (q *schedQueue) failed(c *Cycle, js *cluster.JobState, rejector Plugin) {
 
 // wakeMid returns the parked jobs, after cur in the walk, that the room a
 // Preempt plugin just gave back may let start, moved to the active set.
-func (q *schedQueue) wakeMid(c *Cycle, cur *cluster.JobState) []*cluster.JobState {
-	if !q.ev.grew(c, q.r.p.Future) {
+func (q *Queue) WakeMid(c *framework.Cycle, cur *cluster.JobState) []*cluster.JobState {
+	if !q.ev.grew(c, q.p.Future) {
 		return nil
 	}
 	return q.un.wakeAfter(c, q, cur)

@@ -1,0 +1,149 @@
+package framework
+
+// The Runtime's answers to the scheduling queue (pkg/scheduler/queue):
+// whether a job fits now, and the walk's order.
+
+import (
+	"cmp"
+	"encoding/binary"
+	"math"
+
+	"github.com/drover-sched/drover/pkg/cluster"
+	"github.com/drover-sched/drover/pkg/placement"
+	"github.com/drover-sched/drover/pkg/resource"
+)
+
+// FitsNow reports whether js fits at one of its sizes on the Statement's
+// Now ledger as it is, with nothing taken. A profile with a Picker score
+// plugin (a cursor that what-ifs move) says yes without trying. A size
+// for which the free room cannot hold the replicas at all (roomFor) is
+// not placed: on a long queue most buckets' heads are asked at every
+// release of room, and most releases are far too small for a gang.
+func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) bool {
+	if len(r.pickers) > 0 {
+		return true
+	}
+	l := c.St.Now()
+	l.Fork()
+	defer l.Revert()
+	for _, counts := range r.sizes(c, js) {
+		if r.p.Place == nil && !roomFor(l, js.Job, counts) {
+			continue
+		}
+		// As placeSizes: the first size that fits is taken (and given
+		// back by the Revert).
+		if _, st := r.place(c, l, js, counts); st.IsSuccess() {
+			return true
+		}
+	}
+	return false
+}
+
+// roomFor reports whether the free room on l could hold counts of j at
+// all: for every group with replicas, the replicas of its demand that fit
+// on the ready nodes it may use (its role and node constraints), summed
+// over the nodes, are at least its count. It is necessary for any
+// placement the Runtime makes (the built-in strategies and the generic
+// path take a replica's demand from one eligible node, all or nothing), so
+// a false answer is the placement's own; it costs one pass over the nodes
+// per group with no allocation, where a placement that fails costs a scan
+// per replica.
+func roomFor(l *placement.Ledger, j *cluster.Job, counts []int) bool {
+	nodes := l.Snapshot().Nodes
+	for g, want := range counts {
+		if want <= 0 {
+			continue
+		}
+		gr := &j.Groups[g]
+		if gr.Demand.IsZero() {
+			continue
+		}
+		set := l.Eligible(j, g)
+		have := 0
+		for i, n := range nodes {
+			if !n.Ready || n.Gone || n.Role != "" && n.Role != gr.Name || !set.Has(i) {
+				continue
+			}
+			m := replicasIn(l.Free(i), gr.Demand)
+			if m < 0 {
+				have = want // a demand of nothing positive fits anywhere
+			}
+			if have += max(m, 0); have >= want {
+				break
+			}
+		}
+		if have < want {
+			return false
+		}
+	}
+	return true
+}
+
+// replicasIn is how many replicas of demand d fit in free, one after
+// another; -1 when d asks for nothing positive.
+func replicasIn(free, d resource.Vector) int {
+	k := -1
+	for r, v := range d {
+		if v <= 0 {
+			continue
+		}
+		if free[r] < v {
+			return 0
+		}
+		if m := int(free[r] / v); k < 0 || m < k {
+			k = m
+		}
+	}
+	return k
+}
+
+// WalkOrder compares a and b as the walk orders them: by the QueueSort,
+// then by queue position.
+func (r *Runtime) WalkOrder(c *Cycle, a, b *cluster.JobState) int {
+	if qs := r.p.QueueSort; qs != nil {
+		if d := qs.Compare(c, a, b); d != 0 {
+			return d
+		}
+	}
+	return QueueOrder(c, a, b)
+}
+
+// QueueOrder compares a and b by their positions in the pending queue.
+func QueueOrder(c *Cycle, a, b *cluster.JobState) int {
+	i, ok := c.Snap.Pending.Order(a)
+	if !ok {
+		i = math.MaxInt
+	}
+	j, ok := c.Snap.Pending.Order(b)
+	if !ok {
+		j = math.MaxInt
+	}
+	return cmp.Compare(i, j)
+}
+
+// AppendPlaceKey appends what placement reads of a job: its replica groups
+// (names, demands, counts and their bounds, node constraints).
+func AppendPlaceKey(k []byte, j *cluster.Job) []byte {
+	for _, g := range j.Groups {
+		for _, v := range g.Demand {
+			k = binary.AppendVarint(k, v)
+		}
+		k = binary.AppendUvarint(k, uint64(len(g.Name)))
+		k = append(k, g.Name...)
+		k = binary.AppendVarint(k, int64(g.Replicas))
+		k = binary.AppendVarint(k, int64(g.Min))
+		k = binary.AppendVarint(k, int64(g.Max))
+		if g.Constraint != nil {
+			ck := g.Constraint.Key()
+			k = binary.AppendUvarint(k, uint64(len(ck))+1)
+			k = append(k, ck...)
+		} else {
+			k = binary.AppendUvarint(k, 0)
+		}
+	}
+	return append(k, 0xff)
+}
+
+// ForgetReasons drops the generic placement's failure messages, which name
+// the nodes' rules: the scheduling queue calls it when the nodes changed.
+func (r *Runtime) ForgetReasons() { r.reasons.reset() }
