@@ -7,8 +7,8 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
-	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/resource"
+	"github.com/drover-sched/drover/pkg/scheduler"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -53,7 +53,7 @@ func TestReserveScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := framework.New(p)
+			r, err := scheduler.New(p)
 			if err != nil {
 				t.Fatal(err)
 			}
