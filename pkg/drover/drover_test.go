@@ -165,21 +165,7 @@ func TestShrinkIsNotAPreemption(t *testing.T) {
 	b := be("b", 8, 2, 8).j
 	tj := te("t", 2).j
 	tj.Submit = 100
-	r, err := scheduler.New(mustProfile(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(sim.Config{Tick: 10, Check: true}, nodes, []*cluster.Job{b, tj}, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Refusals) > 0 {
-		t.Fatalf("refused: %v", res.Refusals)
-	}
+	res := simulate(t, mustProfile(t), sim.Config{Tick: 10}, nodes, []*cluster.Job{b, tj})
 	got := map[string][2]int{}
 	for _, rec := range res.Records {
 		got[rec.ID] = [2]int{rec.Preemptions, rec.Resizes}
@@ -197,6 +183,31 @@ func mustProfile(t *testing.T) framework.Profile {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// simulate runs profile p (with the default queue) on nodes and jobs in
+// the simulator with its invariant checks on (cfg.Check is set), and
+// returns the result; any error, and any action the validator refused,
+// fails the test.
+func simulate(t *testing.T, p framework.Profile, cfg sim.Config, nodes []cluster.Node, jobs []*cluster.Job) *sim.Result {
+	t.Helper()
+	r, err := scheduler.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Check = true
+	s, err := sim.New(cfg, nodes, jobs, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Refusals) > 0 {
+		t.Fatalf("refused: %v", res.Refusals)
+	}
+	return res
 }
 
 // constUtility is a utility of a fixed value (NaN included).

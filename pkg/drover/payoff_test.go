@@ -67,18 +67,7 @@ func TestPayoffDeferredRunsOnIdleCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := scheduler.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(sim.Config{Tick: 10, Check: true}, nodes, jobs, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simulate(t, p, sim.Config{Tick: 10}, nodes, jobs)
 	last := 0.0
 	for _, rec := range res.Records {
 		if rec.ID != "zero" {

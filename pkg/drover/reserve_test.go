@@ -1,14 +1,12 @@
 package drover
 
 import (
-	"context"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/resource"
-	"github.com/drover-sched/drover/pkg/scheduler"
 	"github.com/drover-sched/drover/pkg/sim"
 )
 
@@ -53,21 +51,7 @@ func TestReserveScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := scheduler.New(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := sim.New(sim.Config{Tick: 10, Check: true, Horizon: 3000}, nodes, []*cluster.Job{t1, b1, b2, t2}, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := s.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Refusals) > 0 {
-				t.Fatalf("refused: %v", res.Refusals)
-			}
+			res := simulate(t, p, sim.Config{Tick: 10, Horizon: 3000}, nodes, []*cluster.Job{t1, b1, b2, t2})
 			var got out
 			for _, rec := range res.Records {
 				switch rec.ID {
