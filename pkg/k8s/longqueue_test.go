@@ -57,8 +57,8 @@ type longQueue struct {
 // in which every cycle lists and converts the whole pending queue, stays
 // at a few seconds of CPU.
 const (
-	k8sGangJobs        = 1000
-	k8sConstrainedJobs = 1500
+	k8sGangJobs        = 600
+	k8sConstrainedJobs = 800
 	k8sTick            = 1800
 )
 
