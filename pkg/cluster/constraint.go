@@ -3,6 +3,7 @@ package cluster
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // Taint effects. A replica that does not tolerate a NoSchedule or
@@ -149,6 +150,12 @@ type Eligibility struct {
 	// without constraints is eligible everywhere (a nil set).
 	taints int
 	seen   int // nodes counted into taints
+	// untainted is, for the lock-free answer to a group without
+	// constraints, the number of nodes counted with none of them hard
+	// tainted (seen while taints is 0), or -1 once one is: a placement asks
+	// for each group it places, and on a cluster without taints the lock
+	// was most of the cost of the answer.
+	untainted atomic.Int64
 }
 
 type setEntry struct {
@@ -169,18 +176,27 @@ func (e *Eligibility) Reset() {
 	defer e.mu.Unlock()
 	clear(e.sets)
 	e.taints, e.seen = 0, 0
+	e.untainted.Store(0)
 }
 
 // Set returns the nodes (of nodes, indexed as in a snapshot) that accept a
 // replica under constraint c; c nil means no selector, affinity or
 // toleration. The result is nil (All) when no node refuses it.
 func (e *Eligibility) Set(nodes []*NodeState, c NodeConstraint) NodeSet {
+	if c == nil && e.untainted.Load() == int64(len(nodes)) {
+		return NodeSet{} // as below, with e.seen == len(nodes) and e.taints == 0
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for ; e.seen < len(nodes); e.seen++ {
 		if _, ok := nodes[e.seen].HardTaint(); ok {
 			e.taints++
 		}
+	}
+	if e.taints == 0 {
+		e.untainted.Store(int64(e.seen))
+	} else {
+		e.untainted.Store(-1)
 	}
 	if c == nil && e.taints == 0 {
 		return NodeSet{}

@@ -348,11 +348,16 @@ func shrinkables(c *framework.Cycle) *shrinkable {
 	})
 }
 
+// shrinkDeclined is Shrink's answer when it finds no room: the empty
+// reason keeps the placement's. One status serves every job: its plugin
+// is set here, so that the Runtime's WithPlugin reads it and never writes.
+var shrinkDeclined = framework.NewStatus(framework.Unschedulable, "").WithPlugin(ShrinkName)
+
 // Preempt implements framework.Preempt.
 func (sh Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	cands := shrinkCands(c, js)
 	if len(cands) == 0 {
-		return framework.NewStatus(framework.Unschedulable, "")
+		return shrinkDeclined
 	}
 	need := minCounts(js.Job)
 	if sh.Requested {
@@ -389,7 +394,7 @@ func (sh Shrink) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.
 			return nil
 		}
 	}
-	return framework.NewStatus(framework.Unschedulable, "")
+	return shrinkDeclined
 }
 
 // shrinkCands returns the running jobs a shrink for js may take workers

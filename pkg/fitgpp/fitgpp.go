@@ -414,7 +414,7 @@ func (p *Preemptor) UsesSoon() bool { return true }
 func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framework.Status) *framework.Status {
 	if js.Job.Class != cluster.ClassTE {
 		// Only TE jobs preempt; keep the placement's reason.
-		return framework.NewStatus(framework.Unschedulable, "")
+		return p.notTE()
 	}
 	soon := c.St.Soon()
 	if soon == nil {
@@ -456,6 +456,24 @@ func (p *Preemptor) Preempt(c *framework.Cycle, js *cluster.JobState, _ *framewo
 }
 
 const noVictims = "no set of running BE jobs makes room"
+
+// declined holds, per rule, the status a Preemptor answers a job that is
+// not TE with: the empty reason keeps the placement's. One status serves
+// every such job: its plugin is set here, so that the Runtime's
+// WithPlugin reads it and never writes.
+var declined = [...]*framework.Status{
+	FitGpp: framework.NewStatus(framework.Unschedulable, "").WithPlugin(FitGpp.String()),
+	LRTP:   framework.NewStatus(framework.Unschedulable, "").WithPlugin(LRTP.String()),
+	Rand:   framework.NewStatus(framework.Unschedulable, "").WithPlugin(Rand.String()),
+}
+
+// notTE is Preempt's answer for a job that is not TE.
+func (p *Preemptor) notTE() *framework.Status {
+	if int(p.Rule) >= 0 && int(p.Rule) < len(declined) && p.Rule.String() == declined[p.Rule].Plugin() {
+		return declined[p.Rule]
+	}
+	return framework.NewStatus(framework.Unschedulable, "")
+}
 
 func (p *Preemptor) evict(c *framework.Cycle, te *cluster.JobState, victims []*cluster.JobState, now bool) {
 	for _, v := range victims {

@@ -466,6 +466,9 @@ func Why(n *cluster.NodeState, j *cluster.Job, g int) string {
 // NodeAffinity score: twice the weight of the resource score, normalised
 // over the nodes; FirstFit ignores preferences).
 func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placement, error) {
+	if err := l.shortOfFirst(j, counts, o); err != nil {
+		return nil, err
+	}
 	if o.Gang != PerReplica {
 		if p, ok := placeOnOne(l, j, counts, o); ok {
 			return p, nil
@@ -495,6 +498,62 @@ func Place(l *Ledger, j *cluster.Job, counts []int, o Options) (cluster.Placemen
 	}
 	l.Commit()
 	return p, nil
+}
+
+// shortOfFirst returns Place's error, without placing, when the first
+// group with replicas cannot have them all on the ledger as it is: that
+// group is placed first, replica by replica, each on a node that holds it
+// (its role, its eligible set, room), so its replicas that fit are, node
+// by node, the successive takes of its demand that fit there, summed; if
+// they are fewer than its count, replica have+1 is the one that fails, and
+// no node holds the whole gang (every demand being nonnegative, such a
+// node would hold the count of this group). Failed scans leave nothing
+// behind (the per-replica stage is reverted, a one-node scan that finds no
+// node moves no sampling cursor), so the answer and the ledger are
+// Place's. On a long queue most placements that fail are of gangs woken
+// by room an earlier start in the walk took: this is one pass over the
+// nodes instead of a scan per replica. nil: Place must place.
+func (l *Ledger) shortOfFirst(j *cluster.Job, counts []int, o Options) *NoFitError {
+	if o.Filter != nil {
+		return nil
+	}
+	g0 := -1
+	for g, c := range counts {
+		if c > 0 && j.Groups[g].Demand.AnyNegative() {
+			return nil
+		}
+		if c > 0 && g0 < 0 {
+			g0 = g
+		}
+	}
+	if g0 < 0 {
+		return nil
+	}
+	d, want := j.Groups[g0].Demand, counts[g0]
+	var one [1]cluster.NodeSet
+	sets := l.sets(j, g0, one[:0])
+	nodes := l.snap.Nodes
+	have := 0
+nodes:
+	for i := range nodes {
+		if l.roled[i] && !roleAdmits(nodes[i], j, g0) {
+			continue
+		}
+		for _, s := range sets {
+			if !s.Has(i) {
+				continue nodes
+			}
+		}
+		for f := l.free[i]; d.Fits(f); f = f.Sub(d) {
+			if have++; have >= want {
+				return nil
+			}
+		}
+	}
+	if o.Gang == OneNodeOnly {
+		return &NoFitError{Demand: j.Demand(counts), Replicas: sum(counts), OneNode: true, from: &fitArgs{l, j, counts}}
+	}
+	return &NoFitError{Demand: d, Replica: have + 1, Group: j.Groups[g0].Name, from: &fitArgs{l, j, counts}}
 }
 
 // NoFitError is Place's error: no node has room for the whole gang on one

@@ -28,7 +28,9 @@ type unschedulable struct {
 	// built-in placement's hint, valid within one wake pass (pass), while
 	// the ledger it was asked on is unchanged.
 	shapes map[string]*shapeFit
-	pass   uint64
+	// shapesGen counts the times shapes started afresh.
+	shapesGen int
+	pass      uint64
 	// parked lists the jobs in the order they were parked, for the
 	// flush; an item whose job was parked again since is skipped.
 	parked []parkItem
@@ -80,6 +82,10 @@ type bucket struct {
 	// placement shape; dead: the bucket emptied and left the map.
 	shape *shapeFit
 	dead  bool
+	// swept: a pass dropped the dead bucket from the wake order.
+	swept bool
+	// shapeGen is the shapesGen of shape.
+	shapeGen int
 }
 
 // hints returns the events of the plugins that turned js away, and
@@ -134,8 +140,11 @@ func (q *Queue) hints(c *framework.Cycle, js *cluster.JobState, rejector framewo
 // key being built and looked up.
 func (u *unschedulable) park(c *framework.Cycle, q *Queue, e *entry, hs []hint) {
 	b := e.from
-	if b == nil || b.dead || !sameHints(b.hints, hs) {
+	switch {
+	case b == nil || !sameHints(b.hints, hs):
 		b = u.bucketOf(e, hs)
+	case b.dead:
+		b = u.revive(b, e, hs)
 	}
 	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
 	// In walk order: a job parked now is tried after the members it
@@ -151,6 +160,42 @@ func (u *unschedulable) park(c *framework.Cycle, q *Queue, e *entry, hs []hint) 
 	if b.guessed {
 		u.parked = append(u.parked, parkItem{at: e.parkedAt, e: e})
 	}
+}
+
+// revive returns the bucket for e, woken from the bucket b that emptied
+// as it woke (most buckets of a long queue hold one job), now that e
+// failed again with the same hints: b itself, alive again, unless a
+// bucket of its key was made since, which e joins. It is what bucketOf
+// would return, a bucket of the same key and hints, without building the
+// key and making the bucket anew.
+func (u *unschedulable) revive(b *bucket, e *entry, hs []hint) *bucket {
+	if u.buckets[b.key] != nil {
+		return u.bucketOf(e, hs)
+	}
+	b.dead, b.hints, b.union, b.guessed = false, hs, 0, false
+	for _, h := range hs {
+		b.union |= h.ev
+		if _, ok := h.pl.(framework.EnqueueExtensions); h.pl != nil && !ok {
+			b.guessed = true
+		}
+	}
+	if b.shapeGen != u.shapesGen {
+		// The memo bucketOf would give it (the shapes started afresh).
+		b.shape = u.shapeOf(e.js.Job)
+		b.shapeGen = u.shapesGen
+	}
+	u.buckets[b.key] = b
+	// Last in the wake order, where bucketOf would put a new bucket
+	// (out of its place among the dead if no pass swept it yet).
+	if !b.swept {
+		if i := slices.Index(u.order, b); i >= 0 {
+			u.order = slices.Delete(u.order, i, i+1)
+			u.dead--
+		}
+	}
+	b.swept = false
+	u.order = append(u.order, b)
+	return b
 }
 
 // sameHints reports whether two hint lists give the same bucket key:
@@ -182,6 +227,7 @@ func (u *unschedulable) bucketOf(e *entry, hs []hint) *bucket {
 	if b == nil {
 		b = &bucket{key: string(k), hints: hs}
 		b.shape = u.shapeOf(e.js.Job) // after the key is copied: it reuses u.key
+		b.shapeGen = u.shapesGen
 		for _, h := range hs {
 			b.union |= h.ev
 			if _, ok := h.pl.(framework.EnqueueExtensions); h.pl != nil && !ok {
@@ -233,7 +279,10 @@ func (u *unschedulable) wake(c *framework.Cycle, q *Queue, ev framework.Events) 
 // and starts a new pass of the placement's hint memo.
 func (u *unschedulable) sorted() []*bucket {
 	if u.dead > 0 {
-		u.order = slices.DeleteFunc(u.order, func(b *bucket) bool { return b.dead })
+		u.order = slices.DeleteFunc(u.order, func(b *bucket) bool {
+			b.swept = b.dead
+			return b.dead
+		})
 		u.dead = 0
 	}
 	u.pass++
@@ -249,6 +298,7 @@ func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
 	}
 	if u.shapes == nil || len(u.shapes) >= maxShapes {
 		u.shapes = map[string]*shapeFit{}
+		u.shapesGen++
 	}
 	f := &shapeFit{}
 	u.shapes[string(k)] = f
