@@ -255,3 +255,52 @@ func TestQueueClassesKeepConstraintsApart(t *testing.T) {
 		})
 	}
 }
+
+// refuseTenant is a Filter as a user may write one: it reads the job's
+// tenant (no node takes tenant's jobs) and declares no events, so it gets
+// the queue's safe default.
+type refuseTenant struct{ tenant string }
+
+func (refuseTenant) Name() string { return "refuse-tenant" }
+
+func (f refuseTenant) Filter(c *framework.Cycle, js *cluster.JobState, g int, n *cluster.NodeState) *framework.Status {
+	if js.Job.Tenant == f.tenant {
+		return framework.Statusf(framework.Unschedulable, "no node takes tenant %s", f.tenant)
+	}
+	return nil
+}
+
+// TestQueueShapeMemoKeepsTenantsApart: jobs of one placement shape but
+// different tenants are not alike to a Filter that reads the tenant, so
+// the wake pass must not answer one tenant's bucket with another's fit.
+// b (tenant b, refused everywhere) and a (tenant a) wait behind a busy
+// node; when it frees, a starts at once, with and without the queue.
+func TestQueueShapeMemoKeepsTenantsApart(t *testing.T) {
+	gpu8 := func(id, tenant string, submit, work float64) *cluster.Job {
+		return &cluster.Job{ID: id, Tenant: tenant, Submit: submit, Work: work, Class: cluster.ClassBE, Seed: 1,
+			Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(8, 64, 8), Replicas: 1, Min: 1, Max: 1}}}
+	}
+	nodes := []cluster.Node{{Name: "n", Capacity: resource.New(32, 256, 8)}}
+	jobs := []*cluster.Job{gpu8("busy", "a", 0, 1000), gpu8("b", "b", 60, 600), gpu8("a", "a", 70, 600)}
+	run := func(queue bool) (string, []string) {
+		rt, err := scheduler.New(framework.Profile{Name: "tenant-filter", Filter: []framework.Filter{refuseTenant{"b"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if queue {
+			scheduler.WithQueue(rt, schedqueue.Options{})
+		} else {
+			rt.WithoutQueue()
+		}
+		var log []string
+		return observe(t, rt, nodes, jobs, 1, &log)
+	}
+	m0, log0 := run(false)
+	m1, log1 := run(true)
+	if d := cmp.Diff(log0, log1); d != "" {
+		t.Errorf("actions differ with the queue (-without +with):\n%s", d)
+	}
+	if m0 != m1 {
+		t.Errorf("metrics or records differ with the queue")
+	}
+}

@@ -24,8 +24,8 @@ type unschedulable struct {
 	order []*bucket
 	dead  int
 	n     int
-	// shapes gives the buckets of one placement shape one memo of the
-	// built-in placement's hint, valid within one wake pass (pass), while
+	// shapes gives the buckets of one shape (the bucket key without the
+	// hints) one memo of the built-in placement's hint, valid within one wake pass (pass), while
 	// the ledger it was asked on is unchanged.
 	shapes map[string]*shapeFit
 	// shapesGen counts the times shapes started afresh.
@@ -37,7 +37,7 @@ type unschedulable struct {
 	key    []byte
 }
 
-// shapeFit is the placement's hint for one placement shape, answered in
+// shapeFit is the placement's hint for one shape (shapeOf), answered in
 // wake pass pass.
 type shapeFit struct {
 	pass uint64
@@ -79,7 +79,7 @@ type bucket struct {
 	// the periodic flush retries the bucket (see flush).
 	guessed bool
 	// shape is the memo of the placement's hint for the members'
-	// placement shape; dead: the bucket emptied and left the map.
+	// shape (shapeOf); dead: the bucket emptied and left the map.
 	shape *shapeFit
 	dead  bool
 	// swept: a pass dropped the dead bucket from the wake order.
@@ -289,9 +289,14 @@ func (u *unschedulable) sorted() []*bucket {
 	return u.order
 }
 
-// shapeOf returns the hint memo of j's placement shape.
+// shapeOf returns the hint memo of j's shape: the bucket key without the
+// hints. It is the whole of what makes jobs alike (class, priority, tenant
+// and utility as well as the placement shape), not the placement shape
+// alone: a Size or Filter plugin may read any of them (a Filter that
+// refuses one tenant's jobs), so buckets that differ in one of them may
+// differ in whether they fit (TestQueueShapeMemoKeepsTenantsApart).
 func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
-	k := framework.AppendPlaceKey(u.key[:0], j)
+	k := shapeKey(u.key[:0], j)
 	u.key = k
 	if f, ok := u.shapes[string(k)]; ok {
 		return f
@@ -463,10 +468,10 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 	return framework.AppendPlaceKey(k, j)
 }
 
-// fitsNow is Runtime.fitsNow for b's head rep, memoised by placement
-// shape (replica groups with their node constraints) for the wake pass:
-// buckets that differ only in class, priority, tenant or utility share
-// the answer.
+// fitsNow is Runtime.fitsNow for b's head rep, memoised by shape (the
+// bucket key without the hints: class, priority, tenant, utility and the
+// replica groups with their node constraints) for the wake pass: buckets
+// that differ only in their hints share the answer.
 func (q *Queue) fitsNow(c *framework.Cycle, b *bucket, rep *cluster.JobState) bool {
 	f := b.shape
 	if f.pass != q.un.pass {
