@@ -39,6 +39,17 @@ func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) bool {
 	return false
 }
 
+// FitsByShape reports whether FitsNow's answer is a function of the job's
+// placement shape (AppendPlaceKey: its groups, demands, counts and node
+// constraints) and the ledger alone: the placement is one built-in
+// strategy with the node-role filter (placement.Place reads nothing else
+// of the job), with no Size or Place plugin and no Picker. Any other
+// plugin may read the job's class, priority, tenant or utility, so the
+// queue then shares the answer only among jobs alike in those too.
+func (r *Runtime) FitsByShape() bool {
+	return r.fast && r.p.Size == nil && r.p.Place == nil && len(r.pickers) == 0
+}
+
 // roomFor reports whether the free room on l could hold counts of j at
 // all: for every group with replicas, the replicas of its demand that fit
 // on the ready nodes it may use (its role and node constraints), summed

@@ -104,6 +104,11 @@ type Runtime interface {
 	// FitsNow reports whether js fits at one of its sizes on the
 	// Statement's Now ledger as it is.
 	FitsNow(c *framework.Cycle, js *cluster.JobState) bool
+	// FitsByShape reports whether FitsNow's answer is a function of the
+	// job's placement shape (framework.AppendPlaceKey) and the ledger
+	// alone, so that jobs that differ only in class, priority, tenant or
+	// utility may share it.
+	FitsByShape() bool
 	// ForgetReasons drops the memo of failure messages, which name the
 	// nodes' rules.
 	ForgetReasons()
@@ -141,6 +146,7 @@ type Queue struct {
 func New(r Runtime, o Options) *Queue {
 	q := &Queue{r: r, p: r.Profile(), opts: o, entries: map[string]*entry{}}
 	q.un.buckets = map[string]*bucket{}
+	q.un.byShape = r.FitsByShape()
 	return q
 }
 

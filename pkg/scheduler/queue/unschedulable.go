@@ -35,6 +35,9 @@ type unschedulable struct {
 	// flush; an item whose job was parked again since is skipped.
 	parked []parkItem
 	key    []byte
+	// byShape: the Runtime's fit answer reads the placement shape only
+	// (Runtime.FitsByShape), so the memo is shared more widely.
+	byShape bool
 }
 
 // shapeFit is the placement's hint for one shape (shapeOf), answered in
@@ -289,14 +292,21 @@ func (u *unschedulable) sorted() []*bucket {
 	return u.order
 }
 
-// shapeOf returns the hint memo of j's shape: the bucket key without the
-// hints. It is the whole of what makes jobs alike (class, priority, tenant
-// and utility as well as the placement shape), not the placement shape
-// alone: a Size or Filter plugin may read any of them (a Filter that
-// refuses one tenant's jobs), so buckets that differ in one of them may
-// differ in whether they fit (TestQueueShapeMemoKeepsTenantsApart).
+// shapeOf returns the hint memo of j's shape. When the Runtime's answer
+// reads only the placement shape (the built-in placement, no Size or
+// Place plugin: FitsByShape) that is the shape; otherwise it is the
+// bucket key without the hints, the whole of what makes jobs alike
+// (class, priority, tenant and utility as well): a Size, Filter or Score
+// plugin may read any of them (a Filter that refuses one tenant's jobs),
+// so buckets that differ in one of them may differ in whether they fit
+// (TestQueueShapeMemoKeepsTenantsApart).
 func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
-	k := shapeKey(u.key[:0], j)
+	var k []byte
+	if u.byShape {
+		k = framework.AppendPlaceKey(u.key[:0], j)
+	} else {
+		k = shapeKey(u.key[:0], j)
+	}
 	u.key = k
 	if f, ok := u.shapes[string(k)]; ok {
 		return f
@@ -468,10 +478,8 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 	return framework.AppendPlaceKey(k, j)
 }
 
-// fitsNow is Runtime.fitsNow for b's head rep, memoised by shape (the
-// bucket key without the hints: class, priority, tenant, utility and the
-// replica groups with their node constraints) for the wake pass: buckets
-// that differ only in their hints share the answer.
+// fitsNow is Runtime.fitsNow for b's head rep, memoised by shape
+// (shapeOf) for the wake pass.
 func (q *Queue) fitsNow(c *framework.Cycle, b *bucket, rep *cluster.JobState) bool {
 	f := b.shape
 	if f.pass != q.un.pass {
