@@ -50,6 +50,20 @@ func (r *Runtime) FitsByShape() bool {
 	return r.fast && r.p.Size == nil && r.p.Place == nil && len(r.pickers) == 0
 }
 
+// NoRoom reports that js cannot fit on the Statement's Now ledger
+// whatever the profile's Filter and Score plugins answer: with no Size,
+// Place or Picker plugin its requested counts are its only size, and the
+// free room on the nodes its role and node constraints admit cannot hold
+// them (roomFor, necessary for every placement the Runtime makes). The
+// answer reads only the job's placement shape and the ledger. False means
+// only that this check does not rule it out.
+func (r *Runtime) NoRoom(c *Cycle, js *cluster.JobState) bool {
+	if r.p.Size != nil || r.p.Place != nil || len(r.pickers) > 0 {
+		return false
+	}
+	return !roomFor(c.St.Now(), js.Job, js.Job.RequestedCounts())
+}
+
 // roomFor reports whether the free room on l could hold counts of j at
 // all: for every group with replicas, the replicas of its demand that fit
 // on the ready nodes it may use (its role and node constraints), summed

@@ -109,6 +109,9 @@ type Runtime interface {
 	// alone, so that jobs that differ only in class, priority, tenant or
 	// utility may share it.
 	FitsByShape() bool
+	// NoRoom reports that js cannot fit at all on the Statement's Now
+	// ledger, from its placement shape alone, whatever the plugins.
+	NoRoom(c *framework.Cycle, js *cluster.JobState) bool
 	// ForgetReasons drops the memo of failure messages, which name the
 	// nodes' rules.
 	ForgetReasons()

@@ -28,6 +28,8 @@ type unschedulable struct {
 	// hints) one memo of the built-in placement's hint, valid within one wake pass (pass), while
 	// the ledger it was asked on is unchanged.
 	shapes map[string]*shapeFit
+	// places holds the placement shapes' memos (shapeFit.place).
+	places map[string]*shapeFit
 	// shapesGen counts the times shapes started afresh.
 	shapesGen int
 	pass      uint64
@@ -45,6 +47,12 @@ type unschedulable struct {
 type shapeFit struct {
 	pass uint64
 	fits bool
+	// place, when the memo is per bucket key (not FitsByShape), is the
+	// memo of its placement shape, shared by the buckets that differ only
+	// in class, priority, tenant or utility: a yes, or a no from NoRoom
+	// (noRoom), which no plugin can turn into a yes.
+	place  *shapeFit
+	noRoom bool
 }
 
 // maxShapes bounds the shapes kept: past it the map starts afresh (the
@@ -308,15 +316,28 @@ func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
 		k = shapeKey(u.key[:0], j)
 	}
 	u.key = k
-	if f, ok := u.shapes[string(k)]; ok {
-		return f
+	f, ok := u.shapes[string(k)]
+	if !ok {
+		if u.shapes == nil || len(u.shapes) >= maxShapes {
+			u.shapes = map[string]*shapeFit{}
+			u.places = map[string]*shapeFit{}
+			u.shapesGen++
+		}
+		f = &shapeFit{}
+		u.shapes[string(k)] = f
 	}
-	if u.shapes == nil || len(u.shapes) >= maxShapes {
-		u.shapes = map[string]*shapeFit{}
-		u.shapesGen++
+	if !u.byShape && f.place == nil {
+		// The memo of the placement shape, for answers that fit (see
+		// fitsNow); made after f's key is copied (it reuses u.key).
+		k = framework.AppendPlaceKey(u.key[:0], j)
+		u.key = k
+		p := u.places[string(k)]
+		if p == nil {
+			p = &shapeFit{}
+			u.places[string(k)] = p
+		}
+		f.place = p
 	}
-	f := &shapeFit{}
-	u.shapes[string(k)] = f
 	return f
 }
 
@@ -479,11 +500,35 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 }
 
 // fitsNow is Runtime.fitsNow for b's head rep, memoised by shape
-// (shapeOf) for the wake pass.
+// (shapeOf) for the wake pass. When the memo is per bucket key, a yes
+// for one bucket of a placement shape, and a no from Runtime.NoRoom (which
+// reads the placement shape alone), are taken for the others of that
+// placement shape too; for a yes: waking a job the exhaustive walk would try anyway
+// changes no decision (it is tried, and parked again if it fails), while
+// a no is never shared (it would keep a job asleep that another tenant's
+// refusal says nothing of). For profiles whose answers read only the
+// placement shape the two memos agree, so this wakes the same jobs as a
+// memo per placement shape.
 func (q *Queue) fitsNow(c *framework.Cycle, b *bucket, rep *cluster.JobState) bool {
 	f := b.shape
-	if f.pass != q.un.pass {
-		f.pass, f.fits = q.un.pass, q.r.FitsNow(c, rep)
+	if f.pass == q.un.pass {
+		return f.fits
+	}
+	f.pass = q.un.pass
+	p := f.place
+	switch {
+	case p == nil:
+		f.fits = q.r.FitsNow(c, rep)
+	case p.pass == q.un.pass:
+		f.fits = p.fits // a yes, or a no from NoRoom
+	case q.r.NoRoom(c, rep):
+		f.fits = false
+		p.pass, p.fits, p.noRoom = q.un.pass, false, true
+	default:
+		f.fits = q.r.FitsNow(c, rep)
+		if f.fits {
+			p.pass, p.fits = q.un.pass, true
+		}
 	}
 	return f.fits
 }
