@@ -7,11 +7,13 @@
 //     then least attained GPU-service first (Tiresias' 2D-LAS, without its
 //     discretisation), then utility, then queue order. order=srsf (opt-in):
 //     BE jobs by least remaining GPU-service first (SRSF, the Tiresias
-//     paper's oracle baseline: remaining work times GPUs; a job without an
-//     estimate keeps its attained service). In the simulator that work is
-//     the exact run time, on Kubernetes estimatedDurationSeconds or a
-//     3,600 s default, so SRSF is not the default
-//     (docs/combined.md, "SRSF"). order=weight: the elastic article's
+//     paper's oracle baseline: the estimated remaining work,
+//     JobState.EstimatedRemaining, times GPUs; a job without an estimate,
+//     Job.NoEstimate, keeps its attained service). The estimate is
+//     estimatedDurationSeconds times the fraction not yet done on
+//     Kubernetes, and in the simulator the exact run time unless an
+//     experiment draws estimates (`scoreboard-estimates`); see
+//     docs/combined.md, "SRSF". order=weight: the elastic article's
 //     weight, priority, utility, demand share, heaviest first, as before
 //     issue 24. A job without a class is ordered and
 //     protected as a BE job (FitGpp rejects it; a production default
@@ -38,9 +40,9 @@
 //     their minimum; cheap, no checkpoint), optionally `converged-victim` (a
 //     TE job preempts a BE job that SpeCon marked converged, CC, before any
 //     other; off by default), then whole-job preemption with the victim's
-//     grace period: LRTP's victims (longest remaining work first; the
-//     simulator knows it exactly, on Kubernetes it is the estimate from
-//     estimatedDurationSeconds and progress reports; victim=fitgpp:
+//     grace period: LRTP's victims (longest estimated remaining work
+//     first: JobState.EstimatedRemaining, from estimatedDurationSeconds
+//     and progress reports on Kubernetes; victim=fitgpp:
 //     FitGpp's size and grace score), cap P with the
 //     cap renewed (renew_h, default 1): a job preempted P times may be
 //     preempted again once it has run renew_h hours uninterrupted, so no
@@ -137,32 +139,34 @@ type Order struct {
 	// SRSF orders BE jobs by the least remaining GPU-service first
 	// (RemainingService) instead of the least attained: the shortest-
 	// remaining-service-first baseline of the Tiresias paper, which needs
-	// run-time estimates (exact in the simulator, estimatedDurationSeconds
-	// and progress on Kubernetes, as LRTP's victims); a job without one is
-	// keyed by its attained service, so it is never starved behind jobs
-	// with estimates. TE jobs keep the least-attained key. Opt-in
-	// (order=srsf), not the default: in the simulator it reads each job's
-	// exact remaining work, an oracle production does not have.
+	// run-time estimates (JobState.EstimatedRemaining: the stated run time
+	// times the fraction not yet done, as LRTP's victims read it); a job
+	// without one (Job.NoEstimate) is keyed by its attained service, so it
+	// is never starved behind jobs with estimates. TE jobs keep the
+	// least-attained key. Opt-in (order=srsf): docs/combined.md, "SRSF",
+	// judges it on boards with estimates (scoreboard-estimates).
 	SRSF bool
 }
 
-// RemainingService is a job's remaining GPU-service at time now: its
-// remaining work (seconds at its requested size) times its requested GPUs
-// (at least one). A job with no run-time estimate (no work) has its
-// attained service instead (Attained, 0: it is ordered as least attained
+// RemainingService is a job's remaining GPU-service at time now as a
+// policy can know it: its estimated remaining work (JobState.
+// EstimatedRemaining: the run-time estimate times the fraction not yet
+// done, seconds at its requested size) times its requested GPUs (at least
+// one). A job nobody stated a run time for (Job.NoEstimate) has its
+// attained service instead (Attained: it is ordered as least attained
 // service orders it, so it is never starved behind jobs with estimates).
 func RemainingService(js *cluster.JobState, now float64) float64 {
-	if js.Job.Work <= 0 {
+	if js.Job.NoEstimate {
 		return Attained(js, now)
 	}
-	return js.Remaining(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
+	return js.EstimatedRemaining(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
 }
 
 // Attained is a job's attained GPU-service at time now: the work done so
 // far (seconds at its requested size) times its requested GPUs (at least
 // one). It does not change while the job waits.
 func Attained(js *cluster.JobState, now float64) float64 {
-	return (js.Job.Work - js.Remaining(now)) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
+	return js.Attained(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
 }
 
 var _ framework.KeyedSort = Order{}
@@ -269,7 +273,7 @@ func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState, _ framework.Even
 func rank(j *cluster.Job) elastic.Weight {
 	w := elastic.Weight{Priority: j.Priority}
 	if j.Utility != nil {
-		w.Utility = j.Utility.Value(j.Work)
+		w.Utility = j.Utility.Value(j.EstimatedWork())
 	}
 	return w
 }
