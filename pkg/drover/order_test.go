@@ -99,7 +99,7 @@ func TestPresetArgs(t *testing.T) {
 		}
 	}
 	o := DefaultOptions()
-	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || o.SRSFOrder || o.Reserve {
-		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, attained-service order (SRSF opt-in), no TE reserve", o)
+	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || !o.SRSFOrder || o.Reserve {
+		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, the SRSF BE order (order=las: least attained), no TE reserve", o)
 	}
 }

@@ -23,7 +23,7 @@ var Presets = []string{"fifo", "binpack", "k8s-default", "drf", "fitgpp", "lrtp:
 
 // Ablation rows: drover with one of its choices reverted (docs/combined.md).
 // They take no part in the target.
-var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=srsf"}
+var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=las"}
 
 // Drover is the row the target is about.
 const Drover = "drover"
@@ -252,7 +252,7 @@ func Judge(regime string, rows []experiment.Row, specs []string) Verdict {
 
 // JudgeAs is Judge with the candidate row in drover's place: a row of
 // Ablation judged as if it were drover's default (the estimate boards
-// judge drover:order=srsf so). The comparable presets are Judge's,
+// judge the other BE order, drover:order=las, so). The comparable presets are Judge's,
 // without drover: the default a candidate would replace is not its peer.
 func JudgeAs(regime string, rows []experiment.Row, specs []string, candidate string) Verdict {
 	v := Verdict{Regime: regime, Candidate: candidate, row: -1, BestTE: math.Inf(1), BestBE: math.Inf(1)}
