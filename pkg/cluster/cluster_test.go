@@ -31,6 +31,9 @@ func TestValidate(t *testing.T) {
 		{"replicas outside", func(j *Job) { j.Groups[0].Replicas = 9 }, "replicas"},
 		{"zero demand", func(j *Job) { j.Groups[0].Demand = resource.Vector{} }, "demand"},
 		{"no groups", func(j *Job) { j.Groups = nil }, "groups"},
+		{"an estimate", func(j *Job) { j.Estimate = 50 }, ""},
+		{"negative estimate", func(j *Job) { j.Estimate = -1 }, "estimate"},
+		{"NaN estimate", func(j *Job) { j.Estimate = math.NaN() }, "estimate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -401,5 +404,54 @@ func TestQueueLog(t *testing.T) {
 	q.PushBack(NewJobState(job("y")))
 	if ql.Renumbered() != n1 {
 		t.Error("Renumbered changed by a PushBack")
+	}
+}
+
+// What a policy may read of the run time: the estimate times the fraction
+// not yet done, exactly Remaining when no estimate was drawn (Estimate 0,
+// or equal to Work); the truth stays in Remaining and TimeLeft.
+func TestEstimatedRemaining(t *testing.T) {
+	type got struct {
+		Work, Remaining, TimeLeft, Attained, Progress float64
+		EstWork, EstRemaining, EstTimeLeft, Scale     float64
+	}
+	tests := []struct {
+		name     string
+		estimate float64
+		rate     float64
+		want     got
+	}{
+		// Work 100, 40 done at now: 60 left, speed 2.
+		{"exact (0)", 0, 2, got{100, 60, 30, 40, 0.4, 100, 60, 30, 1}},
+		{"exact (= Work)", 100, 2, got{100, 60, 30, 40, 0.4, 100, 60, 30, 1}},
+		{"over by half", 150, 2, got{100, 60, 30, 40, 0.4, 150, 90, 45, 1.5}},
+		{"under by half", 50, 2, got{100, 60, 30, 40, 0.4, 50, 30, 15, 0.5}},
+		{"not progressing", 50, 0, got{100, 60, math.Inf(1), 40, 0.4, 50, 30, math.Inf(1), 0.5}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := job("j")
+			j.Estimate = tc.estimate
+			js := NewJobState(j)
+			js.WorkLeft, js.Rate, js.Updated = 60, tc.rate, 10
+			now := 10.0
+			g := got{j.Work, js.Remaining(now), js.TimeLeft(now), js.Attained(now), js.Progress(now),
+				j.EstimatedWork(), js.EstimatedRemaining(now), js.EstimatedTimeLeft(now), j.EstimateScale()}
+			if g != tc.want {
+				t.Errorf("got %+v\nwant %+v", g, tc.want)
+			}
+		})
+	}
+	// With no estimate drawn EstimatedRemaining is Remaining bit for bit,
+	// where Work * (Remaining / Work) need not be.
+	j := job("j")
+	j.Work = 3
+	js := NewJobState(j)
+	js.WorkLeft, js.Rate, js.Updated = 1, 0.3, 0
+	for _, e := range []float64{0, 3} {
+		j.Estimate = e
+		if r, er := js.Remaining(0.7), js.EstimatedRemaining(0.7); r != er {
+			t.Errorf("Estimate %v: EstimatedRemaining %v, Remaining %v", e, er, r)
+		}
 	}
 }

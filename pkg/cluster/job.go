@@ -97,8 +97,26 @@ type Job struct {
 	// training work (workers) by convention.
 	Groups []ReplicaGroup
 	// Work is the job's run time in seconds on an idle cluster at its
-	// requested replica counts. Slowdown divides JCT by it.
+	// requested replica counts. Slowdown divides JCT by it. It is the
+	// executor's truth: the simulator runs it and measures by it. A policy
+	// reads the run time through EstimatedWork and
+	// JobState.EstimatedRemaining, never Work (pkg/plugins' TestNoOracle).
 	Work float64
+	// Estimate is the run time the scheduler is told (seconds, as Work),
+	// which a policy reads through EstimatedWork. 0 means the scheduler
+	// is told Work exactly: every simulator workload is, unless an
+	// experiment draws estimates (workload.DrawEstimates), and on
+	// Kubernetes Work itself is what the user stated (so a 0 there too).
+	// The zero value keeps every run that draws no estimate identical to
+	// one before estimates existed.
+	Estimate float64
+	// NoEstimate is set when nobody stated a run time (a TrainingJob
+	// without spec.estimatedDurationSeconds): Work and EstimatedWork then
+	// hold the executor's default duration, a number for the policies
+	// that cannot do without one (payoff, LRTP's victims), and a policy
+	// that can should not trust it (SRSF orders such a job by its attained
+	// service instead).
+	NoEstimate bool
 	// GracePeriod is how long the job may keep running after it is told to
 	// stop, to checkpoint. Seconds.
 	GracePeriod float64
@@ -116,6 +134,28 @@ type Job struct {
 	Seed uint64
 	// PS carries parameter-server job parameters for OASiS; nil otherwise.
 	PS *PSParams
+}
+
+// EstimatedWork is the run time the scheduler is told: Estimate, or Work
+// when the estimate is 0 (exact). Policies read it instead of Work.
+func (j *Job) EstimatedWork() float64 {
+	if j.Estimate > 0 {
+		return j.Estimate
+	}
+	return j.Work
+}
+
+// EstimateScale is the factor by which the estimate states the run time
+// (Estimate over Work; 1 when the estimate is exact). It is for a policy
+// whose own model derives a run time from other stated parameters
+// (OASiS's parameter-server model, from epochs, chunks and mini-batch
+// time), so that those parameters carry the same error as the stated run
+// time: the simulator's workloads set them exact.
+func (j *Job) EstimateScale() float64 {
+	if j.Estimate <= 0 || j.Estimate == j.Work {
+		return 1
+	}
+	return j.Estimate / j.Work
 }
 
 // PSParams describes a parameter-server training job in OASiS's terms.
@@ -185,6 +225,9 @@ func (j *Job) Validate() error {
 	}
 	if !finite(j.Work) || j.Work <= 0 {
 		bad("work", "%v is not a positive duration", j.Work)
+	}
+	if !finite(j.Estimate) || j.Estimate < 0 {
+		bad("estimate", "%v is not a duration >= 0 (0: Work is known)", j.Estimate)
 	}
 	for _, f := range []struct {
 		name string

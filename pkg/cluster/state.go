@@ -210,13 +210,51 @@ func (s *JobState) Progress(now float64) float64 {
 	return 1 - s.Remaining(now)/s.Job.Work
 }
 
-// TimeLeft estimates the seconds until the job finishes at its current
-// speed; +Inf when it is not progressing.
+// TimeLeft is the seconds until the job finishes at its current speed;
+// +Inf when it is not progressing. It is the executor's truth (see
+// Remaining); policies read EstimatedTimeLeft.
 func (s *JobState) TimeLeft(now float64) float64 {
 	if s.Rate <= 0 {
 		return math.Inf(1)
 	}
 	return s.Remaining(now) / s.Rate
+}
+
+// EstimatedRemaining is the remaining work a policy may use, seconds at
+// speed 1: the estimate (Job.EstimatedWork) times the fraction of the
+// job not yet done. That is what a production scheduler has: the trainer
+// reports its progress, and the total is what the user stated. Remaining
+// and TimeLeft are the truth, for the executor and the metrics.
+//
+// With no estimate drawn (Estimate 0, or equal to Work) it is exactly
+// Remaining, so a run without estimates decides as before they existed.
+// On Kubernetes Work is the stated estimate and WorkLeft comes from the
+// reported progress, so there too it equals Remaining.
+func (s *JobState) EstimatedRemaining(now float64) float64 {
+	r := s.Remaining(now)
+	e := s.Job.Estimate
+	if e <= 0 || e == s.Job.Work {
+		return r
+	}
+	return e * (r / s.Job.Work)
+}
+
+// EstimatedTimeLeft is EstimatedRemaining over the job's current speed:
+// the seconds until it finishes as a policy can estimate them; +Inf when
+// it is not progressing.
+func (s *JobState) EstimatedTimeLeft(now float64) float64 {
+	if s.Rate <= 0 {
+		return math.Inf(1)
+	}
+	return s.EstimatedRemaining(now) / s.Rate
+}
+
+// Attained is the work done by now, seconds at speed 1 (Work minus
+// Remaining). Policies may read it: attained service is measured (the
+// past the executor counted), not estimated, so it needs no oracle. On
+// Kubernetes it is the stated estimate times the reported progress.
+func (s *JobState) Attained(now float64) float64 {
+	return s.Job.Work - s.Remaining(now)
 }
 
 // Counts returns the job's current replica count per group.

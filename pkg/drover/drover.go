@@ -4,18 +4,22 @@
 // The profile, extension point by extension point:
 //
 //   - queueSort `drover-order`: TE jobs first (FitGpp), then priority,
-//     then least attained GPU-service first (Tiresias' 2D-LAS, without its
-//     discretisation), then utility, then queue order. order=srsf (opt-in):
-//     BE jobs by least remaining GPU-service first (SRSF, the Tiresias
-//     paper's oracle baseline: remaining work times GPUs; a job without an
-//     estimate keeps its attained service). In the simulator that work is
-//     the exact run time, on Kubernetes estimatedDurationSeconds or a
-//     3,600 s default, so SRSF is not the default
-//     (docs/combined.md, "SRSF"). order=weight: the elastic article's
-//     weight, priority, utility, demand share, heaviest first, as before
-//     issue 24. A job without a class is ordered and
-//     protected as a BE job (FitGpp rejects it; a production default
-//     should not).
+//     then BE jobs by least remaining GPU-service first (SRSF, the Tiresias
+//     paper's shortest-remaining-service-first: the estimated remaining
+//     work, JobState.EstimatedRemaining, times GPUs; a job without an
+//     estimate, Job.NoEstimate, keeps its attained service, so it is never
+//     starved behind jobs with one), TE jobs by least attained
+//     GPU-service, then utility, then queue order. The estimate is
+//     estimatedDurationSeconds times the fraction not yet done on
+//     Kubernetes; SRSF became the default on the run-time estimate boards
+//     (`scoreboard-estimates`: estimates off by a factor of 1.65 or 2.7
+//     for two jobs in three; docs/combined.md, "SRSF with estimates").
+//     order=las: least attained GPU-service for BE jobs too (Tiresias'
+//     2D-LAS without its discretisation, the default before).
+//     order=weight: the elastic article's weight, priority, utility,
+//     demand share, heaviest first, as before issue 24. A job without a
+//     class is ordered and protected as a BE job (FitGpp rejects it; a
+//     production default should not).
 //   - admit `payoff` (off by default, payoff=true): OASiS's payoff test for
 //     a job that carries a utility (its utility at the earliest completion
 //     minus its resource-time at OASiS's exponential prices, Eq. 22, with
@@ -38,9 +42,9 @@
 //     their minimum; cheap, no checkpoint), optionally `converged-victim` (a
 //     TE job preempts a BE job that SpeCon marked converged, CC, before any
 //     other; off by default), then whole-job preemption with the victim's
-//     grace period: LRTP's victims (longest remaining work first; the
-//     simulator knows it exactly, on Kubernetes it is the estimate from
-//     estimatedDurationSeconds and progress reports; victim=fitgpp:
+//     grace period: LRTP's victims (longest estimated remaining work
+//     first: JobState.EstimatedRemaining, from estimatedDurationSeconds
+//     and progress reports on Kubernetes; victim=fitgpp:
 //     FitGpp's size and grace score), cap P with the
 //     cap renewed (renew_h, default 1): a job preempted P times may be
 //     preempted again once it has run renew_h hours uninterrupted, so no
@@ -126,8 +130,9 @@ func weightOfJob(c *framework.Cycle, j *cluster.Job) elastic.Weight {
 }
 
 // Order is the drover queue: TE jobs first; then priority, highest first;
-// then least attained GPU-service first (Attained; with SRSF, BE jobs by
-// least RemainingService); then utility, highest first; ties keep queue
+// then least attained GPU-service first (Attained; with SRSF, the drover
+// preset's default, BE jobs by least RemainingService); then utility,
+// highest first; ties keep queue
 // order (arrival, and a preempted job's return to
 // the head). With Weight, the order before issue 24: TE first, then the
 // elastic article's weight (priority, utility, demand share), heaviest
@@ -137,32 +142,35 @@ type Order struct {
 	// SRSF orders BE jobs by the least remaining GPU-service first
 	// (RemainingService) instead of the least attained: the shortest-
 	// remaining-service-first baseline of the Tiresias paper, which needs
-	// run-time estimates (exact in the simulator, estimatedDurationSeconds
-	// and progress on Kubernetes, as LRTP's victims); a job without one is
-	// keyed by its attained service, so it is never starved behind jobs
-	// with estimates. TE jobs keep the least-attained key. Opt-in
-	// (order=srsf), not the default: in the simulator it reads each job's
-	// exact remaining work, an oracle production does not have.
+	// run-time estimates (JobState.EstimatedRemaining: the stated run time
+	// times the fraction not yet done, as LRTP's victims read it); a job
+	// without one (Job.NoEstimate) is keyed by its attained service, so it
+	// is never starved behind jobs with estimates. TE jobs keep the
+	// least-attained key. The drover preset's default (order=srsf; order=las
+	// turns it off): docs/combined.md, "SRSF with estimates", judges it on
+	// boards where policies see estimates (scoreboard-estimates).
 	SRSF bool
 }
 
-// RemainingService is a job's remaining GPU-service at time now: its
-// remaining work (seconds at its requested size) times its requested GPUs
-// (at least one). A job with no run-time estimate (no work) has its
-// attained service instead (Attained, 0: it is ordered as least attained
+// RemainingService is a job's remaining GPU-service at time now as a
+// policy can know it: its estimated remaining work (JobState.
+// EstimatedRemaining: the run-time estimate times the fraction not yet
+// done, seconds at its requested size) times its requested GPUs (at least
+// one). A job nobody stated a run time for (Job.NoEstimate) has its
+// attained service instead (Attained: it is ordered as least attained
 // service orders it, so it is never starved behind jobs with estimates).
 func RemainingService(js *cluster.JobState, now float64) float64 {
-	if js.Job.Work <= 0 {
+	if js.Job.NoEstimate {
 		return Attained(js, now)
 	}
-	return js.Remaining(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
+	return js.EstimatedRemaining(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
 }
 
 // Attained is a job's attained GPU-service at time now: the work done so
 // far (seconds at its requested size) times its requested GPUs (at least
 // one). It does not change while the job waits.
 func Attained(js *cluster.JobState, now float64) float64 {
-	return (js.Job.Work - js.Remaining(now)) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
+	return js.Attained(now) * float64(max(js.Job.RequestedDemand()[resource.GPU], 1))
 }
 
 var _ framework.KeyedSort = Order{}
@@ -269,7 +277,7 @@ func (Shrink) Requeue(c *framework.Cycle, js *cluster.JobState, _ framework.Even
 func rank(j *cluster.Job) elastic.Weight {
 	w := elastic.Weight{Priority: j.Priority}
 	if j.Utility != nil {
-		w.Utility = j.Utility.Value(j.Work)
+		w.Utility = j.Utility.Value(j.EstimatedWork())
 	}
 	return w
 }
@@ -581,7 +589,7 @@ type Options struct {
 	// WeightOrder orders BE jobs by the elastic weight (Order.Weight).
 	WeightOrder bool
 	// SRSFOrder orders BE jobs by the least remaining GPU-service
-	// (Order.SRSF; opt-in, order=srsf).
+	// (Order.SRSF; the default, order=srsf; order=las: least attained).
 	SRSFOrder bool
 	// Requested starts jobs at their requested counts (no Size plugin;
 	// scale-up still grows them, shrinks still take them to their
@@ -611,14 +619,14 @@ const DefaultRenew = 3600.0
 // BE JCT; see docs/combined.md) and payoff admission (a rejection is for
 // good; opt in with payoff=true), P 1 renewed after an hour of
 // uninterrupted run, LRTP victims (the longest remaining work first),
-// jobs started at their requested size, pack placement and the
-// attained-service order (issue 24: chosen on the whole scoreboard;
-// docs/combined.md has each choice's ablation row; SRSF, order=srsf, wins
-// more regimes there but only with the simulator's exact run times).
+// jobs started at their requested size, pack placement and the SRSF BE
+// order (issue 24: chosen on the whole scoreboard, SRSF on the run-time
+// estimate boards by the rule docs/scoreboard-plan.md stated before they
+// ran; docs/combined.md has each choice's ablation row).
 func DefaultOptions() Options {
 	return Options{Shrink: true, CCVictim: false, Preempt: true, ScaleUp: true, Speculate: true, Payoff: false, Provision: true,
 		Lambda: fitgpp.DefaultLambda, P: fitgpp.DefaultP, Renew: DefaultRenew, Place: placement.Pack,
-		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow}
+		Requested: true, Victims: fitgpp.LRTP, ReserveWindow: DefaultReserveWindow, SRSFOrder: true}
 }
 
 // Profile builds the drover profile.
@@ -703,7 +711,7 @@ var switches = []string{"shrink", "ccvictim", "preempt", "scaleup", "specon", "p
 // Entries returns the `drover` preset.
 func Entries() []policy.Entry {
 	return []policy.Entry{{Name: "drover",
-		Description: "all five papers in one profile: TE first then least attained GPU-service (order=srsf: BE jobs by least remaining GPU-service, exact run times in the simulator, estimatedDurationSeconds on Kubernetes; order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
+		Description: "all five papers in one profile: TE first (least attained GPU-service), then BE jobs by least remaining GPU-service (SRSF on run-time estimates: estimatedDurationSeconds and progress on Kubernetes, attained service for a job without one; order=las: least attained GPU-service, the default before; order=weight: the elastic weight), elastic min..max sizing, one-node-first gangs packed (place=spread: least-allocated), shrink then FitGpp preemption with its cap renewed after renew_h hours of uninterrupted run (default 1; inf: the paper's lifetime cap; ccvictim=true: converged SpeCon jobs first), elastic scale-up, SpeCon migration, predictive placeholders, OASiS payoff admission when payoff=true (a job that fails is deferred; payoffreject=true: rejected for good, OASiS's reading); reserve=true: te-reserve keeps room for the largest TE job that arrived within reserve_h hours (default 6) free of BE jobs on one node; lambda, p, renew_h (FitGpp); shrink, preempt, scaleup, specon, provision = true|false switch parts (default on), ccvictim and payoff (default off); model, tick (predictive); alpha, interval, scope, rebalance, candidates (specon)",
 		New: func(pr policy.Params) (policy.Policy, error) {
 			known := append([]string{"lambda", "p", "renew_h", "reserve_h", "reserve_q", "place", "order", "size", "victim", "hol", "model", "tick", "payoffreject"}, switches...)
 			if err := pr.Check("drover", append(known, speconKeys...)...); err != nil {
@@ -742,7 +750,7 @@ func Entries() []policy.Entry {
 			if place == "spread" {
 				o.Place = placement.Spread
 			}
-			order, err := pr.Enum("order", "las", "las", "srsf", "weight")
+			order, err := pr.Enum("order", "srsf", "las", "srsf", "weight")
 			if err != nil {
 				return nil, err
 			}
@@ -797,7 +805,7 @@ func Plugins() []profile.PluginEntry {
 		return func(a policy.Params) (framework.Plugin, error) { return p, a.Check(name) }
 	}
 	return []profile.PluginEntry{
-		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=srsf: BE jobs by least remaining GPU-service (attained for a job without an estimate); by=weight: the elastic article's weight after TE",
+		{Name: OrderName, Description: "queueSort: TE jobs first, then priority, least attained GPU-service, utility, then queue order; by=srsf (the drover preset's default, order=srsf): BE jobs by least estimated remaining GPU-service (attained for a job without an estimate); by=weight: the elastic article's weight after TE",
 			New: func(a policy.Params) (framework.Plugin, error) {
 				if err := a.Check(OrderName, "by"); err != nil {
 					return nil, err

@@ -52,12 +52,29 @@ func TestOrderAttainedService(t *testing.T) {
 	if diff := gocmp.Diff([]string{"te", "prio", "ran", "small", "big"}, sorted(Order{SRSF: true})); diff != "" {
 		t.Errorf("SRSF order (-want +got):\n%s", diff)
 	}
+	// A job nobody stated a run time for (NoEstimate: Work is the
+	// executor's default) is keyed by its attained service: 2 GPUs x 600 s.
 	nb := be("noest", 2, 2, 2)
-	nb.j.Work = 0
+	nb.j.NoEstimate = true
 	noEst := cluster.NewJobState(nb.j)
-	if r := RemainingService(noEst, 5000); r != 0 {
-		t.Errorf("RemainingService of a job without an estimate = %v, want its attained service 0", r)
+	noEst.WorkLeft = nb.j.Work - 600
+	if r := RemainingService(noEst, 5000); r != 1200 {
+		t.Errorf("RemainingService of a job without an estimate = %v, want its attained service 1200", r)
 	}
+	// SRSF reads the estimate, never the true run time: big's estimate of
+	// 500 s (4 GPUs, nothing done: 2,000) puts it first among the BE jobs,
+	// and small's estimate of twice its run time (7,200) last.
+	big0, small0 := jobs[2].Job, jobs[1].Job
+	big, small := *big0, *small0
+	big.Estimate, small.Estimate = 500, 2*small.Work
+	jobs[2].Job, jobs[1].Job = &big, &small
+	if diff := gocmp.Diff([]string{"te", "prio", "big", "ran", "small"}, sorted(Order{SRSF: true})); diff != "" {
+		t.Errorf("SRSF order with estimates (-want +got):\n%s", diff)
+	}
+	if r := RemainingService(jobs[2], 5000); r != 2000 {
+		t.Errorf("RemainingService of big with an estimate of 500 s = %v, want 2000", r)
+	}
+	jobs[2].Job, jobs[1].Job = big0, small0
 	if got := sorted(Order{Weight: true}); got[2] != "big" {
 		t.Errorf("weight order puts the largest BE job third, got %v", got)
 	}
@@ -82,7 +99,7 @@ func TestPresetArgs(t *testing.T) {
 		}
 	}
 	o := DefaultOptions()
-	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || o.SRSFOrder || o.Reserve {
-		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, attained-service order (SRSF opt-in), no TE reserve", o)
+	if o.Payoff || o.Renew != 3600 || !o.Requested || o.WeightOrder || !o.SRSFOrder || o.Reserve {
+		t.Errorf("defaults %+v: want payoff off, renew 1 h, requested sizes, the SRSF BE order (order=las: least attained), no TE reserve", o)
 	}
 }

@@ -103,7 +103,8 @@ func (p *Payoff) Events(*framework.Cycle, *cluster.JobState) framework.Events {
 func (*Payoff) Requeue(*framework.Cycle, *cluster.JobState, framework.Events) bool { return true }
 
 // shareTime is the job's demand as a share of the cluster, summed over
-// kinds, times its work.
+// kinds, times its estimated run time (Job.EstimatedWork: what the
+// scheduler is told, never the true run time).
 func shareTime(j *cluster.Job, total resource.Vector) float64 {
 	d := j.RequestedDemand()
 	sh := 0.0
@@ -112,7 +113,7 @@ func shareTime(j *cluster.Job, total resource.Vector) float64 {
 			sh += float64(d[k]) / float64(total[k])
 		}
 	}
-	return sh * j.Work
+	return sh * j.EstimatedWork()
 }
 
 // observe adds a job's samples to its tenant's, once per job.
@@ -127,7 +128,7 @@ func (p *Payoff) observe(j *cluster.Job, now, st float64) {
 		p.tenants[j.Tenant] = tb
 	}
 	tb.t = append(tb.t, now)
-	tb.u = append(tb.u, j.Utility.Value(j.Work)/st)
+	tb.u = append(tb.u, j.Utility.Value(j.EstimatedWork())/st)
 	tb.l = append(tb.l, j.Utility.Value(p.Horizon)/st)
 	if n := len(tb.t) - p.MaxSamples; n > 0 {
 		tb.t, tb.u, tb.l = slices.Delete(tb.t, 0, n), slices.Delete(tb.u, 0, n), slices.Delete(tb.l, 0, n)
@@ -216,7 +217,7 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 	if !ok {
 		return pass()
 	}
-	best := j.Utility.Value(s.Now - j.Submit + j.Work)
+	best := j.Utility.Value(s.Now - j.Submit + j.EstimatedWork())
 	var alloc resource.Vector
 	for _, r := range s.Running {
 		counts := r.Counts()
@@ -233,7 +234,7 @@ func (p *Payoff) Admit(c *framework.Cycle, js *cluster.JobState) *framework.Stat
 		}
 		held = held || alloc[k] > 0
 		price := oasis.Price(float64(alloc[k]), float64(total[k]), u, l, p.Eta)
-		cost += float64(d[k]) / float64(total[k]) * j.Work * price
+		cost += float64(d[k]) / float64(total[k]) * j.EstimatedWork() * price
 	}
 	if best-cost > 0 {
 		return pass()

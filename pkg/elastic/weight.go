@@ -14,7 +14,8 @@ import (
 // We map these onto the job spec as:
 //   - Priority: the user's priority (cluster.Job.Priority), compared first;
 //   - Utility: the job's utility at its nominal completion time,
-//     Job.Utility.Value(Job.Work), or 0 when the job has none;
+//     Job.Utility.Value(Job.EstimatedWork()) (the utility of finishing
+//     after the estimated run time), or 0 when the job has none;
 //   - Demand: CPU + memory at the requested counts, each as a fraction of
 //     the cluster's ready capacity. The article adds the raw CPU and memory
 //     quantities; in Kubernetes units memory bytes would swamp CPU cores,
@@ -68,7 +69,7 @@ func (w Weight) Outranks(o Weight) bool {
 func WeightOf(j *cluster.Job, capacity resource.Vector) Weight {
 	w := Weight{Priority: j.Priority}
 	if j.Utility != nil {
-		w.Utility = j.Utility.Value(j.Work)
+		w.Utility = j.Utility.Value(j.EstimatedWork())
 	}
 	d := j.RequestedDemand()
 	for _, k := range []resource.Kind{resource.CPU, resource.Memory} {

@@ -737,14 +737,17 @@ func SizeOf(d, c resource.Vector) float64 {
 }
 
 // longestRemainingOpen returns the index of the job with the most work
-// left among those not Capped (the first on ties), or -1.
+// left among those not Capped (the first on ties), or -1. The work left is
+// the estimate (JobState.EstimatedRemaining: the stated run time times the
+// fraction not yet done), which is what production has; LRTP's paper
+// assumes it known.
 func (p *Preemptor) longestRemainingOpen(avail []*cluster.JobState, now float64) int {
 	best := -1
 	for i, js := range avail {
 		if p.Capped(js, now) {
 			continue
 		}
-		if best < 0 || js.Remaining(now) > avail[best].Remaining(now) {
+		if best < 0 || js.EstimatedRemaining(now) > avail[best].EstimatedRemaining(now) {
 			best = i
 		}
 	}

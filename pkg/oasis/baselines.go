@@ -348,6 +348,12 @@ func (o RRHOrder) String() string {
 // stands for the delay its resource-time imposes on the queue (Irwin et
 // al. charge it whatever the order).
 //
+// Run times: Irwin et al. and the OASiS paper assume each job's run time
+// known. RRH reads the estimate a production scheduler has instead
+// (Job.EstimatedWork, JobState.EstimatedRemaining and EstimatedTimeLeft:
+// the stated run time times the fraction not yet done), which is the exact
+// run time wherever no estimate was drawn (the oasis experiments).
+//
 // One instance is the plugin at three points:
 //
 //   - QueueSort: paused jobs last; the others by arrival (RRHArrival) or
@@ -413,7 +419,7 @@ func (r *RRH) density(c *framework.Cycle, js *cluster.JobState) float64 {
 		return v
 	}
 	j := js.Job
-	v := utility(j, c.Snap.Now+j.Work-j.Submit) / (j.Work * math.Max(j.RequestedDemand().DominantShare(o.total), 1e-9))
+	v := utility(j, c.Snap.Now+j.EstimatedWork()-j.Submit) / (j.EstimatedWork() * math.Max(j.RequestedDemand().DominantShare(o.total), 1e-9))
 	o.density[js] = v
 	return v
 }
@@ -483,7 +489,7 @@ func fifoStarts(now float64, free resource.Vector, rel []release, queue []*clust
 		}
 		starts[i] = cur
 		f = f.Sub(d)
-		e := release{at: cur + js.Remaining(now), d: d}
+		e := release{at: cur + js.EstimatedRemaining(now), d: d}
 		k := sort.Search(len(ev), func(k int) bool { return ev[k].at > e.at })
 		ev = slices.Insert(ev, k, e)
 	}
@@ -498,7 +504,7 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 	total := poolCapacity(s)
 	running := slices.Clone(s.Running)
 	slices.SortFunc(running, func(a, b *cluster.JobState) int {
-		return cmp.Or(cmp.Compare(a.TimeLeft(s.Now), b.TimeLeft(s.Now)), strings.Compare(a.Job.ID, b.Job.ID))
+		return cmp.Or(cmp.Compare(a.EstimatedTimeLeft(s.Now), b.EstimatedTimeLeft(s.Now)), strings.Compare(a.Job.ID, b.Job.ID))
 	})
 	free := total
 	for _, js := range s.Running {
@@ -514,14 +520,14 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 		for _, js := range running {
 			f = f.Add(js.Job.Demand(js.Counts()))
 			if d.Fits(f) {
-				return s.Now + js.TimeLeft(s.Now)
+				return s.Now + js.EstimatedTimeLeft(s.Now)
 			}
 		}
 		return math.Inf(1)
 	}
 	rel := make([]release, len(running))
 	for i, js := range running {
-		rel[i] = release{at: s.Now + js.TimeLeft(s.Now), d: js.Job.Demand(js.Counts())}
+		rel[i] = release{at: s.Now + js.EstimatedTimeLeft(s.Now), d: js.Job.Demand(js.Counts())}
 	}
 	var waiting []*cluster.JobState
 	for js := range s.Pending.All() {
@@ -554,21 +560,21 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 		if r.Order == RRHArrival {
 			starts := fifoStarts(s.Now, free, rel, append(slices.Clone(waiting), js))
 			for k, w := range waiting {
-				ends[k] = starts[k] + w.Remaining(s.Now)
+				ends[k] = starts[k] + w.EstimatedRemaining(s.Now)
 			}
 			start = starts[len(waiting)]
 		} else {
 			for k, w := range waiting {
-				ends[k] = estStart(w.Job.RequestedDemand()) + w.Job.Work
+				ends[k] = estStart(w.Job.RequestedDemand()) + w.Job.EstimatedWork()
 			}
 			start = estStart(d)
 		}
-		gain := utility(j, start+j.Work-j.Submit)
+		gain := utility(j, start+j.EstimatedWork()-j.Submit)
 		share := d.DominantShare(total)
 		cost := 0.0
 		for k, w := range waiting {
 			e := ends[k]
-			cost += utility(w.Job, e-w.Job.Submit) - utility(w.Job, e+j.Work*share-w.Job.Submit)
+			cost += utility(w.Job, e-w.Job.Submit) - utility(w.Job, e+j.EstimatedWork()*share-w.Job.Submit)
 		}
 		if g1 := priority(j); gain-cost <= r.Threshold*g1 {
 			cy.rejected[js] = fmt.Sprintf("rrh: gain %.3g - delay cost %.3g below threshold", gain, cost)
@@ -580,7 +586,7 @@ func (r *RRH) decide(c *framework.Cycle) *rrhCycle {
 	// Pause running jobs that can no longer gain while admitted jobs wait.
 	if len(waiting) > 0 {
 		for _, js := range running {
-			if utility(js.Job, s.Now+js.TimeLeft(s.Now)-js.Job.Submit) < r.Threshold*priority(js.Job) {
+			if utility(js.Job, s.Now+js.EstimatedTimeLeft(s.Now)-js.Job.Submit) < r.Threshold*priority(js.Job) {
 				r.paused[js.Job.ID] = true
 				c.St.Evict(js, 0, "", "rrh: no future gain", true)
 			}

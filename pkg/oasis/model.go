@@ -52,6 +52,15 @@ func WorkerSeconds(p *cluster.PSParams) float64 {
 	return float64(p.Epochs) * float64(p.Chunks) * float64(p.MiniBatches) * MiniBatchSeconds(p, p.WorkerBW)
 }
 
+// EstimatedWorkerSlots is WorkerSlots of the worker time the scheduler is
+// told: the paper assumes each job's parameters (hence its run time)
+// known; a production scheduler has them as stated, so the worker time
+// carries the run-time estimate's error (cluster.Job.EstimateScale, 1
+// wherever no estimate was drawn).
+func EstimatedWorkerSlots(j *cluster.Job, slot float64) int {
+	return int(math.Ceil(WorkerSeconds(j.PS)*j.EstimateScale()/slot - 1e-9))
+}
+
 // WorkerSlots is the number of worker-slots (one worker for one slot of
 // the given length) the job needs. It is the unit of OASiS's dynamic
 // program: the paper distributes the workload in data chunks over slots,

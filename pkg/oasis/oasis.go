@@ -348,7 +348,7 @@ func (o *OASiS) BestSchedule(j *cluster.Job, first int) *Plan {
 	if first >= T || CheckJob(j) != nil { // never read a model the job lacks
 		return nil
 	}
-	W := WorkerSlots(p, o.cfg.Slot)
+	W := EstimatedWorkerSlots(j, o.cfg.Slot)
 	n := T - first
 	sc := &o.scratch
 	if cap(sc.costs) < n {

@@ -237,7 +237,7 @@ func (b Bounds) floor(f float64) Bounds {
 // jobBounds is one job's contribution to the bounds (Eq. (23)-(26)).
 func jobBounds(j *cluster.Job, wp, pp *Pool, slot float64, T int, reading UReading) Bounds {
 	p := j.PS
-	W := WorkerSlots(p, slot)
+	W := EstimatedWorkerSlots(j, slot)
 	a := arrivalSlot(j.Submit, slot)
 	fast := a + (W+p.Chunks-1)/p.Chunks
 	umax := utility(j, float64(fast)*slot-j.Submit)

@@ -148,7 +148,7 @@ func gpus(js *cluster.JobState) float64 {
 
 // done is the work done at now, seconds at speed 1.
 func done(js *cluster.JobState, now float64) float64 {
-	return js.Job.Work - js.Remaining(now)
+	return js.Attained(now)
 }
 
 // State is a job's position in the 2D-LAS queues at a time.

@@ -23,7 +23,7 @@ var Presets = []string{"fifo", "binpack", "k8s-default", "drf", "fitgpp", "lrtp:
 
 // Ablation rows: drover with one of its choices reverted (docs/combined.md).
 // They take no part in the target.
-var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=srsf"}
+var Ablation = []string{"drover:renew_h=inf", "drover:place=spread", "drover:order=weight", "drover:payoff=true", "drover:size=elastic", "drover:victim=fitgpp", "drover:hol=true", "drover:reserve=true", "drover:order=las"}
 
 // Drover is the row the target is about.
 const Drover = "drover"
@@ -46,7 +46,7 @@ var Columns = []string{"seeds", "te_slowdown_p95", "te_slowdown_p95_ci95", "be_j
 func Experiments() []experiment.Experiment {
 	return []experiment.Experiment{{Name: "scoreboard",
 		Description: "issue 24's scoreboard: every preset (and drover's ablation rows) on 8 workload regimes fixed in docs/scoreboard-plan.md (Philly light and heavy, heavy-tailed days-long BE jobs, small single-GPU pods, gangs, node constraints, elastic jobs, utilities), TE p95 slowdown, BE mean and p95 JCT with 95% CIs over seeds, and whether drover meets its target per regime; --out writes a Pareto SVG per regime",
-		Run:         Run}, teWaitExperiment()}
+		Run:         Run}, teWaitExperiment(), estimatesExperiment()}
 }
 
 // specs returns the policy specs run on a regime: the presets the
@@ -68,35 +68,33 @@ func specs(env *experiment.Env, r Regime) []string {
 // Run runs every regime and returns the scoreboard.
 func Run(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 	rep := &experiment.Report{Experiment: "scoreboard", Seed: env.Seed, Columns: Columns}
-	var verdicts []Verdict
-	for _, r := range Regimes() {
-		setup, err := r.Setup(env)
-		if err != nil {
-			return nil, err
-		}
-		seeds := env.SeedCount(r.size(env).Seeds)
-		sp := specs(env, r)
-		rows, runs, err := experiment.RunPolicies(ctx, env, "scoreboard "+r.Name, setup, sp, seeds)
-		if err != nil {
-			return nil, fmt.Errorf("regime %s: %w", r.Name, err)
-		}
-		for i := range rows {
-			addSeedStats(&rows[i], runs[i*seeds:(i+1)*seeds])
-		}
-		v := Judge(r.Name, rows, sp)
-		if i := v.row; i >= 0 {
-			rows[i].Metrics["target_met"] = b2f(v.Met)
-			rows[i].Metrics["strictly_best"] = b2f(v.StrictlyBest)
-		}
-		verdicts = append(verdicts, v)
-		rep.Results = append(rep.Results, rows...)
-		rep.Charts = append(rep.Charts, pareto(r.Name, rows))
-		setupNote, _ := describe(r, env)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s (%d seeds): %s", r.Name, seeds, setupNote))
+	b, err := runBoard(ctx, env, "scoreboard", 0, []string{Drover})
+	if err != nil {
+		return nil, err
 	}
-	met, best := 0, 0
-	for _, v := range verdicts {
-		rep.Notes = append(rep.Notes, v.String())
+	rep.Results, rep.Charts = b.rows, b.charts
+	rep.Notes = append(b.notes, b.verdicts[0].notes()...)
+	rep.Notes = append(rep.Notes, "te_slowdown_p95 and be_jct_mean_s are seed means with *_ci95 the half-width of a 95% t-interval over seeds; unfinished: jobs neither completed nor rejected when the run ended")
+	return rep, nil
+}
+
+// board is one run of every regime: the rows (regime after regime), a
+// Pareto chart per regime, a note per regime, and the verdicts of each
+// candidate row over the regimes.
+type board struct {
+	rows     []experiment.Row
+	charts   []experiment.ChartFile
+	notes    []string
+	verdicts []boardVerdicts
+}
+
+// boardVerdicts are one candidate's verdicts, a regime each.
+type boardVerdicts []Verdict
+
+// Count is on how many regimes the target is met, and on how many the
+// candidate is strictly best.
+func (vs boardVerdicts) Count() (met, best int) {
+	for _, v := range vs {
 		if v.Met {
 			met++
 		}
@@ -104,10 +102,69 @@ func Run(ctx context.Context, env *experiment.Env) (*experiment.Report, error) {
 			best++
 		}
 	}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("target: met on %d of %d regimes; strictly best BE mean JCT with TE p95 <= %g on %d (needs %d)",
-		met, len(verdicts), TEBound, best, (len(verdicts)+1)/2),
-		"te_slowdown_p95 and be_jct_mean_s are seed means with *_ci95 the half-width of a 95% t-interval over seeds; unfinished: jobs neither completed nor rejected when the run ended")
-	return rep, nil
+	return met, best
+}
+
+// notes are the verdict lines and the total.
+func (vs boardVerdicts) notes() []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.String())
+	}
+	met, best := vs.Count()
+	who := ""
+	if len(vs) > 0 && vs[0].Candidate != Drover {
+		who = vs[0].Candidate + ": "
+	}
+	return append(out, fmt.Sprintf("%starget: met on %d of %d regimes; strictly best BE mean JCT with TE p95 <= %g on %d (needs %d)",
+		who, met, len(vs), TEBound, best, (len(vs)+1)/2))
+}
+
+// runBoard runs every regime with run-time estimates drawn at sigma (0:
+// the exact run times, the scoreboard) and judges each candidate row
+// (Judge's rule, with the candidate in drover's place). The progress
+// label is name and the regime; with sigma > 0 the rows get a "sigma"
+// parameter and the charts' files a "-sigma" part.
+func runBoard(ctx context.Context, env *experiment.Env, name string, sigma float64, candidates []string) (*board, error) {
+	b := &board{verdicts: make([]boardVerdicts, len(candidates))}
+	for _, r := range Regimes() {
+		setup, err := r.Setup(env)
+		if err != nil {
+			return nil, err
+		}
+		setup = withEstimates(setup, sigma)
+		label := name + " " + r.Name
+		if sigma != 0 {
+			label = fmt.Sprintf("%s sigma=%g %s", name, sigma, r.Name)
+		}
+		seeds := env.SeedCount(r.size(env).Seeds)
+		sp := specs(env, r)
+		rows, runs, err := experiment.RunPolicies(ctx, env, label, setup, sp, seeds)
+		if err != nil {
+			return nil, fmt.Errorf("regime %s: %w", r.Name, err)
+		}
+		for i := range rows {
+			addSeedStats(&rows[i], runs[i*seeds:(i+1)*seeds])
+		}
+		for k, cand := range candidates {
+			v := JudgeAs(r.Name, rows, sp, cand)
+			if i := v.row; i >= 0 {
+				rows[i].Metrics["target_met"] = b2f(v.Met)
+				rows[i].Metrics["strictly_best"] = b2f(v.StrictlyBest)
+			}
+			b.verdicts[k] = append(b.verdicts[k], v)
+		}
+		b.rows = append(b.rows, rows...)
+		ch := pareto(r.Name, rows)
+		if sigma != 0 {
+			ch.File = fmt.Sprintf("%s-sigma%g-%s.svg", name, sigma, r.Name)
+			ch.Line.Title = fmt.Sprintf("Pareto, %s, estimates at sigma %g (seed means; lower left is better)", r.Name, sigma)
+		}
+		b.charts = append(b.charts, ch)
+		setupNote, _ := describe(r, env)
+		b.notes = append(b.notes, fmt.Sprintf("%s (%d seeds): %s", r.Name, seeds, setupNote))
+	}
+	return b, nil
 }
 
 // describe is the regime's plan line and, for the built setup, its size.
@@ -165,9 +222,13 @@ func CI95(xs []float64) float64 {
 	return t * math.Sqrt(s/float64(n-1)) / math.Sqrt(float64(n))
 }
 
-// Verdict is drover's result against the target on one regime.
+// Verdict is drover's (or a Candidate's) result against the target on
+// one regime.
 type Verdict struct {
 	Regime string
+	// Candidate is the row judged: Drover, or a row judged in its place
+	// (JudgeAs).
+	Candidate string
 	// TE and BE are drover's TE p95 slowdown and BE mean JCT; BestTE and
 	// BestBE the lowest of the comparable presets, named by BestTEBy and
 	// BestBEBy.
@@ -186,16 +247,24 @@ type Verdict struct {
 // drover that finished every job and rejected none: a mean over fewer
 // jobs is not comparable.
 func Judge(regime string, rows []experiment.Row, specs []string) Verdict {
-	v := Verdict{Regime: regime, row: -1, BestTE: math.Inf(1), BestBE: math.Inf(1)}
+	return JudgeAs(regime, rows, specs, Drover)
+}
+
+// JudgeAs is Judge with the candidate row in drover's place: a row of
+// Ablation judged as if it were drover's default (the estimate boards
+// judge the other BE order, drover:order=las, so). The comparable presets are Judge's,
+// without drover: the default a candidate would replace is not its peer.
+func JudgeAs(regime string, rows []experiment.Row, specs []string, candidate string) Verdict {
+	v := Verdict{Regime: regime, Candidate: candidate, row: -1, BestTE: math.Inf(1), BestBE: math.Inf(1)}
 	for i, row := range rows {
 		spec := specs[i]
 		m := row.Metrics
-		if spec == Drover {
+		if spec == candidate {
 			v.row = i
 			v.TE, v.BE, v.Unfinished, v.Rejected = m["te_slowdown_p95"], m["be_jct_mean_s"], m["unfinished"], m["rejected"]
 			continue
 		}
-		if slices.Contains(Ablation, spec) || m["unfinished"] > 0 || m["rejected"] > 0 {
+		if spec == Drover || slices.Contains(Ablation, spec) || m["unfinished"] > 0 || m["rejected"] > 0 {
 			continue
 		}
 		label := rowLabel(row)
@@ -217,17 +286,18 @@ func Judge(regime string, rows []experiment.Row, specs []string) Verdict {
 // String is the verdict as a note line.
 func (v Verdict) String() string {
 	yes := map[bool]string{true: "met", false: "NOT met"}
-	return fmt.Sprintf("%s: drover TE p95 %s (best %s %s, %+.1f%%), BE mean JCT %s (best %s %s, %+.1f%%), unfinished %s, rejected %s: target %s; strictly best: %v",
-		v.Regime, experiment.FormatValue(v.TE), experiment.FormatValue(v.BestTE), v.BestTEBy, 100*experiment.Change(v.BestTE, v.TE),
+	return fmt.Sprintf("%s: %s TE p95 %s (best %s %s, %+.1f%%), BE mean JCT %s (best %s %s, %+.1f%%), unfinished %s, rejected %s: target %s; strictly best: %v",
+		v.Regime, v.Candidate, experiment.FormatValue(v.TE), experiment.FormatValue(v.BestTE), v.BestTEBy, 100*experiment.Change(v.BestTE, v.TE),
 		experiment.FormatValue(v.BE), experiment.FormatValue(v.BestBE), v.BestBEBy, 100*experiment.Change(v.BestBE, v.BE),
 		experiment.FormatValue(v.Unfinished), experiment.FormatValue(v.Rejected), yes[v.Met], v.StrictlyBest)
 }
 
-// rowLabel is a row's policy with its parameters (not the regime).
+// rowLabel is a row's policy with its parameters (not the regime, nor
+// the estimate board's sigma).
 func rowLabel(row experiment.Row) string {
 	var ps []string
 	for k, v := range row.Params {
-		if k != "regime" {
+		if k != "regime" && k != "sigma" {
 			ps = append(ps, k+"="+v)
 		}
 	}

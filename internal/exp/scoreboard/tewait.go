@@ -12,13 +12,14 @@ import (
 
 // TEWaitRegimes are the regimes the TE-wait diagnosis runs on: those on
 // which drover missed its TE target when it was written (heavytail,
-// gangs) or with the SRSF order (philly-heavy, drover:order=srsf).
+// gangs) or with the SRSF order (philly-heavy; drover:order=srsf, now
+// drover's default).
 var TEWaitRegimes = []string{"heavytail", "gangs", "philly-heavy"}
 
 // TEWaitSpecs are the rows of the TE-wait diagnosis: drover, the presets
 // with the best TE p95 on those regimes, the opt-in SRSF BE order and
 // drover's TE-protecting variants.
-var TEWaitSpecs = []string{"drover", "lrtp:p=inf", "tiresias", "drover:order=srsf", "drover:hol=true", "drover:reserve=true",
+var TEWaitSpecs = []string{"drover", "lrtp:p=inf", "tiresias", "drover:order=las", "drover:hol=true", "drover:reserve=true",
 	"drover:reserve=true;reserve_q=0.5", "drover:reserve=true;reserve_h=1"}
 
 // Wait buckets of a TE job (its first start minus its submit time). The
@@ -110,7 +111,7 @@ func MeasureTEWait(runs []experiment.Run) TEWait {
 // p95 slowdown trails lrtp:p=inf's on heavytail and gangs.
 func teWaitExperiment() experiment.Experiment {
 	return experiment.Experiment{Name: "scoreboard-tewait",
-		Description: "issue 24's TE-wait diagnosis on the scoreboard regimes drover missed its TE target on (heavytail, gangs, philly-heavy): for drover, lrtp:p=inf, tiresias, drover:order=srsf and drover's TE-protecting variants, the share of TE trials that start at the first cycle (<= 60 s, one tick), wait about one grace period (<= 120 s) or longer, wait quantiles, and the trials that make the TE p95 (at or above each run's p95 slowdown: their work, wait, GPUs)",
+		Description: "issue 24's TE-wait diagnosis on the scoreboard regimes drover missed its TE target on (heavytail, gangs, philly-heavy): for drover, lrtp:p=inf, tiresias, drover:order=las and drover's TE-protecting variants, the share of TE trials that start at the first cycle (<= 60 s, one tick), wait about one grace period (<= 120 s) or longer, wait quantiles, and the trials that make the TE p95 (at or above each run's p95 slowdown: their work, wait, GPUs)",
 		Run:         RunTEWait}
 }
 

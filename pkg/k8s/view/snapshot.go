@@ -804,8 +804,14 @@ func ToJob(tj *v1alpha1.TrainingJob, o Options) (*cluster.Job, error) {
 	default:
 		return nil, fmt.Errorf("spec.class: %q is not TE or BE", tj.Spec.Class)
 	}
+	// Work is what the user stated (Estimate stays 0: the scheduler is
+	// told Work); without a statement it is the default duration, and
+	// NoEstimate says so, for the policies that can do without a run time
+	// (SRSF keys such a job by its attained service).
 	if d := tj.Spec.EstimatedDurationSeconds; d != nil {
 		j.Work = float64(*d)
+	} else {
+		j.NoEstimate = true
 	}
 	if ps := tj.Spec.ParameterServer; ps != nil {
 		j.PS = &cluster.PSParams{Epochs: int(ps.Epochs), Chunks: int(ps.Chunks), MiniBatches: int(ps.MiniBatches),

@@ -87,3 +87,32 @@ func FuzzToJob(f *testing.F) {
 		}
 	})
 }
+
+// A TrainingJob's stated run time is the job's Work and its estimate; one
+// without estimatedDurationSeconds gets the default duration and says it
+// has no estimate (NoEstimate), so SRSF keys it by attained service.
+func TestToJobEstimate(t *testing.T) {
+	stated := testJob("j", t0, 1, "1", "1")
+	d := int64(7200)
+	stated.Spec.EstimatedDurationSeconds = &d
+	tests := []struct {
+		name       string
+		tj         v1alpha1.TrainingJob
+		work       float64
+		noEstimate bool
+	}{
+		{"stated", stated, 7200, false},
+		{"unset", testJob("j", t0, 1, "1", "1"), 60, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := ToJob(&tc.tj, Options{DefaultDuration: 60, Origin: t0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Work != tc.work || j.EstimatedWork() != tc.work || j.NoEstimate != tc.noEstimate {
+				t.Errorf("Work %v, EstimatedWork %v, NoEstimate %v; want %v, %v, %v", j.Work, j.EstimatedWork(), j.NoEstimate, tc.work, tc.work, tc.noEstimate)
+			}
+		})
+	}
+}

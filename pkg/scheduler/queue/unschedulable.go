@@ -492,9 +492,10 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 	k = binary.AppendVarint(k, int64(j.Priority))
 	k = binary.AppendUvarint(k, uint64(len(j.Tenant)))
 	k = append(k, j.Tenant...)
-	// The utility ranks jobs of one priority (the elastic weight).
+	// The utility ranks jobs of one priority (the elastic weight), at the
+	// estimated run time as the plugins read it.
 	if j.Utility != nil {
-		k = binary.LittleEndian.AppendUint64(k, math.Float64bits(j.Utility.Value(j.Work)))
+		k = binary.LittleEndian.AppendUint64(k, math.Float64bits(j.Utility.Value(j.EstimatedWork())))
 	}
 	return framework.AppendPlaceKey(k, j)
 }
