@@ -20,15 +20,12 @@ import (
 
 	"github.com/drover-sched/drover/internal/exp/baselines"
 	"github.com/drover-sched/drover/pkg/apis/drover/v1alpha1"
-	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/k8s/apply"
 	"github.com/drover-sched/drover/pkg/k8s/view"
-	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
-	"github.com/drover-sched/drover/pkg/profile"
 	dres "github.com/drover-sched/drover/pkg/resource"
 )
 
@@ -374,79 +371,25 @@ func (r *replay) run() {
 // at BenchmarkLongQueues' tick of 60 s.
 const idleSpan = 1000 * 60
 
-// MostFreeGPUs is internal/exp/baselines' hint-less Score plugin of
-// BenchmarkLongQueues ("prefer the node with the most free GPUs": Name
-// and Score, nothing else), repeated here because that one is test code
-// of its package.
-type mostFreeGPUs struct{}
-
-var _ framework.Score = mostFreeGPUs{}
-
-func (mostFreeGPUs) Name() string { return "most-free-gpus" }
-
-func (mostFreeGPUs) Score(c *framework.Cycle, _ *cluster.JobState, _ int, node int) float64 {
-	return float64(c.Ledger().Free(node)[dres.GPU])
-}
-
-// longPresets and newcomerSpecs are BenchmarkLongQueues' presets and
-// custom profiles (internal/exp/baselines/longqueues_test.go).
-var (
-	longPresets = []string{"fifo", "k8s-default", "binpack", "drf", "fitgpp", "lrtp", "rand",
-		"elastic", "dragon", "tf-operator", "specon", "default", "drover"}
-	newcomerSpecs = []profile.Spec{
-		{Name: "newcomer", Plugins: profile.PluginsSpec{
-			Filter: []profile.PluginRef{{Name: "node-role"}},
-			Score:  []profile.PluginRef{{Name: "most-free-gpus"}, {Name: "node-affinity"}},
-		}},
-		{Name: "k8s-default+newcomer", Plugins: profile.PluginsSpec{
-			QueueSort: &profile.PluginRef{Name: baseline.PriorityName},
-			Filter:    []profile.PluginRef{{Name: "node-role"}},
-			Score:     []profile.PluginRef{{Name: "least-allocated"}, {Name: "node-affinity"}, {Name: "most-free-gpus"}},
-		}},
-	}
-)
-
-// longProfile makes a fresh policy for one replay.
-type longProfile struct {
-	name string
-	new  func(testing.TB) policy.Policy
-}
-
-// longProfiles returns the presets and custom profiles by name.
-func longProfiles(tb testing.TB) []longProfile {
+// mustPolicy makes p's policy for one replay, failing tb on an error.
+func mustPolicy(tb testing.TB, p baselines.LongProfile) policy.Policy {
 	tb.Helper()
-	reg, err := plugins.Policies()
+	pol, err := p.New()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []longProfile
-	for _, name := range longPresets {
-		out = append(out, longProfile{name: name, new: func(tb testing.TB) policy.Policy {
-			p, err := reg.New(name)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return p
-		}})
-	}
-	freg, err := plugins.Registry()
+	return pol
+}
+
+// longProfiles returns internal/exp/baselines' long-queue profiles (the
+// presets and the hint-less custom profiles), failing tb on an error.
+func longProfiles(tb testing.TB) []baselines.LongProfile {
+	tb.Helper()
+	ps, err := baselines.LongProfiles()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := freg.Add(profile.PluginEntry{Name: "most-free-gpus", Description: "score: the node with the most free GPUs",
-		New: func(a policy.Params) (framework.Plugin, error) { return mostFreeGPUs{}, a.Check("most-free-gpus") }}); err != nil {
-		tb.Fatal(err)
-	}
-	for _, spec := range newcomerSpecs {
-		out = append(out, longProfile{name: spec.Name, new: func(tb testing.TB) policy.Policy {
-			rt, err := freg.Build(spec)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return rt
-		}})
-	}
-	return out
+	return ps
 }
 
 // BenchmarkLongQueues is internal/exp/baselines' BenchmarkLongQueues on the
@@ -471,12 +414,12 @@ func BenchmarkLongQueues(b *testing.B) {
 			objs[i] = jobObject(j)
 		}
 		for _, p := range longProfiles(b) {
-			b.Run(q.name+"/"+p.name, func(b *testing.B) {
+			b.Run(q.name+"/"+p.Name, func(b *testing.B) {
 				var last *replay
 				var cycleCPU time.Duration
 				cpu0 := cpuTime()
 				for b.Loop() {
-					last = newReplay(b, q, objs, p.new(b))
+					last = newReplay(b, q, objs, mustPolicy(b, p))
 					last.run()
 					cycleCPU += last.cycleCPU
 				}
@@ -612,11 +555,11 @@ func TestLongQueueReplay(t *testing.T) {
 			objs[i] = jobObject(j)
 		}
 		for _, p := range longProfiles(t) {
-			if testing.Short() && !shortProfiles[p.name] {
+			if testing.Short() && !shortProfiles[p.Name] {
 				continue
 			}
-			t.Run(q.name+"/"+p.name, func(t *testing.T) {
-				r := newReplay(t, q, objs, p.new(t))
+			t.Run(q.name+"/"+p.Name, func(t *testing.T) {
+				r := newReplay(t, q, objs, mustPolicy(t, p))
 				waiting := 0
 				r.check = func(r *replay, res *CycleResult) {
 					checkCluster(r, res)
@@ -634,9 +577,9 @@ func TestLongQueueReplay(t *testing.T) {
 					tj := it.(*v1alpha1.TrainingJob)
 					switch {
 					case tj.Status.Phase == v1alpha1.PhaseSucceeded:
-					case r.stuck && oneNodeOnly[p.name] && !fitsOneNode(tj, q.nodes[0]):
+					case r.stuck && oneNodeOnly[p.Name] && !fitsOneNode(tj, q.nodes[0]):
 						left++ // never started: by design, a gang larger than a node
-					case r.stuck && p.name == "tf-operator":
+					case r.stuck && p.Name == "tf-operator":
 						left++ // deadlocked: by design, partial gangs hold the nodes
 						if len(tj.Status.Placement) > 0 {
 							partial++
@@ -645,10 +588,10 @@ func TestLongQueueReplay(t *testing.T) {
 						t.Errorf("job %s ended %s: %s", view.JobKey(tj), tj.Status.Phase, tj.Status.Reason)
 					}
 				}
-				if r.stuck && (left == 0 || p.name == "tf-operator" && partial == 0) {
+				if r.stuck && (left == 0 || p.Name == "tf-operator" && partial == 0) {
 					t.Errorf("the replay ended with jobs left, %d of them by design (%d partial gangs)", left, partial)
 				}
-				if p.name == "fifo" && waiting < 100 {
+				if p.Name == "fifo" && waiting < 100 {
 					t.Errorf("at most %d jobs waited at once under fifo, want >= 100", waiting)
 				}
 				t.Logf("%d jobs, %d cycles, %.1f days, at most %d waiting; CPU in cycles %v; executor writes %v", len(objs), r.cycles, r.now/86400, waiting,

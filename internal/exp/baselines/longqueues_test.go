@@ -8,14 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/drover-sched/drover/pkg/baseline"
 	"github.com/drover-sched/drover/pkg/cluster"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/metrics"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
-	"github.com/drover-sched/drover/pkg/profile"
-	"github.com/drover-sched/drover/pkg/resource"
 	"github.com/drover-sched/drover/pkg/sim"
 	"github.com/drover-sched/drover/pkg/workload"
 )
@@ -63,101 +60,14 @@ func longQueues(tb testing.TB) []longQueue {
 	return qs
 }
 
-// MostFreeGPUs is a Score plugin as a newcomer writes one from the
-// framework's interfaces alone: "prefer the node with the most free GPUs".
-// It implements Name and Score and nothing else: no Requeuer (it does not
-// say which events could make a job it saw fail fit), no StrategyScore, no
-// keys. BenchmarkLongQueues runs it to see that a plugin without hints
-// keeps the queue fast and correct (the scheduling queue's safe default).
-type MostFreeGPUs struct{}
-
-var _ framework.Score = MostFreeGPUs{}
-
-// Name implements framework.Plugin.
-func (MostFreeGPUs) Name() string { return "most-free-gpus" }
-
-// Score implements framework.Score: the GPUs free on the node on the
-// ledger being placed on, before this replica takes its share.
-func (MostFreeGPUs) Score(c *framework.Cycle, _ *cluster.JobState, _ int, node int) float64 {
-	free := c.Ledger().Free(node)
-	return float64(free[resource.GPU])
-}
-
-// newcomerRegistry is every registered plugin plus most-free-gpus, as a
-// test-only registry.
-func newcomerRegistry(tb testing.TB) *profile.Registry {
+// longPolicy makes p's policy for one replay, failing tb on an error.
+func longPolicy(tb testing.TB, p LongProfile) policy.Policy {
 	tb.Helper()
-	r, err := plugins.Registry()
+	pol, err := p.New()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := r.Add(profile.PluginEntry{Name: "most-free-gpus", Description: "score: the node with the most free GPUs",
-		New: func(a policy.Params) (framework.Plugin, error) { return MostFreeGPUs{}, a.Check("most-free-gpus") }}); err != nil {
-		tb.Fatal(err)
-	}
-	return r
-}
-
-// newcomerSpecs are the custom profiles of BenchmarkLongQueues, built from
-// specs as a user's profile file would be:
-//
-//   - newcomer: queue (arrival) order without head-of-line blocking, so a
-//     job that does not fit is skipped, the node-role filter, and
-//     most-free-gpus plus the built-in node-affinity score;
-//   - k8s-default+newcomer: the k8s-default preset's plugins (priority
-//     order, node-role, least-allocated) plus node-affinity and
-//     most-free-gpus.
-var newcomerSpecs = []profile.Spec{
-	{Name: "newcomer", Plugins: profile.PluginsSpec{
-		Filter: []profile.PluginRef{{Name: "node-role"}},
-		Score:  []profile.PluginRef{{Name: "most-free-gpus"}, {Name: "node-affinity"}},
-	}},
-	{Name: "k8s-default+newcomer", Plugins: profile.PluginsSpec{
-		QueueSort: &profile.PluginRef{Name: baseline.PriorityName},
-		Filter:    []profile.PluginRef{{Name: "node-role"}},
-		Score:     []profile.PluginRef{{Name: "least-allocated"}, {Name: "node-affinity"}, {Name: "most-free-gpus"}},
-	}},
-}
-
-// longPresets are BenchmarkLongQueue's presets.
-var longPresets = []string{"fifo", "k8s-default", "binpack", "drf", "fitgpp", "lrtp", "rand",
-	"elastic", "dragon", "tf-operator", "specon", "default", "drover"}
-
-// longProfile makes a fresh policy for one replay.
-type longProfile struct {
-	name string
-	new  func(testing.TB) policy.Policy
-}
-
-// longProfiles returns BenchmarkLongQueue's presets and the custom
-// profiles of newcomerSpecs.
-func longProfiles(tb testing.TB) []longProfile {
-	tb.Helper()
-	reg, err := plugins.Policies()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out []longProfile
-	for _, name := range longPresets {
-		out = append(out, longProfile{name: name, new: func(tb testing.TB) policy.Policy {
-			p, err := reg.New(name)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return p
-		}})
-	}
-	freg := newcomerRegistry(tb)
-	for _, spec := range newcomerSpecs {
-		out = append(out, longProfile{name: spec.Name, new: func(tb testing.TB) policy.Policy {
-			rt, err := freg.Build(spec)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return rt
-		}})
-	}
-	return out
+	return pol
 }
 
 // BenchmarkLongQueues replays four long queues, where thousands of jobs
@@ -174,14 +84,17 @@ func longProfiles(tb testing.TB) []longProfile {
 // same queue (issue 23, item 5).
 func BenchmarkLongQueues(b *testing.B) {
 	qs := longQueues(b)
-	profiles := longProfiles(b)
+	profiles, err := LongProfiles()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, q := range qs {
 		for _, p := range profiles {
-			b.Run(q.name+"/"+p.name, func(b *testing.B) {
+			b.Run(q.name+"/"+p.Name, func(b *testing.B) {
 				var last policy.Policy
 				cpu0 := cpuTime()
 				for b.Loop() {
-					last = p.new(b)
+					last = longPolicy(b, p)
 					runT(b, last, q.nodes, q.jobs)
 				}
 				b.ReportMetric(float64(len(q.jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
@@ -294,10 +207,14 @@ func TestLongQueuesWait(t *testing.T) {
 		}
 	}
 	nodes, jobs := ConstrainedQueue(longQueueSeed, 500)
-	for _, p := range longProfiles(t)[len(longPresets):] {
-		res := runT(t, p.new(t), nodes, jobs)
+	profiles, err := LongProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range profiles[len(LongPresets):] {
+		res := runT(t, longPolicy(t, p), nodes, jobs)
 		if got := res.Metrics()["completed"]; got != float64(len(jobs)) {
-			t.Errorf("%s completed %v of %d constrained jobs", p.name, got, len(jobs))
+			t.Errorf("%s completed %v of %d constrained jobs", p.Name, got, len(jobs))
 		}
 	}
 }
