@@ -257,15 +257,19 @@ func TestQueueClassesKeepConstraintsApart(t *testing.T) {
 }
 
 // refuseTenant is a Filter as a user may write one: it reads the job's
-// tenant (no node takes tenant's jobs) and declares no events, so it gets
-// the queue's safe default.
-type refuseTenant struct{ tenant string }
+// tenant (no node takes tenant's jobs; with half, only the nodes whose
+// name ends in an odd byte do) and declares no events, so it gets the
+// queue's safe default.
+type refuseTenant struct {
+	tenant string
+	half   bool
+}
 
 func (refuseTenant) Name() string { return "refuse-tenant" }
 
 func (f refuseTenant) Filter(c *framework.Cycle, js *cluster.JobState, g int, n *cluster.NodeState) *framework.Status {
-	if js.Job.Tenant == f.tenant {
-		return framework.Statusf(framework.Unschedulable, "no node takes tenant %s", f.tenant)
+	if js.Job.Tenant == f.tenant && (!f.half || n.Name[len(n.Name)-1]%2 == 0) {
+		return framework.Statusf(framework.Unschedulable, "node %s takes no jobs of tenant %s", n.Name, f.tenant)
 	}
 	return nil
 }
@@ -283,7 +287,7 @@ func TestQueueShapeMemoKeepsTenantsApart(t *testing.T) {
 	nodes := []cluster.Node{{Name: "n", Capacity: resource.New(32, 256, 8)}}
 	jobs := []*cluster.Job{gpu8("busy", "a", 0, 1000), gpu8("b", "b", 60, 600), gpu8("a", "a", 70, 600)}
 	run := func(queue bool) (string, []string) {
-		rt, err := scheduler.New(framework.Profile{Name: "tenant-filter", Filter: []framework.Filter{refuseTenant{"b"}}})
+		rt, err := scheduler.New(framework.Profile{Name: "tenant-filter", Filter: []framework.Filter{refuseTenant{tenant: "b"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

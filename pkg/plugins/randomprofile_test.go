@@ -8,7 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/plugins"
+	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
 	"github.com/drover-sched/drover/pkg/scheduler"
 	schedqueue "github.com/drover-sched/drover/pkg/scheduler/queue"
@@ -77,12 +79,20 @@ func TestRandomProfilesQueueChangesNoDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A user's Filter that reads the job's tenant: the queue must not
+	// take one tenant's fit for another's (TestQueueShapeMemoKeepsTenantsApart).
+	if err := reg.Add(profile.PluginEntry{Name: "refuse-tenant", Description: "filter: tenant t1 only on half the nodes",
+		New: func(a policy.Params) (framework.Plugin, error) {
+			return refuseTenant{tenant: "t1", half: true}, a.Check("refuse-tenant")
+		}}); err != nil {
+		t.Fatal(err)
+	}
 	profiles := 40
 	if testing.Short() {
 		profiles = 12
 	}
 	r := rand.New(rand.NewPCG(2026, 11))
-	built, refused := 0, 0
+	built, refused, tenantFiltered := 0, 0, 0
 	for i := range profiles {
 		spec := randomProfile(t, reg, r, i)
 		if _, err := reg.Build(spec); err != nil {
@@ -91,6 +101,11 @@ func TestRandomProfilesQueueChangesNoDecision(t *testing.T) {
 			continue
 		}
 		built++
+		for _, f := range spec.Plugins.Filter {
+			if f.Name == "refuse-tenant" {
+				tenantFiltered++
+			}
+		}
 		seed := uint64(i + 1)
 		nodes, jobs := randomWorld(seed)
 		if i%2 == 1 {
@@ -121,6 +136,10 @@ func TestRandomProfilesQueueChangesNoDecision(t *testing.T) {
 	}
 	if built < profiles/2 {
 		t.Errorf("only %d of %d random profiles built (%d refused): the draw does not exercise the registry", built, profiles, refused)
+	}
+	t.Logf("%d of %d built profiles have the tenant filter", tenantFiltered, built)
+	if tenantFiltered == 0 {
+		t.Errorf("no built profile drew the tenant filter: the draw does not exercise a Filter that reads the job")
 	}
 }
 
