@@ -13,30 +13,52 @@ import (
 	"github.com/drover-sched/drover/pkg/resource"
 )
 
-// FitsNow reports whether js fits at one of its sizes on the Statement's
+// Fit is the Runtime's answer to whether a job fits now (FitsNow).
+type Fit uint8
+
+const (
+	// NoFit: the job fits at none of its sizes.
+	NoFit Fit = iota
+	// Fits: it fits at one of its sizes.
+	Fits
+	// NoRoom: it does not fit, and the answer reads only its placement
+	// shape and the ledger: the profile has no Size, Place or Picker
+	// plugin (its requested counts are its only size), and the free room
+	// on the nodes its role and node constraints admit cannot hold them
+	// (roomFor, necessary for every placement the Runtime makes), so no
+	// Filter or Score plugin could make it fit.
+	NoRoom
+)
+
+// FitsNow answers whether js fits at one of its sizes on the Statement's
 // Now ledger as it is, with nothing taken. A profile with a Picker score
-// plugin (a cursor that what-ifs move) says yes without trying. A size
+// plugin (a cursor that what-ifs move) says Fits without trying. A size
 // for which the free room cannot hold the replicas at all (roomFor) is
 // not placed: on a long queue most buckets' heads are asked at every
 // release of room, and most releases are far too small for a gang.
-func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) bool {
+func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) Fit {
 	if len(r.pickers) > 0 {
-		return true
+		return Fits
 	}
 	l := c.St.Now()
 	l.Fork()
 	defer l.Revert()
+	roomed := false
 	for _, counts := range r.sizes(c, js) {
 		if r.p.Place == nil && !roomFor(l, js.Job, counts) {
 			continue
 		}
+		roomed = true
 		// As placeSizes: the first size that fits is taken (and given
 		// back by the Revert).
 		if _, st := r.place(c, l, js, counts); st.IsSuccess() {
-			return true
+			return Fits
 		}
 	}
-	return false
+	if !roomed && r.p.Size == nil && r.p.Place == nil {
+		return NoRoom
+	}
+	return NoFit
 }
 
 // FitsByShape reports whether FitsNow's answer is a function of the job's
@@ -45,23 +67,10 @@ func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) bool {
 // strategy with the node-role filter (placement.Place reads nothing else
 // of the job), with no Size or Place plugin and no Picker. Any other
 // plugin may read the job's class, priority, tenant or utility, so the
-// queue then shares the answer only among jobs alike in those too.
+// queue then shares only the answers that read the shape alone (Fits
+// wakes a job the exhaustive walk tries anyway; NoRoom).
 func (r *Runtime) FitsByShape() bool {
 	return r.fast && r.p.Size == nil && r.p.Place == nil && len(r.pickers) == 0
-}
-
-// NoRoom reports that js cannot fit on the Statement's Now ledger
-// whatever the profile's Filter and Score plugins answer: with no Size,
-// Place or Picker plugin its requested counts are its only size, and the
-// free room on the nodes its role and node constraints admit cannot hold
-// them (roomFor, necessary for every placement the Runtime makes). The
-// answer reads only the job's placement shape and the ledger. False means
-// only that this check does not rule it out.
-func (r *Runtime) NoRoom(c *Cycle, js *cluster.JobState) bool {
-	if r.p.Size != nil || r.p.Place != nil || len(r.pickers) > 0 {
-		return false
-	}
-	return !roomFor(c.St.Now(), js.Job, js.Job.RequestedCounts())
 }
 
 // roomFor reports whether the free room on l could hold counts of j at

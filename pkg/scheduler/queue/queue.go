@@ -101,17 +101,15 @@ type Runtime interface {
 	// WalkOrder compares a and b as the walk orders them: by the
 	// QueueSort, then by queue position.
 	WalkOrder(c *framework.Cycle, a, b *cluster.JobState) int
-	// FitsNow reports whether js fits at one of its sizes on the
-	// Statement's Now ledger as it is.
-	FitsNow(c *framework.Cycle, js *cluster.JobState) bool
+	// FitsNow answers whether js fits at one of its sizes on the
+	// Statement's Now ledger as it is (framework.NoRoom: it does not, from
+	// its placement shape alone).
+	FitsNow(c *framework.Cycle, js *cluster.JobState) framework.Fit
 	// FitsByShape reports whether FitsNow's answer is a function of the
 	// job's placement shape (framework.AppendPlaceKey) and the ledger
 	// alone, so that jobs that differ only in class, priority, tenant or
 	// utility may share it.
 	FitsByShape() bool
-	// NoRoom reports that js cannot fit at all on the Statement's Now
-	// ledger, from its placement shape alone, whatever the plugins.
-	NoRoom(c *framework.Cycle, js *cluster.JobState) bool
 	// ForgetReasons drops the memo of failure messages, which name the
 	// nodes' rules.
 	ForgetReasons()

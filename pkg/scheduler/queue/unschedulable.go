@@ -49,10 +49,9 @@ type shapeFit struct {
 	fits bool
 	// place, when the memo is per bucket key (not FitsByShape), is the
 	// memo of its placement shape, shared by the buckets that differ only
-	// in class, priority, tenant or utility: a yes, or a no from NoRoom
-	// (noRoom), which no plugin can turn into a yes.
-	place  *shapeFit
-	noRoom bool
+	// in class, priority, tenant or utility: a yes, or a no that is
+	// framework.NoRoom, which no plugin can turn into a yes.
+	place *shapeFit
 }
 
 // maxShapes bounds the shapes kept: past it the map starts afresh (the
@@ -500,16 +499,15 @@ func shapeKey(k []byte, j *cluster.Job) []byte {
 	return framework.AppendPlaceKey(k, j)
 }
 
-// fitsNow is Runtime.fitsNow for b's head rep, memoised by shape
-// (shapeOf) for the wake pass. When the memo is per bucket key, a yes
-// for one bucket of a placement shape, and a no from Runtime.NoRoom (which
-// reads the placement shape alone), are taken for the others of that
-// placement shape too; for a yes: waking a job the exhaustive walk would try anyway
-// changes no decision (it is tried, and parked again if it fails), while
-// a no is never shared (it would keep a job asleep that another tenant's
-// refusal says nothing of). For profiles whose answers read only the
-// placement shape the two memos agree, so this wakes the same jobs as a
-// memo per placement shape.
+// fitsNow is Runtime.FitsNow for b's head rep, memoised by shape
+// (shapeOf) for the wake pass. When the memo is per bucket key, two
+// answers are also taken for the other buckets of the placement shape:
+// Fits (waking a job the exhaustive walk would try anyway changes no
+// decision: it is tried, and parked again if it fails) and NoRoom (it
+// reads the placement shape alone). Any other no is not shared: it would
+// keep a job asleep that another tenant's refusal says nothing of. For
+// profiles whose answers read only the placement shape the two memos
+// agree, so this wakes the same jobs as a memo per placement shape.
 func (q *Queue) fitsNow(c *framework.Cycle, b *bucket, rep *cluster.JobState) bool {
 	f := b.shape
 	if f.pass == q.un.pass {
@@ -517,19 +515,14 @@ func (q *Queue) fitsNow(c *framework.Cycle, b *bucket, rep *cluster.JobState) bo
 	}
 	f.pass = q.un.pass
 	p := f.place
-	switch {
-	case p == nil:
-		f.fits = q.r.FitsNow(c, rep)
-	case p.pass == q.un.pass:
-		f.fits = p.fits // a yes, or a no from NoRoom
-	case q.r.NoRoom(c, rep):
-		f.fits = false
-		p.pass, p.fits, p.noRoom = q.un.pass, false, true
-	default:
-		f.fits = q.r.FitsNow(c, rep)
-		if f.fits {
-			p.pass, p.fits = q.un.pass, true
-		}
+	if p != nil && p.pass == q.un.pass {
+		f.fits = p.fits
+		return f.fits
+	}
+	fit := q.r.FitsNow(c, rep)
+	f.fits = fit == framework.Fits
+	if p != nil && fit != framework.NoFit {
+		p.pass, p.fits = q.un.pass, f.fits
 	}
 	return f.fits
 }
