@@ -256,6 +256,19 @@ func TestQueueClassesKeepConstraintsApart(t *testing.T) {
 	}
 }
 
+// observeQueue is observe of the Runtime rt with the scheduling queue
+// (no backoff, no flush: they change when a job is tried by design) or
+// without it (the exhaustive walk), for the queue's comparisons.
+func observeQueue(t *testing.T, rt *framework.Runtime, queue bool, nodes []cluster.Node, jobs []*cluster.Job, seed uint64) (string, []string) {
+	t.Helper()
+	if queue {
+		scheduler.WithQueue(rt, schedqueue.Options{})
+	} else {
+		rt.WithoutQueue()
+	}
+	return observe(t, rt, nodes, jobs, seed, nil)
+}
+
 // refuseTenant is a Filter as a user may write one: it reads the job's
 // tenant (no node takes tenant's jobs; with half, only the nodes whose
 // name ends in an odd byte do) and declares no events, so it gets the
@@ -291,13 +304,7 @@ func TestQueueShapeMemoKeepsTenantsApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if queue {
-			scheduler.WithQueue(rt, schedqueue.Options{})
-		} else {
-			rt.WithoutQueue()
-		}
-		var log []string
-		return observe(t, rt, nodes, jobs, 1, &log)
+		return observeQueue(t, rt, queue, nodes, jobs, 1)
 	}
 	m0, log0 := run(false)
 	m1, log1 := run(true)

@@ -12,8 +12,6 @@ import (
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/profile"
-	"github.com/drover-sched/drover/pkg/scheduler"
-	schedqueue "github.com/drover-sched/drover/pkg/scheduler/queue"
 )
 
 // randomProfile draws a profile from the plugin registry: each extension
@@ -117,12 +115,7 @@ func TestRandomProfilesQueueChangesNoDecision(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if queue {
-					scheduler.WithQueue(rt, schedqueue.Options{})
-				} else {
-					rt.WithoutQueue()
-				}
-				return observe(t, rt, nodes, jobs, seed, nil)
+				return observeQueue(t, rt, queue, nodes, jobs, seed)
 			}
 			m0, log0 := run(false)
 			m1, log1 := run(true)
