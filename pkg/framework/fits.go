@@ -32,33 +32,101 @@ const (
 
 // FitsNow answers whether js fits at one of its sizes on the Statement's
 // Now ledger as it is, with nothing taken. A profile with a Picker score
-// plugin (a cursor that what-ifs move) says Fits without trying. A size
-// for which the free room cannot hold the replicas at all (roomFor) is
-// not placed: on a long queue most buckets' heads are asked at every
-// release of room, and most releases are far too small for a gang.
+// plugin (a cursor that what-ifs move) says Fits without trying.
+//
+// Two answers cost one pass over the nodes per group and no placement: on
+// a long queue most buckets' heads are asked at every release of room,
+// and most releases are far too small for a gang.
+//   - NoRoom, when the free room cannot hold the job's smallest size at
+//     all (roomFor at the requested counts, or at the groups' minimums
+//     with a Size plugin, whose sizes lie within them: sizes), with no
+//     Place plugin. Every size asks at least that much, so none fits.
+//   - Fits, when the generic placement is sure to succeed (exactRoom).
 func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) Fit {
 	if len(r.pickers) > 0 {
 		return Fits
 	}
 	l := c.St.Now()
+	j := js.Job
+	if r.p.Place == nil {
+		var buf [4]int
+		least := buf[:0]
+		for g := range j.Groups {
+			if r.p.Size != nil {
+				least = append(least, j.Groups[g].Min)
+			} else {
+				least = append(least, j.Groups[g].Replicas)
+			}
+		}
+		if !roomFor(l, j, least) {
+			return NoRoom
+		}
+		if r.p.Size == nil && r.exactRoom(j, least) {
+			return Fits // roomFor just said so
+		}
+	}
 	l.Fork()
 	defer l.Revert()
-	roomed := false
-	for _, counts := range r.sizes(c, js) {
-		if r.p.Place == nil && !roomFor(l, js.Job, counts) {
+	sizes, _ := r.sizes(c, js)
+	for _, counts := range sizes {
+		if r.p.Place == nil && !roomFor(l, j, counts) {
 			continue
 		}
-		roomed = true
 		// As placeSizes: the first size that fits is taken (and given
 		// back by the Revert).
 		if _, st := r.place(c, l, js, counts); st.IsSuccess() {
 			return Fits
 		}
 	}
-	if !roomed && r.p.Size == nil && r.p.Place == nil {
-		return NoRoom
-	}
 	return NoFit
+}
+
+// exactRoom reports whether, for counts of j, roomFor's answer is the
+// generic placement's: the profile places by the generic path
+// (placeGeneric) with no Place plugin, no Picker, no Filter but the role
+// rule, and not one-node-only; and one group has replicas, with a
+// positive demand. The placement then takes each replica's demand from
+// one node that passes the group's rules, wherever the scores send it, and
+// every take leaves that node room for exactly one replica fewer: it
+// places as many as roomFor counts, in any order, and fails on the next.
+func (r *Runtime) exactRoom(j *cluster.Job, counts []int) bool {
+	if !r.exactFirst() {
+		return false
+	}
+	g := firstGroup(j, counts)
+	return g >= 0 && g == lastGroup(counts)
+}
+
+// exactFirst reports whether the generic placement places the first
+// group with replicas as exactRoom says (the profile's part of it): that
+// group is placed first, on the ledger as it is, so if it cannot hold
+// them the placement fails there, whatever the other groups (noRoomMiss).
+func (r *Runtime) exactFirst() bool {
+	return !r.fast && r.p.Place == nil && len(r.pickers) == 0 && r.roleOnly && r.p.Gang != placement.OneNodeOnly
+}
+
+// firstGroup returns the first group of counts with replicas if its
+// demand is positive, else -1.
+func firstGroup(j *cluster.Job, counts []int) int {
+	for g, n := range counts {
+		if n > 0 {
+			if replicasIn(j.Groups[g].Demand, j.Groups[g].Demand) > 0 { // a positive demand
+				return g
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// lastGroup returns the last group of counts with replicas, -1 if none.
+func lastGroup(counts []int) int {
+	for g := len(counts) - 1; g >= 0; g-- {
+		if counts[g] > 0 {
+			return g
+		}
+	}
+	return -1
 }
 
 // FitsByShape reports whether FitsNow's answer is a function of the job's

@@ -40,6 +40,14 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 	for _, n := range counts {
 		total += n
 	}
+	if r.exactFirst() {
+		// Sure to fail: the same failure without placing (a failed try
+		// of a woken job that an earlier start left no room is the most
+		// common try on a long queue).
+		if miss := r.noRoomMiss(c, l, js, counts); miss != nil {
+			return nil, StatusOf(Unschedulable, miss).WithPlugin("placement")
+		}
+	}
 	if r.p.Gang != placement.PerReplica {
 		d := j.Demand(counts)
 		best, miss := r.pick(c, l, js, -1, d, counts)
@@ -77,6 +85,56 @@ func (r *Runtime) placeGeneric(c *Cycle, l *placement.Ledger, js *cluster.JobSta
 	}
 	l.Commit()
 	return p, nil
+}
+
+// noRoomMiss returns, when exactFirst holds, the failure the placement of
+// counts of js on l returns when the first group with replicas cannot hold
+// them (nil when it can, or cannot say), found without placing: the
+// placement places that group first, as many of its replicas as fit on
+// the nodes that pass the group's rules (exactRoom), and the next one
+// fails with every such node short of room, the others refused as pick
+// refuses them, in node order. A one-node-first gang fails on one node
+// first (a node that held the gang would hold the group's replicas),
+// which the placement does not report.
+func (r *Runtime) noRoomMiss(c *Cycle, l *placement.Ledger, js *cluster.JobState, counts []int) *noNodeError {
+	s := c.Snap
+	g := firstGroup(js.Job, counts)
+	if g < 0 {
+		return nil
+	}
+	gr := &js.Job.Groups[g]
+	set := l.Eligible(js.Job, g)
+	have := 0
+	for i, n := range s.Nodes {
+		if !n.Ready || n.Gone || !set.Has(i) {
+			continue
+		}
+		if _, ok := r.filter(c, js, g, i, n, counts); !ok {
+			continue
+		}
+		if have += replicasIn(l.Free(i), gr.Demand); have >= counts[g] {
+			return nil
+		}
+	}
+	// pick's failure for replica have+1.
+	miss := &noNodeError{memo: &r.reasons, nodes: s.Nodes, js: js, g: g, counts: counts}
+	for i, n := range s.Nodes {
+		if !n.Ready || n.Gone {
+			miss.notReady++
+			continue
+		}
+		if !set.Has(i) {
+			miss.misses = append(miss.misses, nodeMiss{node: i})
+			continue
+		}
+		if nm, ok := r.filter(c, js, g, i, n, counts); !ok {
+			miss.misses = append(miss.misses, nm)
+			continue
+		}
+		miss.insufficient++
+	}
+	miss.replica, miss.group, miss.d = have+1, gr.Name, gr.Demand
+	return miss
 }
 
 // pick returns the best feasible node for demand d of group g (or of the

@@ -63,12 +63,13 @@ type Runtime struct {
 	cyc        Cycle // the current cycle's (see Schedule)
 	tries      int   // jobs tried (see Tries)
 	// fast is set when the profile's placement is one built-in strategy
-	// and no Filter beyond node roles, so placement.Place is exact for it.
-	fast bool
-	opts placement.Options
-	now  placement.Ledger
-	soon placement.Ledger
-	st   Statement
+	// and no Filter beyond node roles, so placement.Place is exact for it;
+	// roleOnly when no Filter beyond node roles (exactRoom).
+	fast, roleOnly bool
+	opts           placement.Options
+	now            placement.Ledger
+	soon           placement.Ledger
+	st             Statement
 	// cands and keyed are one cycle's candidates and sort keys, reused.
 	cands []*cluster.JobState
 	keyed []keyedJob
@@ -157,9 +158,10 @@ func NewRuntime(p Profile) (*Runtime, error) {
 	default:
 		r.fast = false
 	}
+	r.roleOnly = true
 	for _, f := range p.Filter {
 		if _, ok := f.(NodeRole); !ok {
-			r.fast = false
+			r.fast, r.roleOnly = false, false
 		}
 	}
 	return r, nil
@@ -555,15 +557,47 @@ func lastStart(acts []policy.Action, id string) cluster.Placement {
 // sizeAndPlace tries the Size plugin's counts in order on ledger l and
 // returns the first placement that fits (taken from l).
 func (r *Runtime) sizeAndPlace(c *Cycle, l *placement.Ledger, js *cluster.JobState) (cluster.Placement, *Status) {
-	return r.placeSizes(c, l, js, r.sizes(c, js))
+	sizes, dropped := r.sizes(c, js)
+	if len(sizes) == 0 && dropped {
+		return nil, NewStatus(Unschedulable, "size plugin "+r.p.Size.Name()+" proposed no counts within the groups' [min, max]").WithPlugin(r.p.Size.Name())
+	}
+	return r.placeSizes(c, l, js, sizes)
 }
 
-// sizes returns the replica counts to try for js, largest first.
-func (r *Runtime) sizes(c *Cycle, js *cluster.JobState) [][]int {
-	if r.p.Size != nil {
-		return r.p.Size.Size(c, js)
+// sizes returns the replica counts to try for js, largest first, and
+// whether it dropped some: counts a Size plugin proposes outside the
+// groups' [Min, Max] (or not one per group) break its contract and are not
+// tried (FitsNow's NoRoom answer reads the minimums, which every size must
+// ask for at least).
+func (r *Runtime) sizes(c *Cycle, js *cluster.JobState) ([][]int, bool) {
+	if r.p.Size == nil {
+		return [][]int{js.Job.RequestedCounts()}, false
 	}
-	return [][]int{js.Job.RequestedCounts()}
+	out := r.p.Size.Size(c, js)
+	if !slices.ContainsFunc(out, func(counts []int) bool { return !inBounds(js.Job, counts) }) {
+		return out, false
+	}
+	var ok [][]int
+	for _, counts := range out {
+		if inBounds(js.Job, counts) {
+			ok = append(ok, counts)
+		}
+	}
+	return ok, true
+}
+
+// inBounds reports whether counts has one count per group of j, each
+// within the group's [Min, Max].
+func inBounds(j *cluster.Job, counts []int) bool {
+	if len(counts) != len(j.Groups) {
+		return false
+	}
+	for g, n := range counts {
+		if n < j.Groups[g].Min || n > j.Groups[g].Max {
+			return false
+		}
+	}
+	return true
 }
 
 // placeSizes tries sizes in order on ledger l and returns the first
