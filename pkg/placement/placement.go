@@ -49,6 +49,9 @@ type Ledger struct {
 	// roledBlock marks the blocks of 64 nodes that hold a node with a
 	// role (whose eligibility a scan must ask node by node).
 	roledBlock []bool
+	// version counts the changes that stay: a Reset, a change outside any
+	// Fork, the Commit of an outermost Fork that changed something.
+	version uint64
 }
 
 // scoreSlots is how many demands the score cache remembers: a gang's
@@ -156,6 +159,7 @@ func NewLedger(s *cluster.Snapshot, takePlaceholders bool) *Ledger {
 // allocating a free-resource array per cycle.
 func (l *Ledger) Reset(s *cluster.Snapshot, takePlaceholders bool) {
 	l.snap = s
+	l.version++
 	if s.Eligibility == nil {
 		if l.elig == nil {
 			l.elig = cluster.NewEligibility()
@@ -246,6 +250,8 @@ func (l *Ledger) Free(i int) resource.Vector { return l.free[i] }
 func (l *Ledger) set(i int, v resource.Vector) {
 	if len(l.marks) > 0 {
 		l.undo = append(l.undo, undoEntry{i, l.free[i]})
+	} else {
+		l.version++
 	}
 	l.free[i] = v
 	l.changed(i)
@@ -317,9 +323,19 @@ func (l *Ledger) Before(visit func(node int, prev resource.Vector)) {
 func (l *Ledger) Commit() {
 	l.marks = l.marks[:len(l.marks)-1]
 	if len(l.marks) == 0 {
+		if len(l.undo) > 0 {
+			l.version++
+		}
 		l.undo = l.undo[:0]
 	}
 }
+
+// Version changes whenever the free room may have changed for good: a
+// Reset, a Take or Give outside any Fork, the Commit of an outermost Fork
+// that changed something. A what-if that is reverted leaves it as it was,
+// so an answer computed on the ledger holds while its Version is the same
+// (the scheduling queue asks again whether a woken job fits only then).
+func (l *Ledger) Version() uint64 { return l.version }
 
 // GiveJob returns a running job's resources to the ledger.
 func (l *Ledger) GiveJob(js *cluster.JobState) {

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/pkg/constraint"
 	"github.com/drover-sched/drover/pkg/framework"
 	"github.com/drover-sched/drover/pkg/oasis"
+	"github.com/drover-sched/drover/pkg/placement"
 	"github.com/drover-sched/drover/pkg/plugins"
 	"github.com/drover-sched/drover/pkg/policy"
 	"github.com/drover-sched/drover/pkg/resource"
@@ -313,5 +314,43 @@ func TestQueueShapeMemoKeepsTenantsApart(t *testing.T) {
 	}
 	if m0 != m1 {
 		t.Errorf("metrics or records differ with the queue")
+	}
+}
+
+// TestWokenJobsThatNoLongerFitAreNotTried: a release of room wakes every
+// bucket whose head fits in it, but the first job the walk starts may
+// take the room. The walk asks again, when it reaches each of the others,
+// whether it fits now (the placement's answer, the only hint that woke
+// it), and parks it again untried when it does not. Four 8-GPU jobs of
+// four tenants (four buckets) wait behind a busy 8-GPU node: each is tried
+// when it arrives (4 tries), then once per release of the node, which
+// starts it (4 more); trying every woken job would take 4+3+2+1 at the
+// releases. The actions are the exhaustive walk's.
+func TestWokenJobsThatNoLongerFitAreNotTried(t *testing.T) {
+	gpu8 := func(id, tenant string, submit float64) *cluster.Job {
+		return &cluster.Job{ID: id, Tenant: tenant, Submit: submit, Work: 600, Class: cluster.ClassBE, Seed: 1,
+			Groups: []cluster.ReplicaGroup{{Name: "worker", Demand: resource.New(8, 64, 8), Replicas: 1, Min: 1, Max: 1}}}
+	}
+	nodes := []cluster.Node{{Name: "n", Capacity: resource.New(32, 256, 8)}}
+	jobs := []*cluster.Job{gpu8("busy", "a", 0), gpu8("w", "w", 60), gpu8("x", "x", 70), gpu8("y", "y", 80), gpu8("z", "z", 90)}
+	run := func(queue bool) (string, []string, int) {
+		rt, err := scheduler.New(framework.Profile{Name: "spread", Filter: []framework.Filter{framework.NodeRole{}},
+			Score: []framework.WeightedScore{{Score: framework.Strategy{S: placement.Spread}, Weight: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, log := observeQueue(t, rt, queue, nodes, jobs, 1)
+		return m, log, rt.Tries()
+	}
+	m0, log0, _ := run(false)
+	m1, log1, tries := run(true)
+	if d := cmp.Diff(log0, log1); d != "" {
+		t.Errorf("actions differ with the queue (-without +with):\n%s", d)
+	}
+	if m0 != m1 {
+		t.Errorf("metrics or records differ with the queue")
+	}
+	if want := 1 + 4 + 4; tries != want {
+		t.Errorf("jobs tried = %d, want %d (busy, each waiting job once on arrival and once when it starts)", tries, want)
 	}
 }

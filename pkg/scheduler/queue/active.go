@@ -154,6 +154,10 @@ func (q *Queue) Walk(c *framework.Cycle, try func(*cluster.JobState) (cont, comm
 		if e.at != inActive {
 			continue
 		}
+		if e.recheck && e.wokeAt != c.St.Now().Version() && !q.stillWakes(c, e) {
+			q.repark(c, e)
+			continue
+		}
 		cont, committed, resort := try(e.js)
 		if !cont {
 			return

@@ -91,6 +91,13 @@ type entry struct {
 	key    framework.SortKey
 	keyAt  uint64
 	keyGen int
+	// recheck: the job was woken by the placement's answer that it fits
+	// on the Now ledger at version wokeAt, no other hint asked, with the
+	// events wokeEv; the walk asks again before trying it if the ledger
+	// changed since (see Walk).
+	recheck bool
+	wokeAt  uint64
+	wokeEv  framework.Events
 }
 
 // Runtime is what the queue asks of the framework's Runtime, which it

@@ -33,6 +33,8 @@ type unschedulable struct {
 	// shapesGen counts the times shapes started afresh.
 	shapesGen int
 	pass      uint64
+	// passAt is the Now ledger's version the pass's answers are for.
+	passAt uint64
 	// parked lists the jobs in the order they were parked, for the
 	// flush; an item whose job was parked again since is skipped.
 	parked []parkItem
@@ -156,7 +158,7 @@ func (u *unschedulable) park(c *framework.Cycle, q *Queue, e *entry, hs []hint) 
 	case b.dead:
 		b = u.revive(b, e, hs)
 	}
-	e.at, e.b, e.parkedAt, e.from = inUnschedulable, b, c.Snap.Now, nil
+	e.at, e.b, e.parkedAt, e.from, e.recheck = inUnschedulable, b, c.Snap.Now, nil, false
 	// In walk order: a job parked now is tried after the members it
 	// follows in the walk.
 	i, _ := slices.BinarySearchFunc(b.members, e, func(m, x *entry) int {
@@ -275,13 +277,73 @@ func (u *unschedulable) wake(c *framework.Cycle, q *Queue, ev framework.Events) 
 		return
 	}
 	for _, b := range u.sorted() {
-		if b.dead || !q.wakes(c, b, ev) {
+		if b.dead {
+			continue
+		}
+		wake, byRoom := q.wakes(c, b, ev)
+		if !wake {
 			continue
 		}
 		e := b.members[0]
 		q.unpark(c, e)
 		e.from = b
+		q.woken(c, e, byRoom, ev)
 	}
+}
+
+// woken notes why e was just woken: by the placement's answer that it
+// fits on the ledger as it is now (byRoom), for events ev.
+func (q *Queue) woken(c *framework.Cycle, e *entry, byRoom bool, ev framework.Events) {
+	e.recheck, e.wokeAt, e.wokeEv = byRoom, c.St.Now().Version(), ev
+}
+
+// stillWakes asks again, for e woken by the placement's answer alone
+// (recheck) on a ledger that has changed since (earlier jobs in the walk
+// started), whether its bucket's hints would wake it now: the placement's
+// answer on the ledger as it is, then the other hints for the events it
+// was woken with. Trying it only to fail would change nothing but its
+// backoff and its Wait reason: the placement would fail, and no other
+// plugin's hint says it wants another try (the contract by which jobs are
+// parked at all). This is the wake pass done when the walk reaches the
+// job instead of when the cycle begins; on a long queue each release of
+// room woke every bucket whose head fitted in it, and all but the first
+// failed.
+func (q *Queue) stillWakes(c *framework.Cycle, e *entry) bool {
+	b := e.from
+	u := &q.un
+	if v := c.St.Now().Version(); u.passAt != v {
+		u.pass++ // the memo of fitsNow is per version of the ledger
+		u.passAt = v
+	}
+	if q.fitsNow(c, b, e.js) {
+		return true
+	}
+	ev := e.wokeEv
+	for _, h := range b.hints {
+		m := h.ev & ev
+		if h.pl == nil {
+			if m&^framework.EventRoom != 0 {
+				return true
+			}
+			continue
+		}
+		if h.place {
+			m &^= framework.EventRoom // the placement's answer covers it
+		}
+		if m != 0 && requeue(c, h.pl, e.js, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// repark puts e, woken and active, back in its bucket, as Failed parks a
+// job whose placement failed, but for its failures and backoff: it was
+// not tried.
+func (q *Queue) repark(c *framework.Cycle, e *entry) {
+	q.active--
+	q.un.park(c, q, e, e.from.hints)
+	q.ev.parked = true
 }
 
 // sorted returns the live buckets in the order they were made (waking
@@ -296,6 +358,7 @@ func (u *unschedulable) sorted() []*bucket {
 		u.dead = 0
 	}
 	u.pass++
+	u.passAt = 0 // not a version: stillWakes starts a pass of its own
 	return u.order
 }
 
@@ -345,8 +408,13 @@ func (u *unschedulable) shapeOf(j *cluster.Job) *shapeFit {
 // start (a Preempt plugin gave room back), and returns them.
 func (u *unschedulable) wakeAfter(c *framework.Cycle, q *Queue, cur *cluster.JobState) []*cluster.JobState {
 	var out []*cluster.JobState
+	ev := framework.EventRoom | framework.EventRunning
 	for _, b := range u.sorted() {
-		if b.dead || !q.wakes(c, b, framework.EventRoom|framework.EventRunning) {
+		if b.dead {
+			continue
+		}
+		wake, byRoom := q.wakes(c, b, ev)
+		if !wake {
 			continue
 		}
 		for _, e := range append([]*entry(nil), b.members...) {
@@ -355,6 +423,7 @@ func (u *unschedulable) wakeAfter(c *framework.Cycle, q *Queue, cur *cluster.Job
 				q.toActive(e)
 				out = append(out, e.js)
 				e.from = b
+				q.woken(c, e, byRoom, ev)
 				break
 			}
 		}
@@ -392,7 +461,7 @@ func (u *unschedulable) flush(q *Queue, now float64) {
 			tried[b] = true
 			head := b.members[0]
 			q.unpark(nil, head)
-			head.from = b
+			head.from, head.recheck = b, false
 			if head == e {
 				continue
 			}
@@ -415,15 +484,16 @@ func (q *Queue) Started(js *cluster.JobState) {
 	if e == nil || e.from == nil {
 		return
 	}
-	b := e.from
-	e.from = nil
+	b, recheck := e.from, e.recheck
+	e.from, e.recheck = nil, false
 	if q.un.buckets[b.key] != b || len(b.members) == 0 {
 		return
 	}
 	m := b.members[0]
 	q.leave(m)
 	q.toActive(m)
-	m.from = b
+	// Woken for the reason its head was.
+	m.from, m.recheck, m.wokeAt, m.wokeEv = b, recheck, e.wokeAt, e.wokeEv
 	q.woke = append(q.woke, m.js)
 }
 
@@ -441,9 +511,12 @@ func (q *Queue) unpark(c *framework.Cycle, e *entry) {
 // wakes reports whether the events ev wake bucket b: some hint declared
 // one of them and its plugin agrees, the built-in placement agreeing to
 // EventRoom when the job fits on the cycle's ledgers at one of its sizes.
-func (q *Queue) wakes(c *framework.Cycle, b *bucket, ev framework.Events) bool {
+//
+// byRoom reports that the placement's answer woke it, before any later
+// hint was asked (stillWakes asks them if need be).
+func (q *Queue) wakes(c *framework.Cycle, b *bucket, ev framework.Events) (wake, byRoom bool) {
 	if b.union&ev == 0 {
-		return false
+		return false, false
 	}
 	rep := b.members[0].js
 	for _, h := range b.hints {
@@ -453,18 +526,18 @@ func (q *Queue) wakes(c *framework.Cycle, b *bucket, ev framework.Events) bool {
 		}
 		if h.place {
 			if m&^framework.EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^framework.EventRoom)) {
-				return true
+				return true, false
 			}
 			if m&framework.EventRoom != 0 && h.pl == nil && q.fitsNow(c, b, rep) {
-				return true
+				return true, true
 			}
 			continue
 		}
 		if requeue(c, h.pl, rep, m) {
-			return true
+			return true, false
 		}
 	}
-	return false
+	return false, false
 }
 
 // eventsOf returns pl's events for js, DefaultEvents for a plugin that
