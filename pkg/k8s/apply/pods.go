@@ -475,7 +475,12 @@ func (w *Writer) DeferProgress(key string, next, cur *v1alpha1.TrainingJobStatus
 	defer w.mu.Unlock()
 	dp := w.progress[key]
 	if dp == nil {
-		if Semantic.DeepEqual(next, cur) {
+		// next is other with its own phase, replicas and progress: equal
+		// to cur when those are (other is), which spares a second walk of
+		// the whole status for every waiting job every cycle.
+		if next.Phase == cur.Phase && next.ProgressCategory == cur.ProgressCategory &&
+			Semantic.DeepEqual(next.Replicas, cur.Replicas) && Semantic.DeepEqual(next.Progress, cur.Progress) &&
+			Semantic.DeepEqual(next.Evals, cur.Evals) {
 			return true // nothing to write
 		}
 		dp = &deferredProgress{since: now}
