@@ -22,11 +22,11 @@ const (
 	// Fits: it fits at one of its sizes.
 	Fits
 	// NoRoom: it does not fit, and the answer reads only its placement
-	// shape and the ledger: the profile has no Size, Place or Picker
-	// plugin (its requested counts are its only size), and the free room
-	// on the nodes its role and node constraints admit cannot hold them
-	// (roomFor, necessary for every placement the Runtime makes), so no
-	// Filter or Score plugin could make it fit.
+	// shape and the ledger: the profile has no Place or Picker plugin, and
+	// the free room on the nodes its role and node constraints admit
+	// cannot hold its smallest size (Runtime.room, necessary for every
+	// placement the Runtime makes), so no Filter or Score plugin could
+	// make it fit.
 	NoRoom
 )
 
@@ -38,9 +38,9 @@ const (
 // a long queue most buckets' heads are asked at every release of room,
 // and most releases are far too small for a gang.
 //   - NoRoom, when the free room cannot hold the job's smallest size at
-//     all (roomFor at the requested counts, or at the groups' minimums
-//     with a Size plugin, whose sizes lie within them: sizes), with no
-//     Place plugin. Every size asks at least that much, so none fits.
+//     all (room at the requested counts, or at the groups' minimums with
+//     a Size plugin, whose sizes lie within them: sizes), with no Place
+//     plugin. Every size asks at least that much, so none fits.
 //   - Fits, when the generic placement is sure to succeed (exactRoom).
 func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) Fit {
 	if len(r.pickers) > 0 {
@@ -58,7 +58,7 @@ func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) Fit {
 				least = append(least, j.Groups[g].Replicas)
 			}
 		}
-		if !roomFor(l, j, least) {
+		if !r.room(l, j, least) {
 			return NoRoom
 		}
 		if r.p.Size == nil && r.exactRoom(j, least) {
@@ -69,7 +69,7 @@ func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) Fit {
 	defer l.Revert()
 	sizes, _ := r.sizes(c, js)
 	for _, counts := range sizes {
-		if r.p.Place == nil && !roomFor(l, j, counts) {
+		if r.p.Place == nil && !r.room(l, j, counts) {
 			continue
 		}
 		// As placeSizes: the first size that fits is taken (and given
@@ -139,6 +139,49 @@ func lastGroup(counts []int) int {
 // wakes a job the exhaustive walk tries anyway; NoRoom).
 func (r *Runtime) FitsByShape() bool {
 	return r.fast && r.p.Size == nil && r.p.Place == nil && len(r.pickers) == 0
+}
+
+// room is the room check for the profile's gang mode: oneNodeRoom for
+// one-node-only gangs (a placement there needs one node that holds the
+// whole job, which roomFor's sum over the nodes does not see), roomFor
+// otherwise.
+func (r *Runtime) room(l *placement.Ledger, j *cluster.Job, counts []int) bool {
+	if r.p.Gang == placement.OneNodeOnly {
+		return oneNodeRoom(l, j, counts)
+	}
+	return roomFor(l, j, counts)
+}
+
+// oneNodeRoom reports whether some ready node that every group with
+// replicas may use (its role and node constraints) has room for counts of
+// j all at once: necessary for a one-node-only placement, built-in or
+// generic (pick for the whole gang), whatever the Filter and Score
+// plugins say of the node.
+func oneNodeRoom(l *placement.Ledger, j *cluster.Job, counts []int) bool {
+	d := j.Demand(counts)
+	var buf [4]cluster.NodeSet
+	sets := buf[:0]
+	for g, n := range counts {
+		if n > 0 {
+			sets = append(sets, l.Eligible(j, g))
+		}
+	}
+	for i, n := range l.Snapshot().Nodes {
+		if !n.Ready || n.Gone || !d.Fits(l.Free(i)) || !inSets(sets, i) {
+			continue
+		}
+		ok := true
+		for g, c := range counts {
+			if c > 0 && n.Role != "" && n.Role != j.Groups[g].Name {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // roomFor reports whether the free room on l could hold counts of j at

@@ -3,6 +3,7 @@ package framework_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -47,12 +48,13 @@ func detailed(acts []policy.Action) []string {
 // clusters (nodes short of room, not ready, with a role) and random jobs
 // (one or two groups, one of them of CPU only), a profile whose Filter
 // plugins are the role rule schedules the same starts with the same Wait
-// reasons, word for word, as one with a Filter that refuses nothing.
-// Through the scheduling queue it covers FitsNow too: jobs parked by a
-// wrong answer would not start when the other profile's do.
+// reasons, word for word, as one with a Filter that refuses nothing, in
+// every gang mode; and the same starts as the exhaustive walk, which asks
+// no FitsNow: a job parked by a wrong answer (NoRoom, or no Fits) would
+// not start after the release of room before the second cycle.
 func TestRoomAnswersAreThePlacements(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 23))
-	gangs := []placement.Gang{placement.PerReplica, placement.OneNodeFirst}
+	gangs := []placement.Gang{placement.PerReplica, placement.OneNodeFirst, placement.OneNodeOnly}
 	compared := 0
 	for trial := range 300 {
 		w := newWorld()
@@ -84,12 +86,20 @@ func TestRoomAnswersAreThePlacements(t *testing.T) {
 		for i := range release {
 			release[i] = int64(r.IntN(5))
 		}
-		var got [2][]string
-		for v, filters := range [][]framework.Filter{{framework.NodeRole{}}, {framework.NodeRole{}, passAll{}}} {
-			rt, err := scheduler.New(framework.Profile{Name: "t", Filter: filters, Gang: gang,
+		var got [3][]string
+		variants := []struct {
+			filters    []framework.Filter
+			exhaustive bool
+		}{{[]framework.Filter{framework.NodeRole{}}, false}, {[]framework.Filter{framework.NodeRole{}, passAll{}}, false},
+			{[]framework.Filter{framework.NodeRole{}}, true}}
+		for v, vr := range variants {
+			rt, err := scheduler.New(framework.Profile{Name: "t", Filter: vr.filters, Gang: gang,
 				Score: []framework.WeightedScore{{Score: lastNode{}, Weight: 1}}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if vr.exhaustive {
+				rt.WithoutQueue()
 			}
 			w1 := &world{s: &cluster.Snapshot{Pending: cluster.NewQueue(), Seed: 1, Nodes: w.s.Nodes}}
 			w1.pending(jobs...)
@@ -118,6 +128,11 @@ func TestRoomAnswersAreThePlacements(t *testing.T) {
 		if diff := gocmp.Diff(got[1], got[0]); diff != "" {
 			t.Fatalf("trial %d (%v): role rule only vs a pass-all filter (-placed +from the room):\n%s", trial, gang, diff)
 		}
+		// The exhaustive walk tries every waiting job (a Wait each); the
+		// queue parks them: the starts are the same.
+		if diff := gocmp.Diff(starts(got[2]), starts(got[0])); diff != "" {
+			t.Fatalf("trial %d (%v): starts without vs with the queue (-exhaustive +queue):\n%s", trial, gang, diff)
+		}
 		for _, a := range got[0] {
 			if a[:4] == "wait" {
 				compared++
@@ -127,6 +142,16 @@ func TestRoomAnswersAreThePlacements(t *testing.T) {
 	if compared < 100 {
 		t.Errorf("only %d waits compared; the trials are too easy", compared)
 	}
+}
+
+func starts(acts []string) []string {
+	var out []string
+	for _, a := range acts {
+		if strings.HasPrefix(a, "start") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // outOfBounds is a Size plugin that breaks its contract: it proposes one
