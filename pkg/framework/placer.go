@@ -143,14 +143,13 @@ func (r *Runtime) noRoomMiss(c *Cycle, l *placement.Ledger, js *cluster.JobState
 // thousand and read none).
 func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g int, d resource.Vector, counts []int) (int, *noNodeError) {
 	s := c.Snap
-	var feasible []int
-	var miss *noNodeError
-	why := func() *noNodeError {
-		if miss == nil {
-			miss = &noNodeError{memo: &r.reasons, nodes: s.Nodes, js: js, g: g, counts: counts}
-		}
-		return miss
-	}
+	// On the stack for clusters of up to 64 nodes: a what-if placement
+	// (the queue's FitsNow) picks by the thousand.
+	var fbuf [64]int
+	feasible := fbuf[:0]
+	// Why the nodes were refused, kept only if none is feasible.
+	var misses []nodeMiss
+	notReady, insufficient := 0, 0
 	// The groups' eligible sets (node constraints and taints), so that a
 	// node is matched by a bit test, not by the constraint's rules.
 	var buf [4]cluster.NodeSet
@@ -162,21 +161,19 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 	}
 	for i, n := range s.Nodes {
 		if !n.Ready || n.Gone {
-			why().notReady++
+			notReady++
 			continue
 		}
 		if !inSets(sets, i) {
-			m := why()
-			m.misses = append(m.misses, nodeMiss{node: i})
+			misses = append(misses, nodeMiss{node: i})
 			continue
 		}
 		if nm, ok := r.filter(c, js, g, i, n, counts); !ok {
-			m := why()
-			m.misses = append(m.misses, nm)
+			misses = append(misses, nm)
 			continue
 		}
 		if !d.Fits(l.Free(i)) {
-			why().insufficient++
+			insufficient++
 			continue
 		}
 		if g < 0 && r.p.OneNodeFirstFit {
@@ -185,7 +182,8 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 		feasible = append(feasible, i)
 	}
 	if len(feasible) == 0 {
-		return -1, why()
+		return -1, &noNodeError{memo: &r.reasons, nodes: s.Nodes, js: js, g: g, counts: counts,
+			notReady: notReady, insufficient: insufficient, misses: misses}
 	}
 	if len(r.p.Score) == 0 {
 		best, bs := -1, 0.0
@@ -196,8 +194,12 @@ func (r *Runtime) pick(c *Cycle, l *placement.Ledger, js *cluster.JobState, g in
 		}
 		return best, nil
 	}
-	sum := make([]float64, len(feasible))
-	raw := make([]float64, len(feasible))
+	var sbuf, rbuf [64]float64
+	sum, raw := sbuf[:], rbuf[:]
+	if len(feasible) > len(sbuf) {
+		sum, raw = make([]float64, len(feasible)), make([]float64, len(feasible))
+	}
+	sum, raw = sum[:len(feasible)], raw[:len(feasible)]
 	for _, ws := range r.p.Score {
 		lo, hi := 0.0, 0.0
 		for k, i := range feasible {
