@@ -33,6 +33,12 @@ type eventWatch struct {
 	// commit saw at least that much; the commit may give back room they
 	// never saw, which the room at the cycle's end would hide.
 	pre []preRoom
+	// still is the Gen of a snapshot whose fresh ledgers had no more room
+	// than the parked jobs saw, while what they saw (now, soon) has not
+	// changed since (0: none): a snapshot of the same Gen has the same
+	// ledgers, so the answer holds. A time-driven profile runs a cycle
+	// per tick, most of them on an unchanged cluster.
+	still uint64
 }
 
 // preRoom is a node's room on the Now (or Soon) ledger before a commit.
@@ -52,9 +58,8 @@ func (w *eventWatch) since(c *framework.Cycle, r Runtime, future bool) framework
 		// the same fingerprints: only the room is compared. A time-driven
 		// profile runs a cycle per tick, most of them with nothing new.
 		w.checked = false
-		if w.grew(c, future) {
-			ev |= framework.EventRoom
-			w.checked = true
+		if w.still != s.Gen {
+			w.room(c, s, future, &ev)
 		}
 		return ev
 	}
@@ -63,7 +68,7 @@ func (w *eventWatch) since(c *framework.Cycle, r Runtime, future bool) framework
 		ev |= framework.EventNodes
 		r.ForgetReasons()
 		w.nodes = slices.Grow(w.nodes[:0], len(s.Nodes))[:len(s.Nodes)]
-		w.now, w.soon = nil, nil
+		w.now, w.soon, w.still = nil, nil, 0
 	}
 	for i, n := range s.Nodes {
 		if fp := nodePrint(n); fp != w.nodes[i] {
@@ -81,11 +86,20 @@ func (w *eventWatch) since(c *framework.Cycle, r Runtime, future bool) framework
 		ev |= framework.EventRunning
 	}
 	w.checked = false
-	if w.grew(c, future) {
-		ev |= framework.EventRoom
-		w.checked = true
-	}
+	w.room(c, s, future, &ev)
 	return ev
+}
+
+// room adds EventRoom to ev when some node has more room on the cycle's
+// fresh ledgers than the parked jobs saw, and otherwise notes that
+// snapshots of s's Gen have none (still).
+func (w *eventWatch) room(c *framework.Cycle, s *cluster.Snapshot, future bool, ev *framework.Events) {
+	if w.grew(c, future) {
+		*ev |= framework.EventRoom
+		w.checked = true
+		return
+	}
+	w.still = s.Gen
 }
 
 // grew reports whether some node has more room on the Statement's
@@ -138,6 +152,7 @@ func (w *eventWatch) fold(c *framework.Cycle, future bool) {
 	if !w.parked && !w.checked && len(pre) == 0 && w.now != nil {
 		return
 	}
+	w.still = 0 // what the parked jobs saw changes
 	n := len(c.Snap.Nodes)
 	if w.now == nil || w.checked {
 		w.now, w.soon = c.St.Now().FreeAll(w.now), nil
