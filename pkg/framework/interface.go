@@ -191,7 +191,10 @@ type Admit interface {
 // preference (usually largest first; the elastic plugin's one-node-first
 // order puts a smaller count that fits one node before a larger one that
 // must spread). Each counts slice has one entry per replica
-// group, within the group's [Min, Max]. A fixed-size job gets one answer
+// group, within the group's [Min, Max]; the Runtime does not try one that
+// is not (the queue reads the minimums as the smallest a job may take),
+// and a job left with none waits with a reason naming the plugin. A
+// fixed-size job gets one answer
 // (its requested counts). Called once per job tried; must not record
 // actions. The profile has at most one Size plugin; without one the
 // requested counts are tried.
