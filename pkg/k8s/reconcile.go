@@ -211,7 +211,7 @@ func (e *Executor) writeReconciled(ctx context.Context, jv *view.Job, before v1a
 		// CRD's default): a waiting job costs no write.
 		unset := *next
 		unset.Phase, unset.Tenant = tj.Status.Phase, tj.Status.Tenant
-		if apply.Semantic.DeepEqual(&unset, &tj.Status) {
+		if apply.StatusEqual(&unset, &tj.Status) {
 			jv.Fresh = true
 			return false, podErr
 		}

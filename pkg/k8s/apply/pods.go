@@ -467,7 +467,7 @@ func (w *Writer) DeferProgress(key string, next, cur *v1alpha1.TrainingJobStatus
 	other := *next
 	other.Phase, other.Replicas = cur.Phase, cur.Replicas
 	other.Progress, other.Evals, other.ProgressCategory = cur.Progress, cur.Evals, cur.ProgressCategory
-	if !Semantic.DeepEqual(&other, cur) {
+	if !StatusEqual(&other, cur) {
 		return false
 	}
 	now := w.Now()
