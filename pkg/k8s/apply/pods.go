@@ -455,13 +455,22 @@ func (dp *deferredProgress) set(s *v1alpha1.TrainingJobStatus) {
 
 // DeferProgress reports whether the change from cur to next may wait in
 // memory: it touches only what a running job's trainers and kubelets
-// report (progress, evals, category, replica counts, Admitted to Running),
-// and the oldest unwritten change is younger than ProgressPeriod. It then
+// report (progress, evals, category, running replica counts, Admitted to
+// Running), and the oldest unwritten change is younger than
+// ProgressPeriod. A change of a group's desired count once the status
+// has counts (a resize) is the scheduler's decision and is written at
+// once, so that the Replicas column agrees with the Resized event; the
+// first counts of a job that just started may wait. It then
 // records next for the following cycles (Settle lays it over the cache).
 // With no change at all it reports whether a deferred change is still
 // young enough to wait.
 func (w *Writer) DeferProgress(key string, next, cur *v1alpha1.TrainingJobStatus) bool {
 	if next.Phase != cur.Phase && !(cur.Phase == v1alpha1.PhaseAdmitted && next.Phase == v1alpha1.PhaseRunning) {
+		return false
+	}
+	if len(cur.Replicas) > 0 && !slices.EqualFunc(next.Replicas, cur.Replicas, func(a, b v1alpha1.GroupStatus) bool {
+		return a.Name == b.Name && a.Desired == b.Desired
+	}) {
 		return false
 	}
 	other := *next
