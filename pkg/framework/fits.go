@@ -194,34 +194,38 @@ func oneNodeRoom(l *placement.Ledger, j *cluster.Job, counts []int) bool {
 // per group with no allocation, where a placement that fails costs a scan
 // per replica.
 func roomFor(l *placement.Ledger, j *cluster.Job, counts []int) bool {
-	nodes := l.Snapshot().Nodes
 	for g, want := range counts {
-		if want <= 0 {
-			continue
-		}
-		gr := &j.Groups[g]
-		if gr.Demand.IsZero() {
-			continue
-		}
-		set := l.Eligible(j, g)
-		have := 0
-		for i, n := range nodes {
-			if !n.Ready || n.Gone || n.Role != "" && n.Role != gr.Name || !set.Has(i) {
-				continue
-			}
-			m := replicasIn(l.Free(i), gr.Demand)
-			if m < 0 {
-				have = want // a demand of nothing positive fits anywhere
-			}
-			if have += max(m, 0); have >= want {
-				break
-			}
-		}
-		if have < want {
+		if want > 0 && groupRoom(l, j, g, want) < want {
 			return false
 		}
 	}
 	return true
+}
+
+// groupRoom is how many replicas of group g of j fit, one demand per node
+// at a time, on the ready nodes the group may use (its role and node
+// constraints), counted up to want: want itself for a demand of nothing
+// positive.
+func groupRoom(l *placement.Ledger, j *cluster.Job, g, want int) int {
+	gr := &j.Groups[g]
+	if gr.Demand.IsZero() {
+		return want
+	}
+	set := l.Eligible(j, g)
+	have := 0
+	for i, n := range l.Snapshot().Nodes {
+		if !n.Ready || n.Gone || n.Role != "" && n.Role != gr.Name || !set.Has(i) {
+			continue
+		}
+		m := replicasIn(l.Free(i), gr.Demand)
+		if m < 0 {
+			return want // a demand of nothing positive fits anywhere
+		}
+		if have += m; have >= want {
+			break
+		}
+	}
+	return have
 }
 
 // replicasIn is how many replicas of demand d fit in free, one after

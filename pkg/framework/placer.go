@@ -103,19 +103,11 @@ func (r *Runtime) noRoomMiss(c *Cycle, l *placement.Ledger, js *cluster.JobState
 		return nil
 	}
 	gr := &js.Job.Groups[g]
-	set := l.Eligible(js.Job, g)
-	have := 0
-	for i, n := range s.Nodes {
-		if !n.Ready || n.Gone || !set.Has(i) {
-			continue
-		}
-		if _, ok := r.filter(c, js, g, i, n, counts); !ok {
-			continue
-		}
-		if have += replicasIn(l.Free(i), gr.Demand); have >= counts[g] {
-			return nil
-		}
+	have := groupRoom(l, js.Job, g, counts[g]) // the role rule is the only filter (exactFirst)
+	if have >= counts[g] {
+		return nil
 	}
+	set := l.Eligible(js.Job, g)
 	// pick's failure for replica have+1.
 	miss := &noNodeError{memo: &r.reasons, nodes: s.Nodes, js: js, g: g, counts: counts}
 	for i, n := range s.Nodes {

@@ -37,19 +37,8 @@ func (q *Queue) stillWakes(c *framework.Cycle, e *entry) bool {
 	if q.fitsNow(c, b, e.js) {
 		return true
 	}
-	ev := e.wokeEv
 	for _, h := range b.hints {
-		m := h.ev & ev
-		if h.pl == nil {
-			if m&^framework.EventRoom != 0 {
-				return true
-			}
-			continue
-		}
-		if h.place {
-			m &^= framework.EventRoom // the placement's answer covers it
-		}
-		if m != 0 && requeue(c, h.pl, e.js, m) {
+		if agrees(c, h, e.js, h.ev&e.wokeEv) {
 			return true
 		}
 	}
@@ -78,23 +67,25 @@ func (q *Queue) wakes(c *framework.Cycle, b *bucket, ev framework.Events) (wake,
 	rep := b.members[0].js
 	for _, h := range b.hints {
 		m := h.ev & ev
-		if m == 0 {
-			continue
-		}
-		if h.place {
-			if m&^framework.EventRoom != 0 && (h.pl == nil || requeue(c, h.pl, rep, m&^framework.EventRoom)) {
-				return true, false
-			}
-			if m&framework.EventRoom != 0 && h.pl == nil && q.fitsNow(c, b, rep) {
-				return true, true
-			}
-			continue
-		}
-		if requeue(c, h.pl, rep, m) {
+		if agrees(c, h, rep, m) {
 			return true, false
+		}
+		if h.pl == nil && m&framework.EventRoom != 0 && q.fitsNow(c, b, rep) {
+			return true, true
 		}
 	}
 	return false, false
+}
+
+// agrees reports whether hint h wakes js for the events m, apart from
+// the placement's EventRoom, which the queue answers itself (fitsNow): the
+// built-in placement agrees to its other events, a plugin through its
+// Requeue.
+func agrees(c *framework.Cycle, h hint, js *cluster.JobState, m framework.Events) bool {
+	if h.place {
+		m &^= framework.EventRoom
+	}
+	return m != 0 && (h.pl == nil || requeue(c, h.pl, js, m))
 }
 
 // eventsOf returns pl's events for js, DefaultEvents for a plugin that
