@@ -69,7 +69,9 @@ func (r *Runtime) FitsNow(c *Cycle, js *cluster.JobState) Fit {
 	defer l.Revert()
 	sizes, _ := r.sizes(c, js)
 	for _, counts := range sizes {
-		if r.p.Place == nil && !r.room(l, j, counts) {
+		// Without a Size plugin the one size is the requested counts,
+		// whose room was checked above.
+		if r.p.Place == nil && r.p.Size != nil && !r.room(l, j, counts) {
 			continue
 		}
 		// As placeSizes: the first size that fits is taken (and given
